@@ -1,0 +1,70 @@
+"""The ``tcpdelay`` command line.
+
+One module per command group; each defines click commands and lists them in ``COMMANDS``.
+:func:`main` turns every user error into one line on stderr and exit status 2 (see
+:mod:`tcpdelay.errors`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from tcpdelay import __version__
+from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
+
+# Modules under tcpdelay.cli that contribute commands (each exposes COMMANDS).
+COMMAND_MODULES = (
+    "throughput",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="tcpdelay")
+def cli() -> None:
+    """Predict, measure, simulate and tune the delay of real-time media over TCP and UDP.
+
+    Every command accepts --json for machine-readable output (keys documented in
+    docs/cli.md). Bad input is reported on one line with exit status 2.
+    """
+
+
+for _name in COMMAND_MODULES:
+    for _cmd in importlib.import_module(f"tcpdelay.cli.{_name}").COMMANDS:
+        cli.add_command(_cmd)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    prog = "tcpdelay"
+    ctx = click.get_current_context(silent=True)
+    click.echo(f"{prog}: error: {message}", err=True)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``tcpdelay`` script."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        click.echo(cli.get_help(click.Context(cli, info_name="tcpdelay")))
+        sys.exit(0)
+    try:
+        code = cli.main(args=args, prog_name="tcpdelay", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as err:  # a group called without a subcommand
+        click.echo(err.ctx.get_help() if err.ctx else str(err))
+        sys.exit(0)
+    except click.UsageError as err:
+        where = f"{err.ctx.command_path}: " if err.ctx is not None else ""
+        _fail(where + " ".join(err.format_message().split()))
+    except click.ClickException as err:
+        _fail(" ".join(err.format_message().split()))
+    except EnvironmentNotSupported as err:
+        _fail(str(err))
+    except TcpdelayError as err:
+        _fail(str(err))
+    except click.Abort:
+        _fail("interrupted", 130)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    sys.exit(code if isinstance(code, int) else 0)
