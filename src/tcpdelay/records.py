@@ -1,0 +1,132 @@
+"""Per-packet records: the one data format between a run and its metrics.
+
+A run directory holds a Parquet *dataset* per record kind, written as the run goes, in
+self-contained part files (``<kind>/part-<writer>-<n>.parquet``): a run that is interrupted
+keeps every part already flushed, and a reader simply reads whatever parts exist.
+
+Kinds and their columns (units in the names; times are seconds on the clock named by the run's
+``run.json`` ``clock`` entry):
+
+``sent`` — one row per media packet the source produced (written by the sender)
+    flow_id, connection (-1 if never sent), seq, size_bytes, send_time_s, frame_id (-1 if the
+    source has no frames), frame_type ("I", "P", "B" or ""), frame_last (last packet of its
+    frame), dropped (skipped by the sender, e.g. proactive drop; never on the wire)
+
+``received`` — one row per media packet the application read (written by the receiver)
+    flow_id, connection, seq, size_bytes, send_time_s (from the packet header), recv_time_s
+
+Loss is what is in ``sent`` (not dropped) but not in ``received``; delay is
+``recv_time_s - send_time_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SENT_SCHEMA = pa.schema([
+    ("flow_id", pa.int32()),
+    ("connection", pa.int16()),
+    ("seq", pa.int64()),
+    ("size_bytes", pa.int32()),
+    ("send_time_s", pa.float64()),
+    ("frame_id", pa.int64()),
+    ("frame_type", pa.string()),
+    ("frame_last", pa.bool_()),
+    ("dropped", pa.bool_()),
+])
+
+RECEIVED_SCHEMA = pa.schema([
+    ("flow_id", pa.int32()),
+    ("connection", pa.int16()),
+    ("seq", pa.int64()),
+    ("size_bytes", pa.int32()),
+    ("send_time_s", pa.float64()),
+    ("recv_time_s", pa.float64()),
+])
+
+SCHEMAS = {"sent": SENT_SCHEMA, "received": RECEIVED_SCHEMA}
+RUN_METADATA = "run.json"
+
+
+class RecordWriter:
+    """Buffers rows of one kind and flushes them as a new part file every ``flush_rows`` rows
+    or ``flush_interval_s`` seconds (checked on each append), and on :meth:`close`.
+
+    Use as a context manager. Parts are written to a temporary name and renamed, so a reader
+    never sees a half-written part.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike, kind: str, *, writer_id: str | None = None,
+                 flush_rows: int = 2000, flush_interval_s: float = 1.0):
+        if kind not in SCHEMAS:
+            raise ValueError(f"record kind {kind!r} is not one of {sorted(SCHEMAS)}")
+        self.schema = SCHEMAS[kind]
+        self.dir = Path(run_dir) / kind
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.writer_id = writer_id or f"{os.getpid()}-{time.time_ns() % 10**9}"
+        self.flush_rows = flush_rows
+        self.flush_interval_s = flush_interval_s
+        self._cols: dict[str, list] = {name: [] for name in self.schema.names}
+        self._rows = 0
+        self._parts = 0
+        self._last_flush = time.monotonic()
+
+    def append(self, **row) -> None:
+        for name in self.schema.names:
+            self._cols[name].append(row[name])
+        self._rows += 1
+        if self._rows >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        self._last_flush = time.monotonic()
+        if not self._rows:
+            return
+        table = pa.table(self._cols, schema=self.schema)
+        name = f"part-{self.writer_id}-{self._parts:06d}.parquet"
+        tmp = self.dir / f".{name}.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, self.dir / name)
+        self._parts += 1
+        self._cols = {name: [] for name in self.schema.names}
+        self._rows = 0
+
+    def close(self) -> None:
+        self.flush()
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_records(run_dir: str | os.PathLike, kind: str) -> pa.Table:
+    """All rows of ``kind`` in ``run_dir`` (an empty table with the schema if there are none)."""
+    if kind not in SCHEMAS:
+        raise ValueError(f"record kind {kind!r} is not one of {sorted(SCHEMAS)}")
+    parts = sorted((Path(run_dir) / kind).glob("part-*.parquet"))
+    if not parts:
+        return SCHEMAS[kind].empty_table()
+    return pa.concat_tables(pq.read_table(p, schema=SCHEMAS[kind]) for p in parts)
+
+
+def write_run_metadata(run_dir: str | os.PathLike, metadata: dict) -> None:
+    """``run.json``: the run's parameters and its clock (e.g. {"clock": "shared-monotonic"} inside
+    the testbed, {"clock": "unsynchronized"} across real hosts)."""
+    path = Path(run_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    tmp = path / f".{RUN_METADATA}.tmp"
+    tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True))
+    os.replace(tmp, path / RUN_METADATA)
+
+
+def read_run_metadata(run_dir: str | os.PathLike) -> dict:
+    path = Path(run_dir) / RUN_METADATA
+    return json.loads(path.read_text()) if path.exists() else {}
