@@ -18,6 +18,7 @@ from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
 # Modules under tcpdelay.cli that contribute commands (each exposes COMMANDS).
 COMMAND_MODULES = (
     "throughput",
+    "evaluate",
 )
 
 

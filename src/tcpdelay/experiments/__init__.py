@@ -1,0 +1,1 @@
+"""Scenarios, sweeps and the main evaluation job: what runs, over which parameters."""

@@ -1,0 +1,1 @@
+"""Plots and the self-contained HTML report (figures embedded, no external files)."""

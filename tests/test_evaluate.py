@@ -1,0 +1,21 @@
+"""The main job writes a self-contained report with the default paths."""
+
+import json
+import subprocess
+import sys
+
+
+def test_evaluate_writes_report_and_json(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "tcpdelay", "evaluate", "--out", str(tmp_path), "--json"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    html = (tmp_path / "report.html").read_text()
+    assert doc["report_path"] == str(tmp_path / "report.html")
+    # self-contained: figures embedded, nothing fetched
+    assert "data:image/png;base64," in html and "src='http" not in html
+    paths = doc["throughput"]["paths"]
+    assert len(paths) == 12  # RTT 20/100/300 ms x loss 0/0.1/1/5 %
+    lossy = [p for p in paths if p["loss"] > 0]
+    assert all(p["pftk_bps"] > 0 for p in lossy)
+    assert all(p["pftk_bps"] is None for p in paths if p["loss"] == 0)  # unbounded without loss
