@@ -1,0 +1,86 @@
+"""The source interface shared with the sender (``tcpdelay.transport``).
+
+A source is a pure schedule: it says *when* the application emits each packet and how big it
+is; the transport decides how it travels. Sources with frames (video) also say which frame a
+packet belongs to, so the receiver-side metrics can rebuild frames (see
+:mod:`tcpdelay.metrics.video`).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, NamedTuple, Protocol, runtime_checkable
+
+from tcpdelay.errors import ParameterError
+
+#: RTP fixed header (RFC 3550 §5.1), counted in every ``Packet.size_bytes``.
+RTP_HEADER_BYTES = 12
+
+
+class Packet(NamedTuple):
+    """One application packet."""
+
+    at_s: float
+    """Offset from the start of the flow at which the application emits it."""
+    size_bytes: int
+    """Application packet size including the 12-byte RTP header (the RFC 4571 2-byte length
+    prefix is added by the TCP transport and not counted here)."""
+    frame_id: int = -1
+    """Index of the video frame this packet carries a piece of; -1 for frameless sources."""
+    frame_type: str = ""
+    """"I", "P" or "B" for video, "" otherwise."""
+    frame_last: bool = True
+    """Last packet of its frame (True for frameless sources)."""
+
+
+@runtime_checkable
+class Source(Protocol):
+    """What the sender needs from a source."""
+
+    name: str
+    nominal_interval_s: float
+    """Packet interval while active (VoIP: 0.02; video: the frame interval 1/fps)."""
+
+    def packets(self, duration_s: float, seed: int) -> Iterator[Packet]:
+        """Packets in non-decreasing ``at_s``, all with ``at_s < duration_s``; the same for the
+        same ``seed``."""
+        ...
+
+
+def check_duration(duration_s: float) -> float:
+    try:
+        d = float(duration_s)
+    except (TypeError, ValueError):
+        raise ParameterError(f"duration_s: {duration_s!r} is not a number") from None
+    if not (d >= 0 and d < float("inf")):
+        raise ParameterError(f"duration_s: {duration_s!r} must be >= 0 and finite")
+    return d
+
+
+def check_packet_bytes(name: str, value: int, *, minimum: int = RTP_HEADER_BYTES + 1) -> int:
+    if isinstance(value, bool) or int(value) != value or value < minimum or value > 65535:
+        raise ParameterError(
+            f"{name}: {value!r} must be an integer in [{minimum}, 65535] (bytes incl. the "
+            f"{RTP_HEADER_BYTES}-byte RTP header)")
+    return int(value)
+
+
+def check_positive(name: str, value: float) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name}: {value!r} is not a number") from None
+    if not (v > 0 and v < float("inf")):
+        raise ParameterError(f"{name}: {value!r} must be positive and finite")
+    return v
+
+
+def split_frame(frame_bytes: int, max_packet_bytes: int) -> list[int]:
+    """Packet sizes (RTP header included in each) carrying a frame of ``frame_bytes`` of payload,
+    each at most ``max_packet_bytes``: full packets first, the remainder last."""
+    max_payload = max_packet_bytes - RTP_HEADER_BYTES
+    frame_bytes = max(int(frame_bytes), 1)
+    full, rest = divmod(frame_bytes, max_payload)
+    sizes = [max_packet_bytes] * full
+    if rest:
+        sizes.append(rest + RTP_HEADER_BYTES)
+    return sizes

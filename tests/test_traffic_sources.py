@@ -1,0 +1,91 @@
+"""CBR and VoIP on/off sources, the source protocol and the profile table."""
+
+import numpy as np
+import pytest
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.traffic import (
+    CbrSource, Mpeg4TesSource, Packet, Source, VideoTraceSource, VoipOnOffSource,
+    source_from_profile,
+)
+
+
+def test_cbr_exact_schedule():
+    src = CbrSource(packet_bytes=172, interval_s=0.02)
+    pkts = list(src.packets(0.1, seed=7))
+    # 0.1 s / 0.02 s = 5 packets at 0, 20, 40, 60, 80 ms (100 ms is not < duration)
+    assert [p.at_s for p in pkts] == [0.0, 0.02, 0.04, 0.06, 0.08]
+    assert all(p == Packet(p.at_s, 172, -1, "", True) for p in pkts)
+    assert src.rate_bps == pytest.approx(172 * 8 / 0.02)  # 68.8 kb/s
+
+
+def test_cbr_long_run_does_not_drift():
+    pkts = list(CbrSource(200, 0.03).packets(60.0))
+    # 60 / 0.03 = 2000 packets; the last one at 1999 * 0.03 = 59.97 s exactly (no accumulation)
+    assert len(pkts) == 2000
+    assert pkts[-1].at_s == 1999 * 0.03
+
+
+def test_sources_satisfy_the_protocol():
+    assert isinstance(CbrSource(100, 0.02), Source)
+    assert isinstance(VoipOnOffSource(), Source)
+    assert isinstance(Mpeg4TesSource(1e6), Source)
+
+
+def test_voip_on_off_means_within_statistical_tolerance():
+    src = VoipOnOffSource(packet_bytes=172, interval_s=0.02, mean_on_s=1.0, mean_off_s=1.35)
+    starts, lengths = src.periods(20000.0, seed=3)
+    offs = starts[1:] - starts[:-1] - lengths[:-1]
+    n = len(lengths)
+    # about 20000 / 2.35 = 8500 cycles; the std of an exponential mean over n samples is mean/sqrt(n)
+    # (1.1 % for n = 8500); 5 % is more than 4 standard errors
+    assert n > 8000
+    assert lengths.mean() == pytest.approx(1.0, rel=0.05)
+    assert offs.mean() == pytest.approx(1.35, rel=0.05)
+    # exponential: std == mean
+    assert lengths.std() == pytest.approx(1.0, rel=0.08)
+
+
+def test_voip_packets_lie_inside_talk_spurts_on_the_interval_grid():
+    src = VoipOnOffSource()
+    starts, lengths = src.periods(300.0, seed=11)
+    pkts = list(src.packets(300.0, seed=11))
+    t = np.array([p.at_s for p in pkts])
+    assert np.all(np.diff(t) >= 0) and t[-1] < 300.0
+    spurt = np.searchsorted(starts, t, side="right") - 1
+    offset = t - starts[spurt]
+    # every packet is k * 20 ms after its spurt's start, before the spurt ends (or the first one)
+    k = np.rint(offset / 0.02)
+    assert np.allclose(offset, k * 0.02)
+    assert np.all((offset < lengths[spurt]) | (k == 0))
+    # activity: packets * 20 ms / 300 s is close to 1.0 / 2.35 = 0.426 (+ half a packet per spurt)
+    assert len(pkts) * 0.02 / 300 == pytest.approx(1 / 2.35, abs=0.12)
+
+
+def test_voip_is_deterministic_for_a_seed():
+    a = list(VoipOnOffSource().packets(30.0, seed=5))
+    b = list(VoipOnOffSource().packets(30.0, seed=5))
+    c = list(VoipOnOffSource().packets(30.0, seed=6))
+    assert a == b and a != c
+
+
+def test_profiles_give_cbr_sources_without_the_framing_prefix():
+    voip = source_from_profile("voip")
+    # profile size 174 B includes the 2-byte RFC 4571 prefix: the RTP packet is 172 B
+    assert (voip.packet_bytes, voip.interval_s) == (172, 0.02)
+    assert (source_from_profile("video-low").packet_bytes, source_from_profile("video-low").interval_s) == (1446, 0.03)
+    talk = source_from_profile("voip-low", on_off=True)
+    assert isinstance(talk, VoipOnOffSource) and talk.interval_s == 0.03
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: CbrSource(12, 0.02),  # no payload beyond the RTP header
+    lambda: CbrSource(100, 0.0),
+    lambda: VoipOnOffSource(mean_on_s=-1),
+    lambda: source_from_profile("nope"),
+    lambda: source_from_profile("video", on_off=True),
+    lambda: list(CbrSource(100, 0.02).packets(float("inf"))),
+])
+def test_bad_parameters_raise_parameter_error(bad):
+    with pytest.raises(ParameterError):
+        bad()
