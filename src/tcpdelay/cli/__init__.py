@@ -18,7 +18,9 @@ from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
 # Modules under tcpdelay.cli that contribute commands (each exposes COMMANDS).
 COMMAND_MODULES = (
     "throughput",
+    "latency",
     "evaluate",
+    "testbed",
 )
 
 

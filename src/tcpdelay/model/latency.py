@@ -55,6 +55,7 @@ def expected_latency_s(
     """
     d = tr.segments_for(size_bytes, mss_bytes)
     t0 = tp.default_t0_s(rtt_s) if t0_s is None else t0_s
+    max_window = np.inf if max_window is None else max_window
     t = tr.transfer_time_s(d, loss, rtt_s, t0, init_window, acks_per_segment, max_window, delayed_ack)
     if not handshake_included:
         return t
