@@ -1,0 +1,659 @@
+"""The scenario file: one experiment as validated data (flent style: a test is declarative data).
+
+A scenario is a TOML file describing *what* to run — the path, the media flows, the cross
+traffic, how long, how often, which metrics — and nothing about *how*: no namespace, interface
+or process names, so the testbed backend (:mod:`tcpdelay.experiments.run`) and a simulation
+backend can run the same file. The format is documented in ``docs/experiments/README.md``;
+``experiments/*.toml`` are examples.
+
+Every problem is one line naming the file and the bad key, e.g.::
+
+    scenario.toml: flows[1].profile: 'voip2' is not one of voip, voip-low, ...
+
+raised as :class:`tcpdelay.errors.ParameterError` (exit status 2 on the command line).
+
+A ``[sweep]`` table declares parameter grids: each key is a dotted path into the scenario
+(``"path.loss.p"``, ``"flows[0].profile"``) and each value a list; the cells of the sweep are the
+Cartesian product (:func:`expand`). Every cell is validated when the file is loaded, so a sweep
+never fails half way on a typo.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import re
+import tomllib
+from pathlib import Path as FsPath
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tcpdelay.errors import ParameterError
+
+# --------------------------------------------------------------------------- vocabularies
+
+#: Media profiles. The constant-bit-rate ones are the sources of Brosh et al. §5 (packet size
+#: including the 12-byte RTP header and 2-byte RFC 4571 framing; 20 or 30 ms packetization):
+#: VoIP 64 / 42 kb/s, interactive video 284 / 187 kb/s, live video 573 / 378 kb/s; ``audio-16k``
+#: is the 16 kb/s audio of the papers/002 experiments (40-byte payload + RTP every 20 ms);
+#: ``voip-onoff`` is VoIP with exponential talk spurts and silences; ``mpeg4-tes`` the MPEG-4
+#: TES video model (needs ``rate_bps``); ``video-trace`` a frame-size trace (needs ``trace``).
+CBR_PROFILES: dict[str, tuple[int, float]] = {
+    "voip": (174, 0.020),
+    "voip-low": (174, 0.030),
+    "interactive-video": (724, 0.020),
+    "interactive-video-low": (724, 0.030),
+    "video": (1448, 0.020),
+    "video-low": (1448, 0.030),
+    "audio-16k": (54, 0.020),
+}
+PROFILES: tuple[str, ...] = (*CBR_PROFILES, "voip-onoff", "mpeg4-tes", "video-trace")
+
+#: TCP presets (the testbed's :data:`tcpdelay.testbed.spec.PRESETS`): the paper-era stack and
+#: today's Linux defaults.
+TCP_PRESETS = ("newreno-2008", "linux-default")
+
+#: Metrics a scenario may ask for (computed from the per-packet records by tcpdelay.metrics).
+METRICS = (
+    "delay",        # mean, std, percentiles, max of one-way delay
+    "late",         # late fraction against playout delay
+    "jitter",       # RFC 3550 interarrival jitter
+    "loss",         # network loss
+    "quality",      # papers/002 loss-period quality levels 0-5
+    "rtpi",         # papers/004 Real-Time Performance Index, delayed packets rate
+    "goodput",
+    "fairness",     # Jain's index across flows
+    "playout",      # papers/003 picture discards and buffer underflows
+    "mos",          # ITU-T G.107 E-model
+    "tcp",          # retransmissions and TCP_INFO samples
+)
+DEFAULT_METRICS = ("delay", "late", "loss")
+
+MAX_DURATION_S = 86_400.0
+_UNION_TAGS = {"none", "bernoulli", "gilbert_elliott", "bulk", "web_onoff", "page_load", "udp"}
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors that list the allowed ones; values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data:
+                if key not in cls.model_fields:
+                    raise ValueError(f"unknown key {key!r}; allowed: {', '.join(cls.model_fields)}")
+        return data
+
+
+Seconds = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+PositiveSeconds = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+# --------------------------------------------------------------------------- the path
+
+
+class NoLoss(_Strict):
+    model: Literal["none"] = "none"
+
+
+class BernoulliLoss(_Strict):
+    """Each packet is dropped independently with probability ``p`` (Brosh et al. §5.1)."""
+
+    model: Literal["bernoulli"]
+    p: Probability
+
+
+class GilbertElliottLoss(_Strict):
+    """Bursty loss, two-state Markov chain per packet: ``p`` Good->Bad, ``r`` Bad->Good, ``k`` /
+    ``h`` the probability a packet is *delivered* in Good / Bad (netem's ``gemodel`` names)."""
+
+    model: Literal["gilbert_elliott"]
+    p: Probability
+    r: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
+    k: Probability = 1.0
+    h: Probability = 0.0
+
+
+Loss = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss], Field(discriminator="model")]
+
+
+class Outage(_Strict):
+    """The link is down from ``at_s`` (seconds from the start of the run) for ``duration_s``."""
+
+    at_s: Seconds
+    duration_s: PositiveSeconds
+
+
+class Direction(_Strict):
+    """One direction of the path. Every key is optional: unset keys come from the ``[path]``
+    table (the defaults for both directions), then from the built-in defaults (no delay, no
+    loss, no rate limit, the backend's default queue, no outages)."""
+
+    delay_s: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] | None = None
+    jitter_s: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] | None = None
+    reorder: bool | None = None
+    loss: Loss | None = None
+    rate_bps: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    trace: str | None = None
+    queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    queue_bytes: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None
+    outages: tuple[Outage, ...] | None = None
+
+    @model_validator(mode="after")
+    def _exclusive(self):
+        if self.rate_bps is not None and self.trace is not None:
+            raise ValueError("rate_bps and trace are exclusive: give at most one")
+        if self.queue_packets is not None and self.queue_bytes is not None:
+            raise ValueError("queue_packets and queue_bytes are exclusive: give at most one")
+        return self
+
+
+class ResolvedDirection(BaseModel):
+    """A direction with the ``[path]`` defaults applied: what a backend implements."""
+
+    model_config = ConfigDict(frozen=True)
+
+    delay_s: float = 0.0
+    jitter_s: float = 0.0
+    reorder: bool = False
+    loss: Loss = Field(default_factory=NoLoss)
+    rate_bps: float | None = None
+    trace: str | None = None
+    queue_packets: int | None = None
+    queue_bytes: int | None = None
+    outages: tuple[Outage, ...] = ()
+
+
+class Path(Direction):
+    """The path between the two sides. Keys given here apply to both directions; ``forward``
+    (the direction of the media, sender -> receiver) and ``reverse`` (its ACKs) override them.
+    ``rtt_s`` is a shortcut for ``delay_s = rtt_s / 2`` each way."""
+
+    rtt_s: Annotated[float, Field(ge=0.0, le=120.0, allow_inf_nan=False)] | None = None
+    forward: Direction = Field(default_factory=Direction)
+    reverse: Direction = Field(default_factory=Direction)
+
+    @model_validator(mode="after")
+    def _rtt(self):
+        if self.rtt_s is not None and self.delay_s is not None:
+            raise ValueError("rtt_s and delay_s are exclusive: give the RTT or the one-way delay")
+        return self
+
+    def direction(self, which: Literal["forward", "reverse"]) -> ResolvedDirection:
+        """``forward`` or ``reverse`` with the path-wide keys filled in."""
+        own: Direction = getattr(self, which)
+        out: dict[str, Any] = {}
+        if self.rtt_s is not None:
+            out["delay_s"] = self.rtt_s / 2
+        for level in (self, own):
+            given = level.model_dump(exclude_none=True, exclude={"rtt_s", "forward", "reverse"})
+            # rate/trace and queue_packets/queue_bytes are each one choice: a level that makes
+            # it replaces the other's choice.
+            for group in (("rate_bps", "trace"), ("queue_packets", "queue_bytes")):
+                if any(k in given for k in group):
+                    for k in group:
+                        out.pop(k, None)
+            for key in given:
+                out[key] = getattr(level, key)
+        return ResolvedDirection(**out)
+
+
+# --------------------------------------------------------------------------- TCP and heuristics
+
+
+class Tcp(_Strict):
+    """TCP settings of a flow: a ``preset`` with overrides on top. Host-wide knobs (SACK, RACK,
+    TLP, window validation after idle, metrics caching, initial window) and per-socket knobs
+    (congestion control, Nagle, TCP_NOTSENT_LOWAT, buffer sizes) are listed together; a backend
+    applies each where it belongs."""
+
+    preset: str | None = None
+    congestion_control: str | None = None
+    initcwnd_segments: Annotated[int, Field(ge=1, le=1000)] | None = None
+    sack: bool | None = None
+    rack: bool | None = None
+    tlp: bool | None = None
+    slow_start_after_idle: bool | None = None
+    no_metrics_save: bool | None = None
+    ecn: Annotated[int, Field(ge=0, le=2)] | None = None
+    nodelay: bool | None = None
+    notsent_lowat_bytes: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None
+    sndbuf_bytes: Annotated[int, Field(ge=1024, le=2**31 - 1)] | None = None
+    rcvbuf_bytes: Annotated[int, Field(ge=1024, le=2**31 - 1)] | None = None
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, v):
+        if v is not None and v not in TCP_PRESETS:
+            raise ValueError(f"{v!r} is not one of {', '.join(TCP_PRESETS)}")
+        return v
+
+    @field_validator("congestion_control")
+    @classmethod
+    def _cc(cls, v):
+        # Which algorithms exist depends on the kernel; the backend checks availability.
+        if v is not None and not re.fullmatch(r"[a-z0-9_]{1,15}", v):
+            raise ValueError(f"{v!r} is not a congestion-control name (e.g. reno, cubic, bbr)")
+        return v
+
+
+class Heuristics(_Strict):
+    """The delay heuristics of Brosh et al. §7-8 (TCP only, except ``split``)."""
+
+    split: Annotated[int, Field(ge=1, le=64)] = 1
+    connections: Annotated[int, Field(ge=1, le=32)] = 1
+    scheduler: Literal["blind", "intelligent"] = "blind"
+    proactive_drop_s: PositiveSeconds | None = None
+    keepalive: bool = False
+
+
+_Direction = Literal["forward", "reverse"]
+
+
+class Flow(_Strict):
+    """A media flow: a ``profile`` (or a custom CBR ``packet_size_bytes`` + ``interval_s``) over
+    ``transport``. ``count`` identical flows (distinct sockets) are started; ``direction``
+    ``forward`` is the path's forward direction."""
+
+    name: str | None = None
+    profile: str | None = None
+    packet_size_bytes: Annotated[int, Field(ge=16, le=65_000)] | None = None
+    interval_s: Annotated[float, Field(gt=0.0, le=10.0, allow_inf_nan=False)] | None = None
+    rate_bps: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    trace: str | None = None
+    transport: Literal["tcp", "udp"] = "tcp"
+    count: Annotated[int, Field(ge=1, le=200)] = 1
+    start_s: Seconds = 0.0
+    stop_s: PositiveSeconds | None = None
+    direction: _Direction = "forward"
+    tcp: Tcp = Field(default_factory=Tcp)
+    heuristics: Heuristics = Field(default_factory=Heuristics)
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, v):
+        if v is not None and v not in PROFILES:
+            raise ValueError(f"{v!r} is not one of {', '.join(PROFILES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _source(self):
+        p = self.profile
+        if p is None:
+            if self.packet_size_bytes is None or self.interval_s is None:
+                raise ValueError("give a profile, or packet_size_bytes and interval_s for a custom CBR source")
+        elif p == "mpeg4-tes" and self.rate_bps is None:
+            raise ValueError("profile 'mpeg4-tes' needs rate_bps (the mean video rate)")
+        elif p == "video-trace" and self.trace is None:
+            raise ValueError("profile 'video-trace' needs trace (a frame-size trace file)")
+        if self.rate_bps is not None and p != "mpeg4-tes":
+            raise ValueError("rate_bps is for profile 'mpeg4-tes' only (a CBR rate is packet_size_bytes / interval_s)")
+        if self.trace is not None and p != "video-trace":
+            raise ValueError("trace is for profile 'video-trace' only")
+        if p in ("mpeg4-tes", "video-trace") and (self.packet_size_bytes or self.interval_s):
+            raise ValueError(f"profile {p!r} takes no packet_size_bytes/interval_s (frames set them)")
+        if self.stop_s is not None and self.stop_s <= self.start_s:
+            raise ValueError(f"stop_s {self.stop_s:g} must be after start_s {self.start_s:g}")
+        h = self.heuristics
+        if self.transport == "udp":
+            for key, default in (("connections", 1), ("scheduler", "blind"),
+                                 ("proactive_drop_s", None), ("keepalive", False)):
+                if getattr(h, key) != default:
+                    raise ValueError(f"heuristics.{key} needs transport = 'tcp'")
+        if h.scheduler == "intelligent" and h.connections < 2:
+            raise ValueError("heuristics.scheduler 'intelligent' needs connections >= 2")
+        return self
+
+    @property
+    def cbr(self) -> tuple[int, float] | None:
+        """(packet size in bytes, interval in seconds) for CBR and on/off VoIP sources."""
+        if self.profile is None:
+            return (self.packet_size_bytes, self.interval_s)
+        if self.profile in CBR_PROFILES or self.profile == "voip-onoff":
+            size, interval = CBR_PROFILES.get(self.profile, CBR_PROFILES["voip"])
+            return (self.packet_size_bytes or size, self.interval_s or interval)
+        return None
+
+
+# --------------------------------------------------------------------------- cross traffic
+
+
+class _Cross(_Strict):
+    """Common keys: ``count`` flows (0 turns the entry off, handy in a sweep), each starting at
+    ``start_s`` plus a uniform random ``start_spread_s`` (drawn per flow from the run's seed),
+    stopping at ``stop_s`` (default: the end of the run) or when its work is done."""
+
+    count: Annotated[int, Field(ge=0, le=200)] = 1
+    start_s: Seconds = 0.0
+    start_spread_s: Seconds = 0.0
+    stop_s: PositiveSeconds | None = None
+    direction: _Direction = "forward"
+
+    @model_validator(mode="after")
+    def _times(self):
+        if self.stop_s is not None and self.stop_s <= self.start_s + self.start_spread_s:
+            raise ValueError(f"stop_s {self.stop_s:g} must be after the latest start "
+                             f"{self.start_s + self.start_spread_s:g}")
+        return self
+
+
+class BulkCross(_Cross):
+    """Bulk TCP (FTP-like): ``count`` connections each sending ``size_bytes`` (unset: until the
+    flow stops), e.g. the five FTP flows of Brosh et al. §5.3 or the 28 MB download of papers/002."""
+
+    kind: Literal["bulk"]
+    size_bytes: Annotated[int, Field(ge=1)] | None = None
+    tcp: Tcp = Field(default_factory=Tcp)
+
+
+class WebOnOffCross(_Cross):
+    """The on/off web generator of Brosh et al. §5.3: each of ``count`` web flows alternates a
+    response of exponentially distributed duration (mean ``on_mean_s``) sent in
+    ``packet_size_bytes`` segments over a new TCP connection, and an exponentially distributed
+    idle time (mean ``off_mean_s``)."""
+
+    kind: Literal["web_onoff"]
+    on_mean_s: PositiveSeconds = 0.05
+    off_mean_s: PositiveSeconds = 0.05
+    packet_size_bytes: Annotated[int, Field(ge=64, le=1448)] = 512
+    tcp: Tcp = Field(default_factory=Tcp)
+
+
+class PageLoadCross(_Cross):
+    """The page load of papers/002: ``connections`` parallel TCP connections fetching
+    ``total_bytes`` in total, all starting at one instant drawn uniformly from [``start_s``,
+    ``start_s + start_spread_s``] (defaults 10-12 s). The initial window is
+    ``tcp.initcwnd_segments`` (IW3 or IW10). ``count`` independent page loads."""
+
+    kind: Literal["page_load"]
+    connections: Annotated[int, Field(ge=1, le=100)] = 1
+    total_bytes: Annotated[int, Field(ge=1)] = 372_000
+    start_s: Seconds = 10.0
+    start_spread_s: Seconds = 2.0
+    tcp: Tcp = Field(default_factory=Tcp)
+
+    @model_validator(mode="after")
+    def _split(self):
+        if self.total_bytes < self.connections:
+            raise ValueError(f"total_bytes {self.total_bytes} is less than one byte per connection")
+        return self
+
+
+class UdpCross(_Cross):
+    """Constant-rate UDP background: ``count`` flows of ``rate_bps`` in ``packet_size_bytes``
+    datagrams."""
+
+    kind: Literal["udp"]
+    rate_bps: Annotated[float, Field(gt=0.0, le=10e9, allow_inf_nan=False)]
+    packet_size_bytes: Annotated[int, Field(ge=32, le=1472)] = 1200
+
+
+Cross = Annotated[Union[BulkCross, WebOnOffCross, PageLoadCross, UdpCross], Field(discriminator="kind")]
+CROSS_KINDS = ("bulk", "web_onoff", "page_load", "udp")
+
+
+# --------------------------------------------------------------------------- the scenario
+
+
+class Scenario(_Strict):
+    """One experiment. ``seeds`` (or ``seed, seed+1, ...`` for ``repetitions`` runs) seed the
+    loss processes and the random sources of each repetition."""
+
+    name: str | None = None
+    description: str = ""
+    duration_s: Annotated[float, Field(gt=0.0, le=MAX_DURATION_S, allow_inf_nan=False)]
+    repetitions: Annotated[int, Field(ge=1, le=1000)] | None = None
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
+    seeds: tuple[Annotated[int, Field(ge=0, le=2**63 - 1)], ...] | None = None
+    path: Path = Field(default_factory=Path)
+    flows: Annotated[tuple[Flow, ...], Field(min_length=1)]
+    cross: tuple[Cross, ...] = ()
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    sweep: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, v):
+        for m in v:
+            if m not in METRICS:
+                raise ValueError(f"{m!r} is not one of {', '.join(METRICS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.seeds is not None:
+            if len(set(self.seeds)) != len(self.seeds):
+                raise ValueError("seeds: repeated seeds would repeat a run")
+            if self.repetitions is not None and self.repetitions != len(self.seeds):
+                raise ValueError(f"repetitions {self.repetitions} does not match the {len(self.seeds)} seeds; give one of them")
+        for i, f in enumerate(self.flows):
+            if f.stop_s is not None and f.stop_s > self.duration_s:
+                raise ValueError(f"flows[{i}].stop_s {f.stop_s:g} is after duration_s {self.duration_s:g}")
+            if f.start_s >= self.duration_s:
+                raise ValueError(f"flows[{i}].start_s {f.start_s:g} is not before duration_s {self.duration_s:g}")
+        for i, c in enumerate(self.cross):
+            last = c.start_s + c.start_spread_s
+            if c.count and last >= self.duration_s:
+                raise ValueError(f"cross[{i}] starts at {last:g} s, not before duration_s {self.duration_s:g}")
+        names = [f.name for f in self.flows if f.name is not None]
+        if len(set(names)) != len(names):
+            raise ValueError("flow names must be unique")
+        return self
+
+    @property
+    def seed_list(self) -> tuple[int, ...]:
+        """The seed of each repetition."""
+        if self.seeds is not None:
+            return tuple(self.seeds)
+        return tuple(self.seed + i for i in range(self.repetitions or 1))
+
+    def flow_name(self, index: int) -> str:
+        return self.flows[index].name or f"flow{index}"
+
+    def to_data(self) -> dict:
+        """Plain data (no ``None``: TOML has no null) that :func:`parse_scenario` reads back to
+        an equal scenario."""
+        data = self.model_dump(mode="json", exclude_none=True)
+        if not data.get("sweep"):
+            data.pop("sweep", None)
+        return data
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def format_loc(loc: tuple) -> str:
+    """``('flows', 1, 'profile')`` -> ``flows[1].profile`` (union tags are left out)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _UNION_TAGS or str(part).startswith("function-"):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _message(err: ValidationError) -> str:
+    e = err.errors(include_url=False)[0]
+    loc = format_loc(tuple(e["loc"]))
+    typ = e["type"]
+    given = e.get("input")
+    if typ == "literal_error":
+        allowed = re.findall(r"'([^']*)'", e["ctx"]["expected"])
+        msg = f"{given!r} is not one of {', '.join(allowed)}"
+    elif typ == "union_tag_invalid":
+        allowed = re.findall(r"'([^']*)'", e["ctx"]["expected_tags"])
+        msg = f"{e['ctx']['tag']!r} is not one of {', '.join(allowed)}"
+        loc = f"{loc}.{e['ctx']['discriminator'].strip(chr(39))}" if loc else loc
+    elif typ == "union_tag_not_found":
+        msg = f"missing key {e['ctx']['discriminator']}"
+    elif typ == "missing":
+        msg = "missing (required)"
+    elif typ == "too_short":
+        msg = f"needs at least {e['ctx']['min_length']} entry"
+    elif typ in ("model_type", "model_attributes_type", "dict_type"):
+        msg = f"{given!r} must be a table"
+    elif typ in ("tuple_type", "list_type"):
+        msg = f"{given!r} must be a list"
+    else:
+        msg = e["msg"].removeprefix("Value error, ")
+        if typ not in ("value_error", "assertion_error") and given is not None and not isinstance(given, (dict, list)):
+            msg = f"{given!r}: {msg[0].lower()}{msg[1:]}"
+    return f"{loc}: {msg}" if loc else msg
+
+
+def _resolve_files(scenario: Scenario, base_dir: FsPath | None, source: str) -> Scenario:
+    """Make trace paths absolute (relative to the scenario file) and check they exist."""
+    if base_dir is None:
+        return scenario
+    data = scenario.to_data()
+
+    def fix(holder: dict, where: str) -> None:
+        if "trace" in holder:
+            p = FsPath(holder["trace"])
+            p = p if p.is_absolute() else (base_dir / p)
+            if not p.is_file():
+                raise ParameterError(f"{source}: {where}.trace: file '{holder['trace']}' does not exist")
+            holder["trace"] = str(p.resolve())
+
+    path = data.get("path", {})
+    fix(path, "path")
+    for d in ("forward", "reverse"):
+        fix(path.get(d, {}), f"path.{d}")
+    for i, f in enumerate(data["flows"]):
+        fix(f, f"flows[{i}]")
+    return _validate(data, source)
+
+
+def _validate(data: dict, source: str) -> Scenario:
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ParameterError(f"{source}: {_message(err)}") from None
+
+
+def parse_scenario(data: dict, *, source: str = "scenario", base_dir: str | None = None) -> Scenario:
+    """A :class:`Scenario` from plain data (a parsed TOML table). ``source`` names the file in
+    messages; ``base_dir`` is where relative trace paths are looked up. Every cell of the sweep
+    is validated too."""
+    if not isinstance(data, dict):
+        raise ParameterError(f"{source}: a scenario is a table of keys")
+    base = _resolve_files(_validate(data, source), FsPath(base_dir) if base_dir else None, source)
+    for overrides in grid(base, source=source):
+        cell_data = apply_overrides(base.to_data(), overrides, source=source)
+        cell_data.pop("sweep", None)
+        where = source + " [sweep: " + ", ".join(f"{k} = {_show(v)}" for k, v in overrides.items()) + "]"
+        _validate(cell_data, where)
+    return base
+
+
+def load_scenario(path: str | FsPath) -> Scenario:
+    """Read and validate a scenario file (TOML)."""
+    p = FsPath(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ParameterError(f"{p}: no such scenario file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ParameterError(f"{p}: cannot read: {err}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ParameterError(f"{p.name}: not valid TOML: {err}") from None
+    return parse_scenario(data, source=p.name, base_dir=str(p.parent))
+
+
+def dump_scenario(scenario: Scenario) -> str:
+    """The scenario as TOML text (what a run writes next to its records)."""
+    import tomli_w
+
+    return tomli_w.dumps(scenario.to_data())
+
+
+# --------------------------------------------------------------------------- sweeps
+
+_KEY_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
+
+
+def _split_key(key: str, source: str) -> list[str | int]:
+    parts: list[str | int] = []
+    for piece in key.split("."):
+        if piece.isdigit():
+            parts.append(int(piece))
+            continue
+        m = _KEY_PART.fullmatch(piece)
+        if not m:
+            raise ParameterError(f"{source}: sweep key {key!r}: {piece!r} is not a key (use e.g. \"path.loss.p\" or \"flows[0].profile\")")
+        parts.append(m.group(1))
+        parts.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
+    return parts
+
+
+def apply_overrides(data: dict, overrides: dict[str, Any], *, source: str = "scenario") -> dict:
+    """A deep copy of ``data`` with each dotted key set (missing tables are created; a list
+    index must exist)."""
+    out = copy.deepcopy(data)
+    for key, value in overrides.items():
+        parts = _split_key(key, source)
+        node: Any = out
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            where = ".".join(str(p) for p in parts[: i + 1])
+            if isinstance(part, int):
+                if not isinstance(node, list) or part >= len(node):
+                    have = len(node) if isinstance(node, list) else 0
+                    raise ParameterError(f"{source}: sweep key {key!r}: there is no element [{part}] "
+                                         f"(the scenario has {have})")
+                if last:
+                    node[part] = copy.deepcopy(value)
+                else:
+                    node = node[part]
+            else:
+                if not isinstance(node, dict):
+                    raise ParameterError(f"{source}: sweep key {key!r}: {where!r} is not a table")
+                if last:
+                    node[part] = copy.deepcopy(value)
+                else:
+                    nxt = node.get(part)
+                    if nxt is None:
+                        nxt = node[part] = [] if isinstance(parts[i + 1], int) else {}
+                    node = nxt
+    return out
+
+
+def grid(scenario: Scenario, *, source: str = "scenario") -> list[dict[str, Any]]:
+    """The overrides of every cell of the sweep, in a stable order (keys in file order, values
+    in list order, the last key varying fastest); ``[{}]`` without a sweep."""
+    sweep = scenario.sweep
+    for key, values in sweep.items():
+        if key == "sweep" or key.startswith("sweep."):
+            raise ParameterError(f"{source}: sweep key {key!r}: a sweep cannot sweep itself")
+        if not isinstance(values, list) or not values:
+            raise ParameterError(f"{source}: sweep.\"{key}\": give a non-empty list of values")
+    keys = list(sweep)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(sweep[k] for k in keys))]
+
+
+def cell_scenario(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
+    """The scenario of one cell: the overrides applied, no sweep left."""
+    data = apply_overrides(scenario.to_data(), overrides)
+    data.pop("sweep", None)
+    return _validate(data, "scenario")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}" if math.isfinite(value) else str(value)
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def describe(overrides: dict[str, Any]) -> str:
+    """``path.loss.p=0.01 flows[0].profile='video'`` (``base`` without a sweep)."""
+    return " ".join(f"{k}={_show(v)}" for k, v in overrides.items()) or "base"

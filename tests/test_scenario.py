@@ -1,0 +1,179 @@
+"""The scenario file: loading, one-line errors naming the bad key, path resolution, sweeps."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.scenario import (
+    PROFILES, BernoulliLoss, GilbertElliottLoss, NoLoss, apply_overrides, cell_scenario, describe,
+    dump_scenario, grid, load_scenario, parse_scenario,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "experiments").glob("*.toml"))
+BASE = {"duration_s": 10, "flows": [{"profile": "voip"}]}
+
+
+def with_(**kw) -> dict:
+    return {**BASE, **kw}
+
+
+def error(data) -> str:
+    with pytest.raises(ParameterError) as exc:
+        parse_scenario(data, source="scenario.toml")
+    msg = str(exc.value)
+    assert "\n" not in msg
+    return msg
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_examples_load_and_round_trip(path):
+    sc = load_scenario(path)
+    assert sc.flows
+    again = parse_scenario(tomllib.loads(dump_scenario(sc)), source="again")
+    assert again == sc
+    for overrides in grid(sc):
+        cell_scenario(sc, overrides)
+
+
+def test_examples_exist():
+    names = {p.name for p in EXAMPLES}
+    assert {"voip-random-loss.toml", "droptail-web.toml", "audio-page-load.toml"} <= names
+
+
+@pytest.mark.parametrize("data, expected", [
+    ({"duration_s": 10, "flows": [{"profile": "voip"}, {"profile": "voip2"}]},
+     "scenario.toml: flows[1].profile: 'voip2' is not one of voip, voip-low, "),
+    (with_(flows=[{"profile": "voip", "transport": "sctp"}]), "flows[0].transport: 'sctp' is not one of tcp, udp"),
+    (with_(path={"dealy_s": 0.1}), "path: unknown key 'dealy_s'; allowed: delay_s,"),
+    (with_(path={"loss": {"model": "gilbert", "p": 0.1}}),
+     "path.loss.model: 'gilbert' is not one of none, bernoulli, gilbert_elliott"),
+    (with_(path={"loss": {"model": "bernoulli", "p": 1.5}}), "path.loss.p: 1.5: input should be less than or equal to 1"),
+    (with_(path={"loss": {"p": 0.5}}), "path.loss: missing key 'model'"),
+    (with_(path={"forward": {"rate_bps": "fast"}}), "path.forward.rate_bps: 'fast': input should be a valid number"),
+    (with_(path={"queue_packets": 10, "queue_bytes": 1000}), "path: queue_packets and queue_bytes are exclusive"),
+    (with_(path={"rtt_s": 0.1, "delay_s": 0.05}), "path: rtt_s and delay_s are exclusive"),
+    (with_(path={"outages": [{"at_s": 1}]}), "path.outages[0].duration_s: missing (required)"),
+    (with_(path=5), "path: 5 must be a table"),
+    (with_(cross=[{"kind": "ftp"}]), "cross[0].kind: 'ftp' is not one of bulk, web_onoff, page_load, udp"),
+    (with_(cross=[{"kind": "udp"}]), "cross[0].rate_bps: missing (required)"),
+    (with_(cross=[{"kind": "bulk", "size_bytes": -1}]), "cross[0].size_bytes: -1: input should be greater than or equal to 1"),
+    (with_(cross=[{"kind": "bulk", "start_s": 5, "start_spread_s": 2, "stop_s": 6}]), "cross[0]: stop_s 6 must be after the latest start 7"),
+    (with_(cross=[{"kind": "page_load"}]), "cross[0] starts at 12 s, not before duration_s 10"),
+    (with_(cross=[{"kind": "page_load", "connections": 6, "total_bytes": 5, "start_s": 1}]), "cross[0]: total_bytes 5 is less than one byte per connection"),
+    (with_(flows=[{"profile": "voip", "tcp": {"preset": "reno"}}]),
+     "flows[0].tcp.preset: 'reno' is not one of newreno-2008, linux-default"),
+    (with_(flows=[{"profile": "voip", "tcp": {"congestion_control": "Cubic!"}}]), "flows[0].tcp.congestion_control: 'Cubic!' is not a congestion-control name"),
+    (with_(flows=[{"profile": "voip", "transport": "udp", "heuristics": {"connections": 2}}]),
+     "flows[0]: heuristics.connections needs transport = 'tcp'"),
+    (with_(flows=[{"profile": "voip", "heuristics": {"scheduler": "intelligent"}}]), "needs connections >= 2"),
+    (with_(flows=[{"transport": "tcp"}]), "flows[0]: give a profile, or packet_size_bytes and interval_s"),
+    (with_(flows=[{"profile": "mpeg4-tes"}]), "flows[0]: profile 'mpeg4-tes' needs rate_bps"),
+    (with_(flows=[{"profile": "voip", "stop_s": 20}]), "flows[0].stop_s 20 is after duration_s 10"),
+    (with_(flows=[{"profile": "voip", "count": 2.5}]), "flows[0].count: 2.5: input should be a valid integer"),
+    (with_(flows=[]), "flows: needs at least 1 entry"),
+    ({"flows": [{"profile": "voip"}]}, "scenario.toml: duration_s: missing (required)"),
+    (with_(metrics=["delay", "mos2"]), "metrics: 'mos2' is not one of delay,"),
+    (with_(seeds=[1, 1]), "seeds: repeated seeds"),
+    (with_(seeds=[1, 2], repetitions=3), "repetitions 3 does not match the 2 seeds"),
+    (with_(sweep={"path.rtt_s": 0.1}), "sweep.\"path.rtt_s\": give a non-empty list of values"),
+    (with_(sweep={"flows[3].profile": ["video"]}), "sweep key 'flows[3].profile': there is no element [3] (the scenario has 1)"),
+    (with_(sweep={"path.loss.p": [0.1, 2]}, path={"loss": {"model": "bernoulli", "p": 0}}),
+     "scenario.toml [sweep: path.loss.p = 2]: path.loss.p: 2: input should be less than or equal to 1"),
+    (with_(sweep={"flows.0.profile": ["video", "vidoe"]}), "[sweep: flows.0.profile = 'vidoe']: flows[0].profile: 'vidoe' is not one of"),
+])
+def test_errors_are_one_line_naming_the_key(data, expected):
+    msg = error(data)
+    assert expected in msg, msg
+    assert msg.startswith("scenario.toml")
+
+
+def test_bad_toml_and_missing_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("duration_s = \n")
+    with pytest.raises(ParameterError, match=r"^bad.toml: not valid TOML: .*line 1"):
+        load_scenario(bad)
+    with pytest.raises(ParameterError, match="no such scenario file"):
+        load_scenario(tmp_path / "absent.toml")
+
+
+def test_trace_paths_resolve_relative_to_the_file(tmp_path):
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "lte.down").write_text("0\n1\n")
+    f = tmp_path / "s.toml"
+    f.write_text('duration_s = 5\n[path.forward]\ntrace = "traces/lte.down"\n[[flows]]\nprofile = "voip"\n')
+    sc = load_scenario(f)
+    assert sc.path.direction("forward").trace == str((tmp_path / "traces" / "lte.down").resolve())
+    assert sc.path.direction("reverse").trace is None
+    f.write_text('duration_s = 5\n[path]\ntrace = "nope.down"\n[[flows]]\nprofile = "voip"\n')
+    with pytest.raises(ParameterError, match=r"s.toml: path.trace: file 'nope.down' does not exist"):
+        load_scenario(f)
+
+
+def test_direction_resolution():
+    sc = parse_scenario(with_(path={
+        "rtt_s": 0.1, "rate_bps": 3e6, "queue_packets": 100,
+        "loss": {"model": "bernoulli", "p": 0.01},
+        "forward": {"queue_bytes": 50_000, "loss": {"model": "gilbert_elliott", "p": 0.01, "r": 0.5}},
+        "reverse": {"delay_s": 0.01, "loss": {"model": "none"}},
+    }))
+    fw, rv = sc.path.direction("forward"), sc.path.direction("reverse")
+    assert fw.delay_s == pytest.approx(0.05) and rv.delay_s == 0.01
+    assert fw.rate_bps == rv.rate_bps == 3e6
+    # A direction's choice of queue unit replaces the path's.
+    assert (fw.queue_bytes, fw.queue_packets) == (50_000, None)
+    assert (rv.queue_packets, rv.queue_bytes) == (100, None)
+    assert isinstance(fw.loss, GilbertElliottLoss) and (fw.loss.k, fw.loss.h) == (1.0, 0.0)
+    assert isinstance(rv.loss, NoLoss)
+    default = parse_scenario(BASE).path.direction("forward")
+    assert (default.delay_s, default.rate_bps, default.queue_packets, default.outages) == (0.0, None, None, ())
+
+
+def test_seeds_and_profiles():
+    assert parse_scenario(with_(seed=7, repetitions=3)).seed_list == (7, 8, 9)
+    assert parse_scenario(with_(seeds=[5, 3])).seed_list == (5, 3)
+    assert parse_scenario(BASE).seed_list == (1,)
+    sc = parse_scenario(with_(flows=[{"profile": "video"}, {"packet_size_bytes": 200, "interval_s": 0.01},
+                                     {"profile": "mpeg4-tes", "rate_bps": 1e6}]))
+    assert sc.flows[0].cbr == (1448, 0.02)
+    assert sc.flows[1].cbr == (200, 0.01)
+    assert sc.flows[2].cbr is None
+    assert {"voip", "video", "voip-onoff", "mpeg4-tes"} <= set(PROFILES)
+
+
+def test_grid_order_and_overrides():
+    sc = parse_scenario(with_(path={"loss": {"model": "bernoulli", "p": 0.0}},
+                              sweep={"path.loss.p": [0.001, 0.01], "flows[0].profile": ["voip", "video", "voip-low"]}))
+    cells = grid(sc)
+    assert len(cells) == 6
+    assert cells[0] == {"path.loss.p": 0.001, "flows[0].profile": "voip"}
+    assert cells[1] == {"path.loss.p": 0.001, "flows[0].profile": "video"}
+    assert cells[5] == {"path.loss.p": 0.01, "flows[0].profile": "voip-low"}
+    c = cell_scenario(sc, cells[4])
+    assert c.path.loss.p == 0.01 and c.flows[0].profile == "video" and c.sweep == {}
+    assert describe(cells[4]) == "path.loss.p=0.01 flows[0].profile='video'"
+    assert grid(parse_scenario(BASE)) == [{}]
+
+
+def test_apply_overrides_creates_tables_and_copies():
+    data = {"a": {"b": 1}, "l": [{"x": 1}]}
+    out = apply_overrides(data, {"a.c.d": 2, "l[0].x": 5, "l.0.y": [1]})
+    assert out == {"a": {"b": 1, "c": {"d": 2}}, "l": [{"x": 5, "y": [1]}]}
+    assert data == {"a": {"b": 1}, "l": [{"x": 1}]}
+    with pytest.raises(ParameterError, match="is not a key"):
+        apply_overrides(data, {"a..b": 1})
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.floats(0, 1), rtt=st.floats(0, 2), q=st.integers(1, 10_000), cc=st.sampled_from(["reno", "cubic", "bbr"]),
+       profile=st.sampled_from([p for p in PROFILES if p not in ("mpeg4-tes", "video-trace")]))
+def test_round_trip_through_toml(p, rtt, q, cc, profile):
+    sc = parse_scenario(with_(path={"rtt_s": rtt, "queue_packets": q, "loss": {"model": "bernoulli", "p": p}},
+                              flows=[{"profile": profile, "tcp": {"congestion_control": cc}}]))
+    assert parse_scenario(tomllib.loads(dump_scenario(sc))) == sc
+    assert isinstance(sc.path.direction("forward").loss, BernoulliLoss)
