@@ -1,0 +1,292 @@
+"""Sweeps: a scenario's parameter grid expanded into cells, each run once per seed, resumable.
+
+Layout of an output directory::
+
+    OUT/sweep.json                      the cells (id, overrides) and seeds, written first
+    OUT/scenario.toml                   the scenario as given (with its [sweep])
+    OUT/cells/<cell_id>/cell.json       the cell's overrides
+    OUT/cells/<cell_id>/scenario.toml   the cell's scenario (overrides applied, no sweep)
+    OUT/cells/<cell_id>/seed-<s>/       one run: records, run.json, ... and, written LAST,
+                                        complete.json (or failed.json)
+
+A *cell* is one point of the grid; its ``cell_id`` is a hash of everything in its scenario that
+changes what is measured (path, flows, cross traffic, duration; not the name, description,
+metrics to compute, repetitions or seeds; a trace file by its content), so editing the scenario
+gives new ids and never mixes old results with new, while adding repetitions or seeds reuses the
+runs already made. A *unit* is one cell run with one seed. A rerun skips every unit with
+``complete.json``; a unit directory without it (interrupted, or failed) is removed and run again.
+
+Units run one at a time, or ``jobs`` at once in separate processes (each with its own testbed;
+emulation is real time, so more jobs than the machine's cores can serve distorts the
+measurement: :func:`default_jobs` is a quarter of the cores, at least one).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import fcntl
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from tcpdelay.errors import EnvironmentNotSupported, ParameterError
+from tcpdelay.experiments.scenario import Scenario, cell_scenario, describe, dump_scenario, grid
+
+COMPLETE = "complete.json"
+FAILED = "failed.json"
+SWEEP_INDEX = "sweep.json"
+
+#: A cell runner: runs ``scenario`` once with ``seed``, writing into ``run_dir`` (which exists
+#: and is empty), and returns a JSON-able summary. It must be a module-level function (it is
+#: sent to worker processes when ``jobs > 1``).
+CellRunner = Callable[[Scenario, int, Path], "dict[str, Any] | None"]
+
+# Keys of a scenario that do not change what a run measures.
+_NOT_HASHED = ("name", "description", "metrics", "repetitions", "seed", "seeds", "sweep")
+
+
+def default_jobs() -> int:
+    """A quarter of the CPU cores, at least 1 (1 on a 2-core machine): each cell runs an emulator,
+    senders, receivers and cross traffic in real time."""
+    return max(1, (os.cpu_count() or 1) // 4)
+
+
+def cell_id(scenario: Scenario) -> str:
+    """A stable 12-hex-digit id of what the cell measures (see the module doc)."""
+    data = scenario.to_data()
+    for key in _NOT_HASHED:
+        data.pop(key, None)
+
+    def content(obj: Any) -> Any:  # trace files by content, not by where they lie
+        if isinstance(obj, dict):
+            return {k: (_file_digest(v) if k == "trace" else content(v)) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [content(v) for v in obj]
+        return obj
+
+    canonical = json.dumps(content(data), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _file_digest(path: str) -> str:
+    try:
+        return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return path
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of a sweep's grid."""
+
+    index: int
+    overrides: dict[str, Any]
+    scenario: Scenario
+    id: str
+
+    @property
+    def label(self) -> str:
+        return describe(self.overrides)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One cell run with one seed, in ``run_dir``."""
+
+    cell: Cell
+    seed: int
+    run_dir: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.cell.label} seed={self.seed}"
+
+    @property
+    def complete(self) -> bool:
+        return (self.run_dir / COMPLETE).is_file()
+
+
+def expand(scenario: Scenario) -> list[Cell]:
+    """The cells of ``scenario``'s sweep, in grid order (one cell without a sweep). Two grid
+    points that come out identical (e.g. a key swept to its base value twice) are one cell."""
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    for overrides in grid(scenario):
+        sc = cell_scenario(scenario, overrides)
+        cid = cell_id(sc)
+        if cid in seen:
+            continue
+        seen.add(cid)
+        cells.append(Cell(index=len(cells), overrides=overrides, scenario=sc, id=cid))
+    return cells
+
+
+def units(cells: Iterable[Cell], out_dir: str | os.PathLike) -> list[Unit]:
+    """Every (cell, seed) pair and its run directory under ``out_dir``."""
+    out = Path(out_dir)
+    return [Unit(cell=c, seed=s, run_dir=out / "cells" / c.id / f"seed-{s}")
+            for c in cells for s in c.scenario.seed_list]
+
+
+@dataclass
+class SweepResult:
+    out_dir: Path
+    cells: int
+    units: int
+    ran: int = 0
+    skipped: int = 0
+    failed: list[dict] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"out_dir": str(self.out_dir), "cells": self.cells, "units": self.units,
+                "ran": self.ran, "skipped": self.skipped, "failed": self.failed,
+                "wall_s": self.wall_s}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, cell_id_: str) -> dict:
+    """Run one unit into a fresh ``run_dir``; ``complete.json`` is written last, only on success;
+    on failure ``failed.json`` says why and the error is re-raised."""
+    rd = Path(run_dir)
+    if rd.exists():
+        shutil.rmtree(rd)  # an interrupted or failed attempt: its partial data is not a result
+    rd.mkdir(parents=True)
+    started = time.time()
+    t0 = time.monotonic()
+    try:
+        summary = runner(scenario, seed, rd)
+    except BaseException as err:
+        _write_json(rd / FAILED, {"cell_id": cell_id_, "seed": seed, "error": f"{type(err).__name__}: {err}",
+                                  "traceback": traceback.format_exc()})
+        raise
+    record = {"cell_id": cell_id_, "seed": seed, "started_unix_s": started,
+              "wall_s": time.monotonic() - t0, "summary": summary or {}}
+    _write_json(rd / COMPLETE, record)
+    return record
+
+
+class _Lock:
+    """An exclusive lock on an output directory, so two sweeps never write the same runs."""
+
+    def __init__(self, out: Path):
+        self.path = out / ".lock"
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise ParameterError(f"{self.path.parent}: another run or sweep is writing there; "
+                                 "wait for it or choose another --out") from None
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell]) -> None:
+    """Write the sweep's index, the scenario and each cell's scenario (before any run)."""
+    out = Path(out_dir)
+    (out / "cells").mkdir(parents=True, exist_ok=True)
+    (out / "scenario.toml").write_text(dump_scenario(scenario))
+    _write_json(out / SWEEP_INDEX, {
+        "name": scenario.name, "seeds": list(scenario.seed_list),
+        "sweep": scenario.sweep,
+        "cells": [{"id": c.id, "index": c.index, "overrides": c.overrides, "label": c.label} for c in cells],
+    })
+    for c in cells:
+        d = out / "cells" / c.id
+        d.mkdir(exist_ok=True)
+        _write_json(d / "cell.json", {"id": c.id, "index": c.index, "overrides": c.overrides})
+        (d / "scenario.toml").write_text(dump_scenario(c.scenario))
+
+
+def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner, *, jobs: int = 1,
+              console: Console | None = None, progress: bool = True) -> SweepResult:
+    """Run every unit of ``scenario``'s sweep that is not complete yet, ``jobs`` at a time.
+
+    A unit that fails is recorded (``failed.json``, and in the result) and the others go on;
+    :class:`~tcpdelay.errors.EnvironmentNotSupported` (no root, no TUN: every unit would fail)
+    stops the sweep. An interrupt stops it too; what completed stays complete.
+    """
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ParameterError(f"jobs: {jobs!r} must be an integer >= 1")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = expand(scenario)
+    todo_all = units(cells, out)
+    result = SweepResult(out_dir=out, cells=len(cells), units=len(todo_all))
+    t_start = time.monotonic()
+    with _Lock(out):
+        prepare(scenario, out, cells)
+        todo = [u for u in todo_all if not u.complete]
+        result.skipped = len(todo_all) - len(todo)
+        console = console or Console(stderr=True)
+        bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                       console=console, disable=not progress, transient=False)
+        with bar:
+            task = bar.add_task(scenario.name or "sweep", total=len(todo_all), completed=result.skipped)
+
+            def done(unit: Unit, err: BaseException | None) -> None:
+                if err is None:
+                    result.ran += 1
+                else:
+                    result.failed.append({"cell_id": unit.cell.id, "seed": unit.seed, "label": unit.cell.label,
+                                          "run_dir": str(unit.run_dir), "error": f"{type(err).__name__}: {err}"})
+                    bar.console.print(f"[red]failed[/red] {unit.label}: {err}")
+                bar.advance(task)
+
+            if jobs == 1 or len(todo) <= 1:
+                for unit in todo:
+                    bar.update(task, description=unit.label)
+                    try:
+                        run_unit(runner, unit.cell.scenario, unit.seed, str(unit.run_dir), unit.cell.id)
+                    except EnvironmentNotSupported:
+                        raise
+                    except Exception as err:  # recorded; the other cells go on
+                        done(unit, err)
+                    else:
+                        done(unit, None)
+            else:
+                _run_parallel(todo, runner, jobs, bar, task, done)
+            bar.update(task, description=scenario.name or "sweep")
+    result.wall_s = time.monotonic() - t_start
+    return result
+
+
+def _run_parallel(todo: list[Unit], runner: CellRunner, jobs: int, bar: Progress, task, done) -> None:
+    # "spawn": workers start clean (no inherited threads or locks from the progress display).
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = {pool.submit(run_unit, runner, u.cell.scenario, u.seed, str(u.run_dir), u.cell.id): u
+                   for u in todo}
+        bar.update(task, description=f"{len(todo)} runs, {jobs} at a time")
+        try:
+            for fut in cf.as_completed(futures):
+                unit = futures[fut]
+                err = fut.exception()
+                if isinstance(err, EnvironmentNotSupported):
+                    raise err
+                done(unit, err)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise

@@ -1,0 +1,172 @@
+"""Sweeps: expansion into cells, stable cell ids, running, resuming after an interruption."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tcpdelay.errors import EnvironmentNotSupported, ParameterError
+from tcpdelay.experiments.scenario import parse_scenario
+from tcpdelay.experiments.sweep import (
+    COMPLETE, FAILED, _Lock, cell_id, default_jobs, expand, run_sweep, units,
+)
+
+SCENARIO = {
+    "name": "t", "duration_s": 10, "repetitions": 2,
+    "path": {"rtt_s": 0.1, "loss": {"model": "bernoulli", "p": 0.0}},
+    "flows": [{"profile": "voip"}],
+    "sweep": {"path.loss.p": [0.01, 0.02, 0.05], "flows[0].transport": ["tcp", "udp"]},
+}
+
+
+def scenario(**kw):
+    return parse_scenario({**SCENARIO, **kw})
+
+
+# A trivial cell runner: a real function of the scenario and seed that writes a result file.
+# It appends to a log so tests can see which units ran.
+def loss_runner(sc, seed, run_dir):
+    p = sc.path.direction("forward").loss.p
+    (run_dir / "result.json").write_text(json.dumps({"p": p, "seed": seed}))
+    with open(os.environ["SWEEP_TEST_LOG"], "a") as log:
+        log.write(f"{p} {sc.flows[0].transport} {seed}\n")
+    if os.environ.get("SWEEP_TEST_FAIL_P") == str(p):
+        raise ValueError(f"cannot run p={p}")
+    if os.environ.get("SWEEP_TEST_INTERRUPT_P") == str(p):
+        raise KeyboardInterrupt
+    return {"expected_lost": p * 100}
+
+
+def env_unsupported_runner(sc, seed, run_dir):
+    raise EnvironmentNotSupported("needs root")
+
+
+@pytest.fixture
+def log(tmp_path, monkeypatch):
+    path = tmp_path / "log.txt"
+    path.write_text("")
+    monkeypatch.setenv("SWEEP_TEST_LOG", str(path))
+    monkeypatch.delenv("SWEEP_TEST_FAIL_P", raising=False)
+    monkeypatch.delenv("SWEEP_TEST_INTERRUPT_P", raising=False)
+    return path
+
+
+def ran(log: Path) -> list[str]:
+    return log.read_text().splitlines()
+
+
+def test_expand_is_the_product_in_order():
+    cells = expand(scenario())
+    assert [c.overrides for c in cells[:3]] == [
+        {"path.loss.p": 0.01, "flows[0].transport": "tcp"},
+        {"path.loss.p": 0.01, "flows[0].transport": "udp"},
+        {"path.loss.p": 0.02, "flows[0].transport": "tcp"},
+    ]
+    assert len(cells) == 6 and [c.index for c in cells] == list(range(6))
+    assert cells[3].scenario.path.loss.p == 0.02 and cells[3].scenario.flows[0].transport == "udp"
+    assert len({c.id for c in cells}) == 6
+    assert all(len(c.id) == 12 and int(c.id, 16) >= 0 for c in cells)
+
+
+def test_cell_ids_are_stable_and_depend_only_on_what_is_measured():
+    a = {c.label: c.id for c in expand(scenario())}
+    # Same parameters, other name, metrics, seeds, repetitions, description: same ids.
+    b = {c.label: c.id for c in expand(scenario(name="other", repetitions=5, seed=9,
+                                                 metrics=["delay"], description="x"))}
+    assert a == b
+    # A cell reached from a different sweep has the id of the same parameters.
+    single = expand(scenario(sweep={"path.loss.p": [0.02]}))[0]
+    assert single.id == a["path.loss.p=0.02 flows[0].transport='tcp'"]
+    # Anything measured changes every id.
+    c = {c.label: c.id for c in expand(scenario(duration_s=11))}
+    assert not set(a.values()) & set(c.values())
+    # Known value: the id is a hash of canonical data, not of memory addresses or order.
+    assert cell_id(parse_scenario({"duration_s": 10, "flows": [{"profile": "voip"}]})) == \
+        cell_id(parse_scenario({"flows": [{"profile": "voip"}], "duration_s": 10.0}))
+
+
+def test_duplicate_grid_points_are_one_cell():
+    cells = expand(scenario(sweep={"path.loss.p": [0.01, 0.01, 0.02]}))
+    assert len(cells) == 2
+
+
+def test_units_and_seeds(tmp_path):
+    us = units(expand(scenario(seeds=[4, 7])), tmp_path)
+    assert len(us) == 12
+    assert us[0].run_dir == tmp_path / "cells" / us[0].cell.id / "seed-4"
+    assert [u.seed for u in us[:2]] == [4, 7]
+
+
+def test_run_then_rerun_skips_everything(tmp_path, log):
+    res = run_sweep(scenario(), tmp_path, loss_runner, progress=False)
+    assert (res.cells, res.units, res.ran, res.skipped, res.failed) == (6, 12, 12, 0, [])
+    assert len(ran(log)) == 12
+    index = json.loads((tmp_path / "sweep.json").read_text())
+    assert len(index["cells"]) == 6 and index["seeds"] == [1, 2]
+    for c in expand(scenario()):
+        cell_dir = tmp_path / "cells" / c.id
+        assert json.loads((cell_dir / "cell.json").read_text())["overrides"] == c.overrides
+        assert "sweep" not in (cell_dir / "scenario.toml").read_text()
+        for seed in (1, 2):
+            done = json.loads((cell_dir / f"seed-{seed}" / COMPLETE).read_text())
+            assert done["summary"] == {"expected_lost": c.scenario.path.loss.p * 100}
+            assert json.loads((cell_dir / f"seed-{seed}" / "result.json").read_text())["seed"] == seed
+    again = run_sweep(scenario(), tmp_path, loss_runner, progress=False)
+    assert (again.ran, again.skipped) == (0, 12)
+    assert len(ran(log)) == 12
+    # More repetitions reuse what exists and run only the new seeds.
+    more = run_sweep(scenario(repetitions=3), tmp_path, loss_runner, progress=False)
+    assert (more.ran, more.skipped) == (6, 12)
+    assert all(line.endswith(" 3") for line in ran(log)[12:])
+
+
+def test_interrupted_sweep_resumes(tmp_path, log, monkeypatch):
+    monkeypatch.setenv("SWEEP_TEST_INTERRUPT_P", "0.02")
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(scenario(), tmp_path, loss_runner, progress=False)
+    first = ran(log)
+    assert len(first) == 5  # 4 units of p=0.01, then the interrupted one
+    partial = [d for d in (tmp_path / "cells").glob("*/seed-*") if not (d / COMPLETE).exists()]
+    assert len(partial) == 1 and (partial[0] / FAILED).exists()
+    monkeypatch.delenv("SWEEP_TEST_INTERRUPT_P")
+    res = run_sweep(scenario(), tmp_path, loss_runner, progress=False)
+    assert (res.ran, res.skipped, res.failed) == (8, 4, [])
+    assert not (partial[0] / FAILED).exists() and (partial[0] / COMPLETE).exists()
+    assert sorted(ran(log)[5:]) == sorted(f"{p} {t} {s}" for p in (0.02, 0.05) for t in ("tcp", "udp") for s in (1, 2))
+
+
+def test_a_failing_cell_is_recorded_and_the_rest_go_on(tmp_path, log, monkeypatch):
+    monkeypatch.setenv("SWEEP_TEST_FAIL_P", "0.05")
+    res = run_sweep(scenario(), tmp_path, loss_runner, progress=False)
+    assert res.ran == 8 and len(res.failed) == 4
+    assert all("cannot run p=0.05" in f["error"] for f in res.failed)
+    for f in res.failed:
+        assert "ValueError" in json.loads((Path(f["run_dir"]) / FAILED).read_text())["error"]
+    monkeypatch.delenv("SWEEP_TEST_FAIL_P")
+    res = run_sweep(scenario(), tmp_path, loss_runner, progress=False)
+    assert (res.ran, res.skipped, res.failed) == (4, 8, [])
+
+
+def test_environment_not_supported_stops_the_sweep(tmp_path):
+    with pytest.raises(EnvironmentNotSupported):
+        run_sweep(scenario(), tmp_path, env_unsupported_runner, progress=False)
+
+
+@pytest.mark.slow
+def test_parallel_jobs(tmp_path, log):
+    res = run_sweep(scenario(), tmp_path, loss_runner, jobs=3, progress=False)
+    assert (res.ran, res.failed) == (12, [])
+    assert len(list((tmp_path / "cells").glob(f"*/seed-*/{COMPLETE}"))) == 12
+    assert run_sweep(scenario(), tmp_path, loss_runner, jobs=3, progress=False).skipped == 12
+
+
+def test_one_writer_per_directory_and_jobs_checked(tmp_path):
+    with _Lock(tmp_path):
+        with pytest.raises(ParameterError, match="another run or sweep is writing there"):
+            run_sweep(scenario(), tmp_path, loss_runner, progress=False)
+    with pytest.raises(ParameterError, match="jobs: 0 must be an integer >= 1"):
+        run_sweep(scenario(), tmp_path, loss_runner, jobs=0, progress=False)
+    assert default_jobs() >= 1
