@@ -31,22 +31,19 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.traffic.profiles import PROFILES as _TRAFFIC_PROFILES
 
 # --------------------------------------------------------------------------- vocabularies
 
-#: Media profiles. The constant-bit-rate ones are the sources of Brosh et al. §5 (packet size
-#: including the 12-byte RTP header and 2-byte RFC 4571 framing; 20 or 30 ms packetization):
-#: VoIP 64 / 42 kb/s, interactive video 284 / 187 kb/s, live video 573 / 378 kb/s; ``audio-16k``
-#: is the 16 kb/s audio of the papers/002 experiments (40-byte payload + RTP every 20 ms);
-#: ``voip-onoff`` is VoIP with exponential talk spurts and silences; ``mpeg4-tes`` the MPEG-4
-#: TES video model (needs ``rate_bps``); ``video-trace`` a frame-size trace (needs ``trace``).
+#: Media profiles. The constant-bit-rate ones are the sources of Brosh et al. §5
+#: (:data:`tcpdelay.traffic.profiles.PROFILES`: size including the 12-byte RTP header and the
+#: 2-byte RFC 4571 framing, 20 or 30 ms packetization): VoIP 64 / 42 kb/s, interactive video
+#: 284 / 187 kb/s, live video 573 / 378 kb/s; ``audio-16k`` is the 16 kb/s audio of the papers/002
+#: experiments (40-byte payload + RTP every 20 ms); ``voip-onoff`` is VoIP with exponential talk
+#: spurts and silences; ``mpeg4-tes`` the MPEG-4 TES video model (needs ``rate_bps``);
+#: ``video-trace`` a frame-size trace (needs ``trace``).
 CBR_PROFILES: dict[str, tuple[int, float]] = {
-    "voip": (174, 0.020),
-    "voip-low": (174, 0.030),
-    "interactive-video": (724, 0.020),
-    "interactive-video-low": (724, 0.030),
-    "video": (1448, 0.020),
-    "video-low": (1448, 0.030),
+    **{name: (p.size_bytes, p.interval_s) for name, p in _TRAFFIC_PROFILES.items()},
     "audio-16k": (54, 0.020),
 }
 PROFILES: tuple[str, ...] = (*CBR_PROFILES, "voip-onoff", "mpeg4-tes", "video-trace")
