@@ -85,8 +85,9 @@ def expected_loss_window(p, b=1):
     p = checks.probability("loss", p)
     b = checks.at_least("acks_per_segment", b, 1.0)
     c = (2.0 + b) / (3.0 * b)
+    # sqrt(A/p + c^2) computed as sqrt(A + c^2 p) / sqrt(p): no overflow for subnormal p.
     with np.errstate(divide="ignore"):
-        return (c + np.sqrt(8.0 * (1.0 - p) / (3.0 * b * p) + c * c))[()]
+        return (c + np.sqrt(8.0 * (1.0 - p) / (3.0 * b) + c * c * p) / np.sqrt(p))[()]
 
 
 def pftk_segments_per_s(p, rtt_s, t0_s, b=1, w_max=np.inf):
@@ -113,16 +114,18 @@ def pftk_segments_per_s(p, rtt_s, t0_s, b=1, w_max=np.inf):
     g = timeout_backoff_factor(ps)
     limited = w_p >= wm
 
+    # Numerator and denominator are both multiplied by p, so that (1-p)/p cannot overflow for
+    # tiny (even subnormal) p; the ratio is eq (22) unchanged.
     w_free = w_p
     q_free = timeout_probability(ps, w_free)
-    r_free = ((1 - ps) / ps + w_free / 2 + q_free) / (
-        rtt * (b * w_free / 2 + 1) + q_free * g * t0 / (1 - ps)
+    r_free = ((1 - ps) + ps * (w_free / 2 + q_free)) / (
+        rtt * ps * (b * w_free / 2 + 1) + ps * q_free * g * t0 / (1 - ps)
     )
 
     wm_f = np.where(np.isfinite(wm), wm, 1.0)
     q_lim = timeout_probability(ps, wm_f)
-    r_lim = ((1 - ps) / ps + wm_f / 2 + q_lim) / (
-        rtt * (b * wm_f / 8 + (1 - ps) / (ps * wm_f) + 2) + q_lim * g * t0 / (1 - ps)
+    r_lim = ((1 - ps) + ps * (wm_f / 2 + q_lim)) / (
+        rtt * (ps * (b * wm_f / 8 + 2) + (1 - ps) / wm_f) + ps * q_lim * g * t0 / (1 - ps)
     )
 
     r = np.where(limited, r_lim, r_free)
