@@ -1,0 +1,265 @@
+"""``tcpdelay testbed up|status|down|clean``: emulation testbeds that outlive one command.
+
+``up`` starts a supervisor process that builds the testbed and holds it (hosts, emulator) until
+``down``; programs run in a host with ``ip netns exec td-<run>-<host> ...``. ``clean`` removes
+what killed runs left behind. Python programs use :class:`tcpdelay.testbed.Testbed` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import click
+
+from tcpdelay.cli.common import NON_NEGATIVE, POSITIVE, PROBABILITY, emit, fmt_bps, fmt_s, json_option
+from tcpdelay.errors import ParameterError
+from tcpdelay.testbed import netns as nsutil
+from tcpdelay.testbed import runs
+from tcpdelay.testbed.spec import PRESETS, parse_spec
+from tcpdelay.testbed.testbed import TestbedError
+
+
+@click.group("testbed")
+def testbed_group() -> None:
+    """Emulation testbed: hosts in network namespaces on both sides of the tcpdelay-link emulator."""
+
+
+def _load_config(path: str) -> dict:
+    try:
+        if path.endswith(".toml"):
+            import tomllib
+
+            with open(path, "rb") as f:
+                return tomllib.load(f)
+        with open(path) as f:
+            return json.load(f)
+    except OSError as err:
+        raise ParameterError(f"--config {path}: {err.strerror}") from None
+    except ValueError as err:
+        raise ParameterError(f"--config {path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'}: {err}") from None
+
+
+def build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets, queue_bytes,
+                    tcp_preset, congestion_control, initcwnd, seed) -> dict:
+    """The testbed spec (plain data) from ``--config`` with the flags on top."""
+    data = _load_config(config) if config else {}
+    if left is not None or right is not None or "hosts" not in data:
+        tcp = data.get("tcp", {})
+        data["hosts"] = ([{"name": f"left{i}", "side": "left", "tcp": tcp} for i in range(left or 1)]
+                         + [{"name": f"right{i}", "side": "right", "tcp": tcp} for i in range(right or 1)])
+    data.pop("tcp", None)
+    direction: dict = {}
+    if delay_s is not None:
+        direction["delay_s"] = delay_s
+    if jitter_s is not None:
+        direction["jitter_s"] = jitter_s
+    if loss is not None:
+        direction["loss"] = {"model": "bernoulli", "p": loss}
+    if rate_bps is not None:
+        direction["rate_bps"] = rate_bps
+    if queue_packets is not None:
+        direction["queue_packets"] = queue_packets
+    if queue_bytes is not None:
+        direction["queue_bytes"] = queue_bytes
+    link = data.setdefault("link", {})
+    for d in ("a_to_b", "b_to_a"):
+        link[d] = {**link.get(d, {}), **direction}
+    tcp_over: dict = {}
+    if tcp_preset is not None:
+        tcp_over.update(PRESETS[tcp_preset].model_dump(exclude_none=True))
+    if congestion_control is not None:
+        tcp_over["congestion_control"] = congestion_control
+    if initcwnd is not None:
+        tcp_over["initcwnd_segments"] = initcwnd
+    if tcp_over:
+        for h in data["hosts"]:
+            h["tcp"] = {**h.get("tcp", {}), **tcp_over}
+    if seed is not None:
+        data["seed"] = seed
+    return data
+
+
+def _run_rows(info: dict) -> list[str]:
+    hosts = ", ".join(f"{n} {h.get('address')} ({h.get('netns')})" for n, h in info.get("hosts", {}).items())
+    return [info["run_id"], "yes" if info["owner_alive"] else "no", str(info.get("topology") or "—"), hosts or "—"]
+
+
+@testbed_group.command("up")
+@click.option("--config", type=click.Path(dir_okay=False), default=None,
+              help="A testbed spec as JSON or TOML (keys of TestbedSpec, docs/testbed.md); flags override it.")
+@click.option("--left", type=click.IntRange(1, 200), default=None, help="Hosts on the left side [default: 1].")
+@click.option("--right", type=click.IntRange(1, 200), default=None, help="Hosts on the right side [default: 1].")
+@click.option("--delay-s", type=NON_NEGATIVE, default=None, help="One-way delay in seconds, each direction.")
+@click.option("--jitter-s", type=NON_NEGATIVE, default=None, help="Delay variation in seconds, each direction.")
+@click.option("--loss", type=PROBABILITY, default=None, help="Bernoulli loss probability, each direction.")
+@click.option("--rate-bps", type=POSITIVE, default=None, help="Bottleneck rate in bit/s, each direction.")
+@click.option("--queue-packets", type=click.IntRange(min=1), default=None, help="Drop-tail queue limit in packets.")
+@click.option("--queue-bytes", type=click.IntRange(min=1), default=None, help="Drop-tail queue limit in bytes.")
+@click.option("--tcp-preset", type=click.Choice(sorted(PRESETS)), default=None, help="TCP settings of every host.")
+@click.option("--congestion-control", default=None, help="Congestion control of every host (reno, cubic, bbr, ...).")
+@click.option("--initcwnd", type=click.IntRange(1, 1000), default=None, help="Initial window in segments.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the emulator's randomness.")
+@json_option
+def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets, queue_bytes,
+           tcp_preset, congestion_control, initcwnd, seed, as_json):
+    """Build a testbed and keep it up (until `tcpdelay testbed down RUN_ID`)."""
+    nsutil.require_testbed_environment()
+    data = build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets,
+                           queue_bytes, tcp_preset, congestion_control, initcwnd, seed)
+    spec = parse_spec(data)
+    from tcpdelay.testbed.emulator import find_binary
+
+    find_binary()
+    proc = subprocess.Popen([sys.executable, "-m", "tcpdelay.testbed.supervisor"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    proc.stdin.write(spec.model_dump_json())
+    proc.stdin.close()
+    line = proc.stdout.readline()
+    proc.stdout.close()
+    try:
+        reply = json.loads(line)
+    except json.JSONDecodeError:
+        proc.wait(5)
+        raise TestbedError(f"the testbed supervisor died without a reply (exit {proc.returncode})") from None
+    if not reply.get("ok"):
+        proc.wait(5)
+        raise TestbedError(reply.get("error") or "the testbed could not be built")
+    tb = reply["testbed"]
+    tb["supervisor_pid"] = proc.pid
+
+    def human(console):
+        console.print(f"testbed [bold]{tb['run_id']}[/bold] is up ({tb['topology']}, {tb['subnet']}); "
+                      f"stop it with: tcpdelay testbed down {tb['run_id']}")
+        for name, h in tb["hosts"].items():
+            console.print(f"  {name:8s} {h['address']:15s} ip netns exec {h['netns']} ...   "
+                          f"cc={h['tcp'].get('congestion_control')} initcwnd={h['tcp'].get('initcwnd_segments') or 'kernel'}")
+        a, b = spec.link.a_to_b, spec.link.b_to_a
+        console.print(f"  link left->right: delay {fmt_s(a.delay_s)}, rate {fmt_bps(a.rate_bps) if a.rate_bps else 'unlimited'}, "
+                      f"loss {a.loss.model}; right->left: delay {fmt_s(b.delay_s)}")
+
+    emit(tb, as_json, human)
+
+
+def _counters_of(info: dict) -> dict | None:
+    """Counters of a live run's emulator (SIGUSR1, then read its counters file)."""
+    pid = (info.get("state") or {}).get("emulator_pid")
+    if not pid or not nsutil.process_alive(pid):
+        return None
+    path = os.path.join(runs.state_dir(info["run_id"]), "counters.json")
+
+    def content():
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+
+    before = content()
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        now = content()
+        if now and now != before:
+            try:
+                return json.loads(now)
+            except json.JSONDecodeError:
+                pass
+        time.sleep(0.01)
+    return None
+
+
+@testbed_group.command("status")
+@click.argument("run_ids", nargs=-1)
+@json_option
+def status_cmd(run_ids, as_json):
+    """List testbed runs on this machine (with the emulator's counters for live ones)."""
+    nsutil.require_testbed_environment()
+    found = runs.find_runs()
+    unknown = [r for r in run_ids if r not in found]
+    if unknown:
+        raise ParameterError(f"no testbed run {', '.join(unknown)}; runs here: {', '.join(found) or 'none'}")
+    out = []
+    for rid, info in found.items():
+        if run_ids and rid not in run_ids:
+            continue
+        s = info.summary()
+        s["counters"] = _counters_of({"run_id": rid, "state": info.state}) if info.alive else None
+        out.append(s)
+    res = {"runs": out}
+
+    def human(console):
+        from rich.table import Table
+
+        if not out:
+            console.print("no testbed runs")
+            return
+        t = Table(title="Testbed runs", title_justify="left")
+        for col in ("run", "owner alive", "topology", "hosts"):
+            t.add_column(col)
+        for s in out:
+            t.add_row(*_run_rows(s))
+        console.print(t)
+        for s in out:
+            c = s.get("counters")
+            if c:
+                for d in ("a_to_b", "b_to_a"):
+                    x = c.get(d, {})
+                    console.print(f"  {s['run_id']} {d}: in {x.get('packets_in')} out {x.get('packets_out')} "
+                                  f"drops {x.get('drops')}")
+
+    emit(res, as_json, human)
+
+
+@testbed_group.command("down")
+@click.argument("run_ids", nargs=-1)
+@click.option("--all", "all_runs", is_flag=True, help="Every run on this machine.")
+@json_option
+def down_cmd(run_ids, all_runs, as_json):
+    """Stop testbed runs: their owner tears them down; whatever is left is removed."""
+    nsutil.require_testbed_environment()
+    found = runs.find_runs()
+    if not run_ids and not all_runs:
+        raise ParameterError(f"give RUN_IDs or --all; runs here: {', '.join(found) or 'none'}")
+    unknown = [r for r in run_ids if r not in found]
+    if unknown:
+        raise ParameterError(f"no testbed run {', '.join(unknown)}; runs here: {', '.join(found) or 'none'}")
+    targets = list(found) if all_runs else list(run_ids)
+    removed = []
+    for rid in targets:
+        info = found[rid]
+        if info.alive:
+            pid = int(info.state["owner_pid"])
+            os.kill(pid, signal.SIGTERM)
+            runs.wait_gone(pid, 15.0)
+        removed.append(runs.remove_run(rid))
+    res = {"removed": removed}
+    emit(res, as_json, lambda console: console.print(
+        "\n".join(f"run {r['run_id']} is down" for r in removed) or "nothing to stop"))
+
+
+@testbed_group.command("clean")
+@click.option("--all", "all_runs", is_flag=True, help="Also runs whose owner is still alive.")
+@json_option
+def clean_cmd(all_runs, as_json):
+    """Remove what killed testbed runs left behind: processes, namespaces, links, state files."""
+    nsutil.require_testbed_environment()
+    res = runs.clean(include_live=all_runs)
+
+    def human(console):
+        for r in res["removed"]:
+            console.print(f"removed run {r['run_id']}: {r['namespaces']} namespaces, "
+                          f"{r['processes']} processes, {r['links']} links")
+        if res["kept_live"]:
+            console.print(f"kept live runs (owner alive; use --all or `down`): {', '.join(res['kept_live'])}")
+        if not res["removed"] and not res["kept_live"]:
+            console.print("nothing to clean")
+
+    emit(res, as_json, human)
+
+
+COMMANDS = [testbed_group]

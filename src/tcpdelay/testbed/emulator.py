@@ -1,0 +1,148 @@
+"""Starting, querying and stopping the link emulator ``tcpdelay-link`` (crate ``emulator/``).
+
+The interface is the contract of docs/emulator.md: a JSON configuration naming the two
+namespaces and their (already created) TUN devices, a ``ready_file`` that appears once both
+TUNs are open and the loop runs, counters as JSON at exit and on SIGUSR1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tcpdelay.errors import EnvironmentNotSupported
+from tcpdelay.testbed import netns as nsutil
+from tcpdelay.testbed.spec import TestbedSpec
+
+BINARY = "tcpdelay-link"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def find_binary() -> str:
+    """$TCPDELAY_LINK, else emulator/target/release/tcpdelay-link of this checkout, else $PATH."""
+    env = os.environ.get("TCPDELAY_LINK")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise EnvironmentNotSupported(f"TCPDELAY_LINK={env} is not an executable file")
+        return env
+    built = REPO_ROOT / "emulator" / "target" / "release" / BINARY
+    if os.access(built, os.X_OK):
+        return str(built)
+    found = shutil.which(BINARY)
+    if found:
+        return found
+    raise EnvironmentNotSupported(
+        f"the link emulator {BINARY} is not built: run `make native` (needs cargo) or set TCPDELAY_LINK")
+
+
+def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], state_dir: str) -> dict:
+    """The emulator's JSON configuration for ``spec``; ``a``/``b`` are (netns, tun) pairs."""
+    return {
+        "a": {"netns": a[0], "tun": a[1]},
+        "b": {"netns": b[0], "tun": b[1]},
+        "seed": spec.seed,
+        "realtime": spec.realtime,
+        "ready_file": os.path.join(state_dir, "link.ready"),
+        "counters_file": os.path.join(state_dir, "counters.json"),
+        "events_file": spec.events_file,
+        "a_to_b": spec.link.a_to_b.emulator_config(),
+        "b_to_a": spec.link.b_to_a.emulator_config(),
+    }
+
+
+class LinkProcess:
+    """A running ``tcpdelay-link``; :meth:`stop` ends it and returns its final counters."""
+
+    def __init__(self, config: dict, state_dir: str, binary: str | None = None, ready_timeout_s: float = 15.0):
+        self.config = config
+        self.binary = binary or find_binary()
+        self.config_path = os.path.join(state_dir, "link.json")
+        self.log_path = os.path.join(state_dir, "link.log")
+        self.counters_path = config["counters_file"]
+        with open(self.config_path, "w") as f:
+            json.dump(config, f, indent=2)
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [self.binary, "--config", self.config_path],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # a Ctrl-C reaches us; we stop the emulator ourselves
+        )
+        self.pid = self.proc.pid
+        self.final_counters: dict | None = None
+        try:
+            self._wait_ready(config["ready_file"], ready_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def log_tail(self, lines: int = 8) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return " | ".join(x.strip() for x in f.read().splitlines()[-lines:] if x.strip())
+        except OSError:
+            return ""
+
+    def _wait_ready(self, ready_file: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not os.path.exists(ready_file):
+            code = self.proc.poll()
+            if code is not None:
+                raise nsutil.CommandFailed(f"{BINARY} exited with status {code} before it was ready: {self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise nsutil.CommandFailed(f"{BINARY} was not ready after {timeout_s:g} s: {self.log_tail()}")
+            time.sleep(0.005)
+
+    def counters(self, timeout_s: float = 2.0) -> dict:
+        """Ask for the counters now (SIGUSR1) and return them once the file is rewritten."""
+        if self.proc.poll() is not None:
+            if self.final_counters is None:
+                self.final_counters = self._read_counters()
+            return self.final_counters or {}
+        before = _content(self.counters_path)
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if _content(self.counters_path) != before:  # counters carry elapsed_s: always new
+                got = self._read_counters()
+                if got is not None:
+                    return got
+            time.sleep(0.002)
+        raise nsutil.CommandFailed(f"{BINARY} did not write {self.counters_path} within {timeout_s:g} s")
+
+    def _read_counters(self) -> dict | None:
+        try:
+            with open(self.counters_path) as f:
+                return json.load(f)
+        except (OSError, json.JSONDecodeError):
+            return None
+
+    def cpu_s(self) -> float | None:
+        """User + system CPU seconds the emulator has used so far."""
+        return nsutil.process_cpu_s(self.pid)
+
+    def stop(self, timeout_s: float = 5.0) -> dict | None:
+        """SIGTERM (the emulator flushes its files and writes its counters), SIGKILL after ``timeout_s``."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        if self.final_counters is None:
+            self.final_counters = self._read_counters()
+        return self.final_counters
+
+
+def _content(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None

@@ -1,0 +1,284 @@
+"""What a testbed is made of, as validated data: hosts, their TCP settings, the emulated link.
+
+A :class:`TestbedSpec` is declarative (flent style): the orchestrator in
+:mod:`tcpdelay.testbed.testbed` turns it into namespaces, devices and an emulator process.
+Every quantity carries its unit in its name (``delay_s``, ``rate_bps``, ``size_bytes``).
+Bad values raise :class:`tcpdelay.errors.ParameterError` naming the field and what is allowed.
+
+The link keys mirror the emulator's JSON configuration (docs/emulator.md); ``a_to_b`` is the
+left-to-right ("data") direction, ``b_to_a`` the right-to-left ("ACK") direction.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tcpdelay.errors import ParameterError
+
+#: Host names become part of namespace names: short, lower case, start with a letter.
+HOST_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __init__(self, **data):
+        try:
+            super().__init__(**data)
+        except ValidationError as err:
+            raise ParameterError(validation_message(err, type(self).__name__)) from None
+
+
+# --------------------------------------------------------------------------- loss models
+
+
+class NoLoss(_Model):
+    model: Literal["none"] = "none"
+
+
+class BernoulliLoss(_Model):
+    """Independent loss: each packet is dropped with probability ``p``."""
+
+    model: Literal["bernoulli"] = "bernoulli"
+    p: float = Field(ge=0.0, le=1.0)
+
+
+class GilbertElliottLoss(_Model):
+    """Bursty loss, a two-state Markov chain evaluated once per packet (Gilbert–Elliott).
+
+    ``p``: probability Good -> Bad; ``r``: probability Bad -> Good; ``k``: probability that a
+    packet is delivered in Good; ``h``: probability that a packet is delivered in Bad (the
+    parameter names of netem's ``gemodel`` and of Hasslinger and Hohlfeld, "The Gilbert-Elliott
+    model for packet loss in real time services on the Internet"). With ``k = 1, h = 0`` the mean
+    loss-burst length is ``1 / r`` packets and the loss ratio ``p / (p + r)``.
+    """
+
+    model: Literal["gilbert_elliott"] = "gilbert_elliott"
+    p: float = Field(ge=0.0, le=1.0)
+    r: float = Field(gt=0.0, le=1.0)
+    k: float = Field(default=1.0, ge=0.0, le=1.0)
+    h: float = Field(default=0.0, ge=0.0, le=1.0)
+
+    @property
+    def loss_ratio(self) -> float:
+        """Stationary loss probability."""
+        good = self.r / (self.p + self.r)
+        return good * (1 - self.k) + (1 - good) * (1 - self.h)
+
+    @property
+    def mean_burst_packets(self) -> float:
+        """Mean sojourn in Bad, packets: the mean loss-burst length when ``k = 1, h = 0``."""
+        return 1.0 / self.r
+
+
+LossSpec = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss], Field(discriminator="model")]
+
+
+class Outage(_Model):
+    """The link is down (every packet dropped, reason ``outage``) from ``at_s`` for ``duration_s``,
+    in seconds since the emulator started."""
+
+    at_s: float = Field(ge=0.0, allow_inf_nan=False)
+    duration_s: float = Field(gt=0.0, allow_inf_nan=False)
+
+
+class DirectionSpec(_Model):
+    """One direction of the emulated link."""
+
+    delay_s: float = Field(default=0.0, ge=0.0, le=60.0, allow_inf_nan=False)
+    jitter_s: float = Field(default=0.0, ge=0.0, le=60.0, allow_inf_nan=False)
+    reorder: bool = False
+    loss: LossSpec = Field(default_factory=NoLoss)
+    rate_bps: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    trace_file: str | None = None
+    queue_packets: int | None = Field(default=None, ge=1)
+    queue_bytes: int | None = Field(default=None, ge=1)
+    outages: tuple[Outage, ...] = ()
+    pcap_file: str | None = None
+
+    @model_validator(mode="after")
+    def _exclusive(self) -> "DirectionSpec":
+        if self.rate_bps is not None and self.trace_file is not None:
+            raise ValueError("rate_bps and trace_file are exclusive: give at most one")
+        if self.queue_packets is not None and self.queue_bytes is not None:
+            raise ValueError("queue_packets and queue_bytes are exclusive: give at most one")
+        return self
+
+    def emulator_config(self) -> dict:
+        """This direction as the emulator's ``DIRECTION`` JSON object."""
+        return self.model_dump(mode="json")
+
+
+class LinkSpec(_Model):
+    """The emulated bottleneck: ``a_to_b`` = left -> right (data), ``b_to_a`` = right -> left."""
+
+    a_to_b: DirectionSpec = Field(default_factory=DirectionSpec)
+    b_to_a: DirectionSpec = Field(default_factory=DirectionSpec)
+
+    @classmethod
+    def symmetric(cls, **direction) -> "LinkSpec":
+        """The same settings both ways, e.g. ``LinkSpec.symmetric(delay_s=0.02)``."""
+        d = _build(DirectionSpec, direction, "link")
+        return cls(a_to_b=d, b_to_a=d)
+
+
+# --------------------------------------------------------------------------- TCP settings
+
+CongestionControl = str
+
+
+class TcpSettings(_Model):
+    """Per-host TCP settings; ``None`` leaves the kernel's value alone.
+
+    Each is applied in the host's namespace and read back (see :mod:`tcpdelay.testbed.tcp_settings`):
+
+    - ``congestion_control``: the namespace's ``net.ipv4.tcp_congestion_control`` when the kernel
+      allows it there (``tcp_allowed_congestion_control`` of the root namespace), otherwise the
+      ``congctl`` attribute of the host's routes (which every TCP connection over them uses);
+    - ``initcwnd_segments`` / ``initrwnd_segments``: ``ip route ... initcwnd N`` (IW3 of RFC 3390
+      against IW10 of RFC 6928);
+    - ``sack``: ``tcp_sack`` (RFC 2018); ``rack``: bit 0 of ``tcp_recovery`` (RFC 8985);
+      ``tlp``: ``tcp_early_retrans`` 3 (tail-loss probe on) or 0 (off);
+    - ``slow_start_after_idle``: congestion-window validation after idle (RFC 2861 / RFC 7661);
+    - ``no_metrics_save``: ``tcp_no_metrics_save`` (1 = no ssthresh inheritance between
+      connections to the same destination);
+    - ``rmem_bytes`` / ``wmem_bytes``: ``tcp_rmem`` / ``tcp_wmem`` (min, default, max).
+    """
+
+    congestion_control: CongestionControl | None = None
+    initcwnd_segments: int | None = Field(default=None, ge=1, le=1000)
+    initrwnd_segments: int | None = Field(default=None, ge=1, le=1000)
+    sack: bool | None = None
+    rack: bool | None = None
+    tlp: bool | None = None
+    slow_start_after_idle: bool | None = None
+    no_metrics_save: bool | None = None
+    ecn: int | None = Field(default=None, ge=0, le=2)
+    rmem_bytes: tuple[int, int, int] | None = None
+    wmem_bytes: tuple[int, int, int] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "TcpSettings":
+        cc = self.congestion_control
+        if cc is not None and not re.fullmatch(r"[a-z0-9_]{1,15}", cc):
+            raise ValueError(f"congestion_control {cc!r} is not a congestion-control name")
+        for name in ("rmem_bytes", "wmem_bytes"):
+            v = getattr(self, name)
+            if v is not None and not (1 <= v[0] <= v[1] <= v[2] <= 2**31 - 1):
+                raise ValueError(f"{name} {v} must be three sizes min <= default <= max, each >= 1")
+        return self
+
+    def merged(self, other: "TcpSettings") -> "TcpSettings":
+        """These settings with every non-``None`` field of ``other`` on top."""
+        return TcpSettings(**{**self.model_dump(), **other.model_dump(exclude_none=True)})
+
+
+#: The paper-era stack (papers of 2008): NewReno-style Reno with SACK, no RACK, no TLP, IW3,
+#: window validation after idle, metrics caching on (ssthresh inheritance) as in 2.6 kernels.
+NEWRENO_2008 = TcpSettings(
+    congestion_control="reno", initcwnd_segments=3, sack=True, rack=False, tlp=False,
+    slow_start_after_idle=True, no_metrics_save=False,
+)
+#: Today's Linux defaults, set explicitly so that a run does not depend on the machine's tuning.
+LINUX_DEFAULT = TcpSettings(
+    congestion_control="cubic", initcwnd_segments=10, sack=True, rack=True, tlp=True,
+    slow_start_after_idle=True, no_metrics_save=False,
+)
+PRESETS: dict[str, TcpSettings] = {"newreno-2008": NEWRENO_2008, "linux-default": LINUX_DEFAULT}
+
+
+def preset(name: str) -> TcpSettings:
+    """A named preset of :data:`PRESETS`."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ParameterError(f"TCP preset {name!r} is unknown; allowed: {', '.join(PRESETS)}") from None
+
+
+# --------------------------------------------------------------------------- hosts and testbed
+
+
+class HostSpec(_Model):
+    """A host: its own network namespace on the ``left`` or ``right`` side of the bottleneck."""
+
+    name: str
+    side: Literal["left", "right"]
+    tcp: TcpSettings = Field(default_factory=TcpSettings)
+
+    @model_validator(mode="after")
+    def _name(self) -> "HostSpec":
+        if not HOST_NAME_RE.fullmatch(self.name):
+            raise ValueError(f"host name {self.name!r} must be 1-12 of a-z0-9, starting with a letter")
+        return self
+
+
+class TestbedSpec(_Model):
+    """A dumbbell: ``hosts`` on two sides of one emulated ``link``.
+
+    With exactly one host per side the emulator's TUN devices live in the hosts themselves
+    ("pair" topology, the fastest path); with more, each side gets a router namespace holding
+    the TUN device and a bridge to which every host of that side is attached by a veth pair.
+    """
+
+    __test__ = False  # not a pytest test class despite the name
+
+    hosts: tuple[HostSpec, ...] = (HostSpec(name="left0", side="left"), HostSpec(name="right0", side="right"))
+    link: LinkSpec = Field(default_factory=LinkSpec)
+    mtu_bytes: int = Field(default=1500, ge=576, le=9000)
+    txqueuelen_packets: int = Field(default=10000, ge=1, le=1_000_000)
+    seed: int = Field(default=1, ge=0, le=2**63 - 1)
+    realtime: bool = True
+    events_file: str | None = None
+
+    @model_validator(mode="after")
+    def _hosts(self) -> "TestbedSpec":
+        names = [h.name for h in self.hosts]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"host names must be unique; repeated: {', '.join(sorted(dup))}")
+        for side in ("left", "right"):
+            n = sum(h.side == side for h in self.hosts)
+            if not 1 <= n <= 200:
+                raise ValueError(f"the {side} side has {n} hosts; allowed 1 to 200")
+        return self
+
+    @classmethod
+    def dumbbell(cls, left: int = 1, right: int = 1, *, link: LinkSpec | None = None,
+                 tcp: TcpSettings | None = None, **kw) -> "TestbedSpec":
+        """``left`` hosts named left0.. and ``right`` hosts named right0.., all with ``tcp``."""
+        if not isinstance(left, int) or not isinstance(right, int) or left < 1 or right < 1:
+            raise ParameterError(f"dumbbell: left={left!r}, right={right!r}; each must be an integer >= 1")
+        tcp = tcp or TcpSettings()
+        hosts = [HostSpec(name=f"left{i}", side="left", tcp=tcp) for i in range(left)]
+        hosts += [HostSpec(name=f"right{i}", side="right", tcp=tcp) for i in range(right)]
+        return _build(cls, {"hosts": hosts, "link": link or LinkSpec(), **kw}, "testbed")
+
+    @property
+    def topology(self) -> str:
+        """``pair`` (TUNs in the two hosts) or ``dumbbell`` (TUNs in two router namespaces)."""
+        return "pair" if len(self.hosts) == 2 else "dumbbell"
+
+
+def _build(model: type[BaseModel], data: dict, what: str):
+    try:
+        return model(**data)
+    except ValidationError as err:
+        raise ParameterError(validation_message(err, what)) from None
+
+
+def validation_message(err: ValidationError, what: str) -> str:
+    """One line from a pydantic error: where, what is wrong (and so what is allowed)."""
+    e = err.errors()[0]
+    loc = ".".join(str(x) for x in e["loc"])
+    msg = e["msg"].removeprefix("Value error, ")
+    where = f"{what}.{loc}" if loc else what
+    extra = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    return f"{where}: {msg}{extra}"
+
+
+def parse_spec(data: dict) -> TestbedSpec:
+    """A :class:`TestbedSpec` from plain data (JSON/TOML), or one-line :class:`ParameterError`."""
+    return _build(TestbedSpec, data, "testbed")

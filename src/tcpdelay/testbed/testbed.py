@@ -1,0 +1,455 @@
+"""The orchestrator: a :class:`Testbed` builds a :class:`TestbedSpec` and removes it again.
+
+::
+
+    with Testbed(TestbedSpec.dumbbell(link=LinkSpec.symmetric(delay_s=0.02))) as tb:
+        server = tb.hosts["right0"]
+        proc = server.popen(["python3", "-m", "http.server", "8000"])
+        tb.hosts["left0"].run(["curl", f"http://{server.address}:8000/"])
+
+Layout (addresses from one 10.N.0.0/16 per run, N unique among live runs):
+
+- pair (one host per side): ``left0`` [TUN td<id>a 10.N.1.1] <-> tcpdelay-link <-> [TUN td<id>b
+  10.N.2.1] ``right0``;
+- dumbbell: left hosts 10.N.1.i --veth-- bridge 10.N.1.254 in router ``td-<id>-lr`` [TUN] <->
+  tcpdelay-link <-> [TUN] router ``td-<id>-rr`` bridge 10.N.2.254 --veth-- right hosts 10.N.2.i.
+
+Everything is removed on exit, on an exception, on SIGINT and on SIGTERM (turned into
+``SystemExit`` while the testbed is open in the main thread). If the orchestrator is killed
+outright, ``tcpdelay testbed clean`` removes the leftovers (:func:`tcpdelay.testbed.runs.clean`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pickle
+import random
+import signal
+import socket
+import subprocess
+import threading
+import time
+import traceback
+from typing import Any, Callable, Sequence
+
+from tcpdelay.errors import TcpdelayError
+from tcpdelay.testbed import netns as nsutil
+from tcpdelay.testbed import runs
+from tcpdelay.testbed import tcp_settings as tcps
+from tcpdelay.testbed.emulator import LinkProcess, emulator_config, find_binary
+from tcpdelay.testbed.spec import HostSpec, TestbedSpec
+
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class TestbedError(TcpdelayError):
+    """Building or running the testbed failed (a command, the emulator, a setting read back)."""
+
+    __test__ = False
+
+
+def _die_with_parent() -> None:  # preexec_fn: runs in the child between fork and exec
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class RemoteError(TestbedError):
+    """A function run by :meth:`Host.call` raised; the message carries its traceback."""
+
+
+class CallHandle:
+    """A function running in a forked child inside a host (see :meth:`Host.spawn`)."""
+
+    def __init__(self, pid: int, fd: int, what: str):
+        self.pid, self._fd, self._what = pid, fd, what
+        self._done = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def result(self, timeout_s: float | None = None) -> Any:
+        """Wait for the function and return its value (or raise its exception)."""
+        if not self._done:
+            self._collect(timeout_s)
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def _collect(self, timeout_s: float | None) -> None:
+        import select
+
+        chunks, deadline = [], None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._fd], [], [], wait)
+            if not ready:
+                raise TimeoutError(f"{self._what} did not finish within {timeout_s:g} s")
+            chunk = os.read(self._fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(self._fd)
+        _, status = os.waitpid(self.pid, 0)
+        self._done = True
+        data = b"".join(chunks)
+        if not data:
+            self._error = RemoteError(f"{self._what} died without a result (wait status {status})")
+            return
+        ok, payload = pickle.loads(data)
+        if ok:
+            self._value = payload
+        else:
+            self._error = RemoteError(f"{self._what} raised: {payload}")
+
+    def kill(self) -> None:
+        if not self._done:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            self._done = True
+            self._error = RemoteError(f"{self._what} was killed")
+
+
+class Host:
+    """One host of a running testbed: a network namespace with one address."""
+
+    def __init__(self, testbed: "Testbed", spec: HostSpec, netns: str, address: str, ifname: str):
+        self._tb = testbed
+        self.spec = spec
+        self.name = spec.name
+        self.side = spec.side
+        self.netns = netns
+        self.address = address
+        self.ifname = ifname
+        self.tcp_applied: dict = {}
+        self.routes: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"Host({self.name!r}, {self.side}, {self.address}, netns={self.netns!r})"
+
+    # -- programs ---------------------------------------------------------------------------
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` wrapped to run in this host (``ip netns exec``)."""
+        return ["ip", "netns", "exec", self.netns, *map(str, argv)]
+
+    def popen(self, argv: Sequence[str], **kw) -> subprocess.Popen:
+        """Start ``argv`` in this host. It is killed when the testbed closes (or its owner dies)."""
+        kw.setdefault("preexec_fn", _die_with_parent)
+        proc = subprocess.Popen(self.argv(argv), **kw)
+        self._tb._procs.append(proc)
+        return proc
+
+    def run(self, argv: Sequence[str], *, check: bool = True, timeout_s: float | None = 60.0,
+            **kw) -> subprocess.CompletedProcess:
+        """Run ``argv`` in this host to completion; output captured as text unless redirected."""
+        if "stdout" not in kw and "stderr" not in kw:
+            kw["capture_output"] = True
+        kw.setdefault("text", True)
+        proc = subprocess.run(self.argv(argv), timeout=timeout_s, **kw)
+        if check and proc.returncode != 0:
+            err = (proc.stderr or "").strip() if isinstance(proc.stderr, str) else ""
+            raise TestbedError(f"{self.name}: {' '.join(map(str, argv))} exited {proc.returncode}: {err[-500:]}")
+        return proc
+
+    def spawn(self, fn: Callable, *args, **kwargs) -> CallHandle:
+        """Run ``fn(*args, **kwargs)`` in a forked child inside this host; don't wait.
+
+        The result (and any exception) comes back pickled through a pipe.
+        """
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child
+            code = 0
+            try:
+                os.close(r)
+                _die_with_parent()
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                nsutil.enter_for_good(self.netns)
+                try:
+                    out = (True, fn(*args, **kwargs))
+                except BaseException as err:  # noqa: BLE001 - everything goes back to the parent
+                    out = (False, f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
+                try:
+                    data = pickle.dumps(out)
+                except Exception as err:  # noqa: BLE001
+                    data = pickle.dumps((False, f"result is not picklable: {err}"))
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(w, view):]
+            except BaseException:  # noqa: BLE001
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        handle = CallHandle(pid, r, f"{getattr(fn, '__name__', 'function')} in {self.name}")
+        self._tb._calls.append(handle)
+        return handle
+
+    def call(self, fn: Callable, *args, timeout_s: float | None = None, **kwargs) -> Any:
+        """Run ``fn(*args, **kwargs)`` inside this host (forked child) and return its result."""
+        return self.spawn(fn, *args, **kwargs).result(timeout_s)
+
+    # -- in-process access ------------------------------------------------------------------
+
+    def netns_entered(self):
+        """Context manager: the calling thread is inside this host for the body."""
+        return nsutil.entered(self.netns)
+
+    def socket(self, family: int = socket.AF_INET, type: int = socket.SOCK_STREAM, proto: int = 0) -> socket.socket:
+        """A socket that lives in this host (created with the thread briefly inside it)."""
+        with nsutil.entered(self.netns):
+            return socket.socket(family, type, proto)
+
+    def sysctl(self, key: str) -> str:
+        with nsutil.entered(self.netns):
+            return nsutil.read_sysctl(key)
+
+
+class Testbed:
+    """Context manager that builds the hosts, the link and the emulator of ``spec``.
+
+    ``start_link=False`` builds the namespaces, devices and settings without starting the
+    emulator (packets then go nowhere); useful for checking settings.
+    """
+
+    __test__ = False
+
+    def __init__(self, spec: TestbedSpec | None = None, *, start_link: bool = True,
+                 ready_timeout_s: float = 15.0):
+        self.spec = spec or TestbedSpec()
+        self.start_link = start_link
+        self.ready_timeout_s = ready_timeout_s
+        self.run_id: str | None = None
+        self.state_dir: str | None = None
+        self.hosts: dict[str, Host] = {}
+        self.routers: dict[str, str] = {}
+        self.link: LinkProcess | None = None
+        self.final_counters: dict | None = None
+        self.subnet: str | None = None
+        self._procs: list[subprocess.Popen] = []
+        self._calls: list[CallHandle] = []
+        self._namespaces: list[str] = []
+        self._old_sigterm = None
+        self._closed = True
+
+    # -- context manager --------------------------------------------------------------------
+
+    def __enter__(self) -> "Testbed":
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def open(self) -> "Testbed":
+        nsutil.require_testbed_environment()
+        binary = find_binary() if self.start_link else None  # fail before creating anything
+        self._install_sigterm()
+        self._closed = False
+        try:
+            self._build(binary)
+        except BaseException as err:
+            self.close()
+            if isinstance(err, nsutil.CommandFailed):
+                raise TestbedError(str(err)) from None
+            raise
+        return self
+
+    # -- public queries ---------------------------------------------------------------------
+
+    @property
+    def left(self) -> list[Host]:
+        return [h for h in self.hosts.values() if h.side == "left"]
+
+    @property
+    def right(self) -> list[Host]:
+        return [h for h in self.hosts.values() if h.side == "right"]
+
+    @property
+    def emulator_pid(self) -> int | None:
+        return self.link.pid if self.link else None
+
+    def link_counters(self) -> dict:
+        """The emulator's counters now (per direction ``a_to_b``/``b_to_a``; see docs/emulator.md)."""
+        if self.link is None:
+            if self.final_counters is not None:
+                return self.final_counters
+            raise TestbedError("the testbed has no running link emulator")
+        try:
+            return self.link.counters()
+        except nsutil.CommandFailed as err:
+            raise TestbedError(str(err)) from None
+
+    def emulator_cpu_s(self) -> float | None:
+        return self.link.cpu_s() if self.link else None
+
+    def describe(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "topology": self.spec.topology,
+            "subnet": self.subnet,
+            "state_dir": self.state_dir,
+            "emulator_pid": self.emulator_pid,
+            "routers": self.routers,
+            "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address,
+                               "ifname": h.ifname, "tcp": h.tcp_applied} for h in self.hosts.values()},
+        }
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _save_state(self) -> None:
+        runs.write_state(self.run_id, {
+            "run_id": self.run_id, **runs.owner_record(), "created_unix": self._created,
+            "topology": self.spec.topology, "subnet": self.subnet, "namespaces": self._namespaces,
+            "emulator_pid": self.emulator_pid,
+            "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address} for h in self.hosts.values()},
+            "spec": self.spec.model_dump(mode="json"),
+        })
+
+    def _pick_subnet(self) -> int:
+        used = set()
+        for info in runs.find_runs().values():
+            sub = (info.state or {}).get("subnet")
+            if sub:
+                with contextlib.suppress(ValueError, IndexError):
+                    used.add(int(sub.split(".")[1]))
+        free = [n for n in range(100, 255) if n not in used]
+        if not free:
+            raise TestbedError("no free 10.N.0.0/16 subnet for another run (155 runs are up); run `tcpdelay testbed clean`")
+        return random.choice(free)
+
+    def _add_ns(self, suffix: str) -> str:
+        name = f"{runs.NETNS_PREFIX}{self.run_id}-{suffix}"
+        self._namespaces.append(name)
+        self._save_state()  # recorded before it exists: `clean` finds it either way
+        nsutil.add_netns(name)
+        with nsutil.entered(name):
+            for key in ("net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"):
+                with contextlib.suppress(nsutil.CommandFailed, FileNotFoundError):
+                    nsutil.write_sysctl(key, "1")  # no IPv6 chatter (DAD, MLD) through the link
+        return name
+
+    def _build(self, binary: str | None) -> None:
+        self.run_id = runs.new_run_id()
+        self.state_dir = runs.state_dir(self.run_id)
+        self._created = time.time()
+        os.makedirs(self.state_dir, exist_ok=True)
+        n = self._pick_subnet()
+        self.subnet = f"10.{n}.0.0/16"
+        rid, spec = self.run_id, self.spec
+        mtu, qlen = str(spec.mtu_bytes), str(spec.txqueuelen_packets)
+        side_net = {"left": f"10.{n}.1", "right": f"10.{n}.2"}
+        other = {"left": "right", "right": "left"}
+        tun = {"left": f"td{rid}a", "right": f"td{rid}b"}
+
+        # Hosts and their sysctls first (the congestion-control method decides the routes).
+        host_specs = {"left": [h for h in spec.hosts if h.side == "left"],
+                      "right": [h for h in spec.hosts if h.side == "right"]}
+        cc_via: dict[str, str | None] = {}
+        for side in ("left", "right"):
+            for i, hs in enumerate(host_specs[side]):
+                ns = self._add_ns(hs.name)
+                ifname = tun[side] if spec.topology == "pair" else f"td{rid}h{i}"
+                self.hosts[hs.name] = Host(self, hs, ns, f"{side_net[side]}.{i + 1}", ifname)
+                cc_via[hs.name] = tcps.apply_sysctls(ns, hs.tcp)
+
+        tun_ns: dict[str, str] = {}
+        if spec.topology == "pair":
+            for side in ("left", "right"):
+                h = self.hosts[host_specs[side][0].name]
+                tun_ns[side] = h.netns
+                dst = f"{side_net[other[side]]}.0/24"
+                metrics = tcps.route_metrics(h.spec.tcp, cc_via[h.name])
+                nsutil.ip_batch([
+                    f"tuntap add dev {h.ifname} mode tun",
+                    f"link set dev {h.ifname} mtu {mtu} txqueuelen {qlen} up",
+                    f"addr add {h.address}/32 dev {h.ifname}",
+                    " ".join(["route add", dst, "dev", h.ifname, "src", h.address, *metrics]),
+                ], netns=h.netns)
+                h.routes = [dst]
+        else:
+            for side in ("left", "right"):
+                r = self._add_ns("lr" if side == "left" else "rr")
+                self.routers[side] = r
+                tun_ns[side] = r
+                gw = f"{side_net[side]}.254"
+                with nsutil.entered(r):
+                    nsutil.write_sysctl("net.ipv4.ip_forward", "1")
+                nsutil.ip_batch([
+                    f"link add td{rid}br type bridge forward_delay 0 stp_state 0",
+                    f"link set dev td{rid}br mtu {mtu} up",
+                    f"addr add {gw}/24 dev td{rid}br",
+                    f"tuntap add dev {tun[side]} mode tun",
+                    f"link set dev {tun[side]} mtu {mtu} txqueuelen {qlen} up",
+                    f"route add {side_net[other[side]]}.0/24 dev {tun[side]}",
+                ], netns=r)
+                for i, hs in enumerate(host_specs[side]):
+                    h = self.hosts[hs.name]
+                    port = f"td{rid}p{i}"
+                    nsutil.ip("link", "add", port, "netns", r, "mtu", mtu, "type", "veth",
+                              "peer", "name", h.ifname, "netns", h.netns, "mtu", mtu)
+                    nsutil.ip_batch([f"link set dev {port} master td{rid}br up"], netns=r)
+                    dst = f"{side_net[other[side]]}.0/24"
+                    metrics = tcps.route_metrics(hs.tcp, cc_via[h.name])
+                    nsutil.ip_batch([
+                        f"link set dev {h.ifname} up",
+                        f"addr add {h.address}/24 dev {h.ifname}",
+                        " ".join(["route add", dst, "via", gw, "dev", h.ifname, *metrics]),
+                    ], netns=h.netns)
+                    h.routes = [dst]
+
+        for h in self.hosts.values():
+            got = tcps.read_back(h.netns, h.routes)
+            tcps.verify(h.name, h.spec.tcp, got)
+            got["congestion_control_via"] = cc_via[h.name]
+            h.tcp_applied = got
+        self._save_state()
+
+        if self.start_link:
+            cfg = emulator_config(spec, (tun_ns["left"], tun["left"]), (tun_ns["right"], tun["right"]), self.state_dir)
+            self.link = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s)
+            self._save_state()
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    def _install_sigterm(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            def on_term(signum, frame):
+                raise SystemExit(128 + signum)
+            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
+
+    def close(self) -> None:
+        """Remove everything this run created; safe to call twice. Signals wait until done."""
+        if self._closed:
+            return
+        main = threading.current_thread() is threading.main_thread()
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked) if main else None
+        try:
+            for handle in self._calls:
+                handle.kill()
+            procs = [p for p in self._procs if p.poll() is None]
+            nsutil.terminate_pids([p.pid for p in procs], grace_s=1.0)
+            for p in procs:
+                with contextlib.suppress(Exception):
+                    p.wait(0.5)
+            if self.link is not None:
+                with contextlib.suppress(Exception):
+                    self.final_counters = self.link.stop()
+                self.link = None
+            if self.run_id is not None:
+                runs.remove_run(self.run_id, list(self._namespaces))
+        finally:
+            self._closed = True
+            if self._old_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+                self._old_sigterm = None
+            if old_mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)

@@ -1,0 +1,123 @@
+"""Everything a run creates goes away: normal exit, exception, SIGINT, SIGTERM, and SIGKILL + clean."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec, find_runs
+from tcpdelay.testbed.netns import list_netns, pids_in_netns, process_alive, unavailable_reason
+from tcpdelay.testbed.runs import state_dir
+
+pytestmark = [pytest.mark.testbed, pytest.mark.skipif(unavailable_reason() is not None,
+                                                      reason=str(unavailable_reason()))]
+
+TCPDELAY = [sys.executable, "-m", "tcpdelay"]
+
+ORCHESTRATOR = textwrap.dedent("""
+    import json, sys, time
+    from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec
+    spec = TestbedSpec.dumbbell(int(sys.argv[1]), 1, link=LinkSpec.symmetric(delay_s=0.01))
+    with Testbed(spec) as tb:
+        sleeper = tb.hosts["left0"].popen(["sleep", "300"])
+        child = tb.hosts["right0"].spawn(time.sleep, 300)
+        print(json.dumps({"run_id": tb.run_id, "emulator_pid": tb.emulator_pid, "sleeper": sleeper.pid,
+                          "child": child.pid, "namespaces": sorted(h.netns for h in tb.hosts.values())
+                          + sorted(tb.routers.values())}), flush=True)
+        time.sleep(300)
+""")
+
+
+def _start_orchestrator(left_hosts=1):
+    proc = subprocess.Popen([sys.executable, "-c", ORCHESTRATOR, str(left_hosts)], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line, f"orchestrator died (exit {proc.wait()})"
+    return proc, json.loads(line)
+
+
+def _leftovers(run):
+    rid = run["run_id"]
+    procs = [p for p in (run["emulator_pid"], run["sleeper"], run["child"]) if process_alive(p)]
+    ns = [n for n in list_netns() if n.startswith(f"td-{rid}-")]
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return {"namespaces": ns, "processes": procs, "root_links": f"td{rid}" in links,
+            "state_dir": os.path.exists(state_dir(rid))}
+
+
+NOTHING = {"namespaces": [], "processes": [], "root_links": False, "state_dir": False}
+
+
+def _wait_clean(run, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while _leftovers(run) != NOTHING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _leftovers(run)
+
+
+def test_exception_inside_the_block_removes_everything():
+    with pytest.raises(RuntimeError, match="boom"):
+        with Testbed(TestbedSpec.dumbbell(2, 2, link=LinkSpec.symmetric(delay_s=0.001))) as tb:
+            rid = tb.run_id
+            run = {"run_id": rid, "emulator_pid": tb.emulator_pid,
+                   "sleeper": tb.hosts["left1"].popen(["sleep", "300"]).pid,
+                   "child": tb.hosts["right1"].spawn(time.sleep, 300).pid}
+            assert len([n for n in list_netns() if n.startswith(f"td-{rid}-")]) == 6  # 4 hosts, 2 routers
+            assert process_alive(run["emulator_pid"]) and process_alive(run["sleeper"])
+            raise RuntimeError("boom")
+    assert _leftovers(run) == NOTHING
+    assert rid not in find_runs()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_orchestrator_removes_everything(sig):
+    proc, run = _start_orchestrator()
+    assert all(n in list_netns() for n in run["namespaces"])
+    proc.send_signal(sig)
+    proc.wait(20)
+    assert _leftovers(run) == NOTHING
+
+
+def test_clean_after_sigkill_leaves_no_namespace_link_or_process():
+    proc, run = _start_orchestrator(left_hosts=2)
+    ns_pids = pids_in_netns(f"td-{run['run_id']}-left0")
+    assert run["sleeper"] in ns_pids or any(process_alive(p) for p in ns_pids)
+    proc.kill()
+    proc.wait(10)
+    time.sleep(0.2)
+    left = _leftovers(run)
+    assert left["namespaces"] and left["state_dir"]  # killed outright: nothing removed itself
+    assert run["sleeper"] in left["processes"] or pids_in_netns(f"td-{run['run_id']}-left0") == []
+    out = subprocess.run(TCPDELAY + ["testbed", "clean", "--json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    removed = {r["run_id"]: r for r in json.loads(out.stdout)["removed"]}
+    assert removed[run["run_id"]]["namespaces"] == len(run["namespaces"]) == 5
+    assert _wait_clean(run, 5.0) == NOTHING
+
+
+def test_clean_keeps_runs_whose_owner_lives():
+    with Testbed(TestbedSpec(), start_link=False) as tb:
+        out = subprocess.run(TCPDELAY + ["testbed", "clean", "--json"], capture_output=True, text=True, timeout=60)
+        assert tb.run_id in json.loads(out.stdout)["kept_live"]
+        assert all(h.netns in list_netns() for h in tb.hosts.values())
+
+
+def test_two_runs_coexist_with_their_own_names_and_addresses():
+    with Testbed(TestbedSpec(), start_link=False) as a, Testbed(TestbedSpec(), start_link=False) as b:
+        assert a.run_id != b.run_id and a.subnet != b.subnet
+        assert not {h.netns for h in a.hosts.values()} & {h.netns for h in b.hosts.values()}
+        assert all(len(h.ifname) <= 15 for tb in (a, b) for h in tb.hosts.values())
+        assert {a.run_id, b.run_id} <= set(find_runs())
+
+
+def test_without_root_the_cli_says_so_in_one_line_and_exits_2():
+    code = ("import os, sys; from tcpdelay.cli import main; os.setgroups([]); os.setgid(65534); os.setuid(65534); "
+            "main(['testbed', 'status'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "tcpdelay: error: the testbed needs root and /dev/net/tun: not running as root"]
