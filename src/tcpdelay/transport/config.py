@@ -1,0 +1,171 @@
+"""Configuration of the two ends of a media run (validated at construction).
+
+:class:`SenderConfig` holds everything about a run; the part the receiver needs
+(:meth:`SenderConfig.params`) travels in the control hello (:mod:`tcpdelay.transport.control`).
+:class:`ReceiverConfig` holds what only the receiving host decides (where it listens, where it
+writes, how long it waits).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.transport.framing import MAX_PIECES, RFC4571_MAX_BYTES
+from tcpdelay.transport.scheduler import SCHEDULERS
+from tcpdelay.transport.sockopts import TcpOptions
+
+TRANSPORTS = ("tcp", "udp")
+DELIVERIES = ("read", "in-order")
+MAX_CONNECTIONS = 64
+MAX_DURATION_S = 86_400.0
+_RUN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def _positive(name: str, value, *, upper: float = math.inf, allow_none: bool = False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= upper) \
+            or not math.isfinite(value):
+        raise ParameterError(f"{name}: {value!r} must be a number in (0, {upper:g}]")
+
+
+def _int_in(name: str, value, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ParameterError(f"{name}: {value!r} must be an integer in [{lo}, {hi}]")
+
+
+def check_host_port(name: str, host: str, port: int, *, allow_zero: bool = False) -> None:
+    if not isinstance(host, str) or not host or len(host) > 255:
+        raise ParameterError(f"{name}: host {host!r} must be a host name or address")
+    _int_in(f"{name} port", port, 0 if allow_zero else 1, 65535)
+
+
+def parse_host_port(name: str, text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``[IPv6]:PORT``."""
+    m = re.fullmatch(r"\[([^\]]+)\]:(\d{1,5})|([^:\[\]]+):(\d{1,5})", text or "")
+    if not m:
+        raise ParameterError(f"{name}: {text!r} is not HOST:PORT (or [IPv6]:PORT)")
+    host = m.group(1) or m.group(3)
+    port = int(m.group(2) or m.group(4))
+    check_host_port(name, host, port, allow_zero=True)
+    return host, port
+
+
+@dataclass(frozen=True)
+class RunParams:
+    """What the receiver must know about a run (carried in the hello)."""
+    transport: str = "tcp"
+    connections: int = 1
+    split: int = 1
+    duration_s: float = 60.0
+    flow_id: int = 0
+    delivery: str = "read"
+    source: str = ""
+
+    def __post_init__(self):
+        if self.transport not in TRANSPORTS:
+            raise ParameterError(f"transport: {self.transport!r} is not one of {', '.join(TRANSPORTS)}")
+        _int_in("connections", self.connections, 1, MAX_CONNECTIONS)
+        if self.transport == "udp" and self.connections != 1:
+            raise ParameterError("connections: parallel connections need --transport tcp "
+                                 "(UDP has no per-connection congestion state to spread over)")
+        _int_in("split", self.split, 1, MAX_PIECES)
+        _positive("duration_s", self.duration_s, upper=MAX_DURATION_S)
+        _int_in("flow_id", self.flow_id, 0, 2**32 - 1)
+        if self.delivery not in DELIVERIES:
+            raise ParameterError(f"delivery: {self.delivery!r} is not one of {', '.join(DELIVERIES)}")
+        if self.delivery == "in-order" and self.transport != "tcp":
+            raise ParameterError("delivery: in-order needs --transport tcp (a lost UDP packet "
+                                 "would hold back every later one for ever)")
+        if not isinstance(self.source, str) or len(self.source) > 64:
+            raise ParameterError("source: must be a name of at most 64 characters")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data) -> "RunParams":
+        if not isinstance(data, dict):
+            raise ParameterError("params: must be a JSON object")
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ParameterError(f"params: unknown keys {sorted(unknown)}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class SenderConfig:
+    """A media sender (``tcpdelay send``; :func:`tcpdelay.transport.run_sender`).
+
+    ``to_host``/``to_port``: the receiver's control address. ``scheduler``: "blind" or
+    "intelligent" (only matters with ``connections`` > 1). ``proactive_drop_delay_s``: skip a
+    packet when the unsent backlog of its connection implies a sender-side delay above this
+    bound (TCP only; None = off). ``keepalive``: during silences send 3 small packets per RTT
+    on every connection (``keepalive_rtt_s`` is the RTT used until TCP has measured one, and
+    always for UDP). ``out_dir``: the run directory for the "sent" records and run.json
+    (None = no records). ``drain_timeout_s``: after the last packet, how long to wait for the
+    application queues to empty and for the receiver's summary.
+    """
+    to_host: str
+    to_port: int
+    run: RunParams = field(default_factory=RunParams)
+    scheduler: str = "blind"
+    tcp: TcpOptions = field(default_factory=TcpOptions)
+    proactive_drop_delay_s: float | None = None
+    keepalive: bool = False
+    keepalive_rtt_s: float = 0.1
+    seed: int = 0
+    out_dir: str | None = None
+    run_id: str | None = None
+    connect_timeout_s: float = 5.0
+    drain_timeout_s: float = 10.0
+
+    def __post_init__(self):
+        check_host_port("to", self.to_host, self.to_port)
+        if self.scheduler not in SCHEDULERS:
+            raise ParameterError(f"scheduler: {self.scheduler!r} is not one of {', '.join(SCHEDULERS)}")
+        _positive("proactive_drop_delay_s", self.proactive_drop_delay_s, allow_none=True)
+        if self.proactive_drop_delay_s is not None and self.run.transport != "tcp":
+            raise ParameterError("proactive drop needs --transport tcp (it reads TCP's unsent backlog)")
+        if self.proactive_drop_delay_s is not None and self.run.delivery == "in-order":
+            raise ParameterError("proactive drop and in-order delivery exclude each other: a "
+                                 "dropped sequence number would hold back every later packet")
+        _positive("keepalive_rtt_s", self.keepalive_rtt_s, upper=60)
+        _positive("connect_timeout_s", self.connect_timeout_s, upper=3600)
+        _positive("drain_timeout_s", self.drain_timeout_s, upper=3600)
+        _int_in("seed", self.seed, 0, 2**63 - 1)
+        if self.run_id is not None and not _RUN_ID.match(self.run_id):
+            raise ParameterError(f"run_id: {self.run_id!r} must be 1-64 of A-Z a-z 0-9 _ . -")
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    """A media receiver (``tcpdelay recv``; :func:`tcpdelay.transport.run_receiver`).
+
+    ``listen_port`` 0 picks a free port (reported to ``on_ready``). ``out_dir``: with
+    ``runs`` = 1 the run directory itself, otherwise one sub-directory per run (named by the
+    run id); None = no records. ``runs``: how many runs to serve before returning (0 = until
+    stopped). ``idle_timeout_s``: a run with no bytes from the sender for this long ends (and
+    keeps what it recorded). ``udp_linger_s``: after the sender's "end", how long UDP media
+    still in flight is awaited.
+    """
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 0
+    out_dir: str | None = None
+    runs: int = 1
+    idle_timeout_s: float = 10.0
+    handshake_timeout_s: float = 5.0
+    udp_linger_s: float = 1.0
+    tcp: TcpOptions = field(default_factory=TcpOptions)
+    max_message_bytes: int = RFC4571_MAX_BYTES
+
+    def __post_init__(self):
+        check_host_port("listen", self.listen_host, self.listen_port, allow_zero=True)
+        _int_in("runs", self.runs, 0, 10**9)
+        _positive("idle_timeout_s", self.idle_timeout_s, upper=3600)
+        _positive("handshake_timeout_s", self.handshake_timeout_s, upper=3600)
+        _positive("udp_linger_s", self.udp_linger_s, upper=3600)
+        _int_in("max_message_bytes", self.max_message_bytes, 32, RFC4571_MAX_BYTES)

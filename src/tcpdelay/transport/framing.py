@@ -1,0 +1,228 @@
+"""Media packets on the wire: RTP (RFC 3550 §5.1) framed for TCP by RFC 4571.
+
+One *media packet* of the source becomes one RTP packet, or N of them with split-N. Every RTP
+packet is self-describing, so the receiver needs no state from the sender beyond this format:
+
+RTP fixed header (RFC 3550 §5.1, 12 bytes, network byte order)::
+
+    V=2 | P=0 | X=0 | CC=0 | M | PT | sequence number (16) | timestamp (32) | SSRC (32)
+
+- ``PT`` is :data:`PT_MEDIA` (96, dynamic) for media and :data:`PT_KEEPALIVE` (127) for the
+  keep-alive packets sent during silences (an RTP packet of a payload type the receiver does
+  not play out, as RFC 6263 §4.3 describes; it has no payload).
+- ``sequence number`` counts RTP packets of the flow (pieces and keep-alives included) modulo
+  2**16, as RFC 3550 asks; the *media* sequence number is in the tcpdelay header below.
+- ``timestamp`` is the media time of the source packet on a :data:`RTP_CLOCK_HZ` clock.
+- ``SSRC`` is the flow id. ``M`` is set on the last piece of the last packet of a video frame
+  (and on every packet of a frameless source).
+
+tcpdelay media header: the first :data:`MEDIA_HEADER_BYTES` (20) bytes of the RTP payload::
+
+    media seq (u64) | send time, ns on the sender's clock (u64) | piece (u8) | pieces (u8) | 0 (u16)
+
+The rest of the payload is filler (zeros), so that an RTP packet of a media packet has exactly
+the source's ``size_bytes`` (split-N: the N pieces' sizes add up to it). The header sits in the
+payload rather than in an RTP header extension (RFC 3550 §5.3.1) so that packet sizes stay
+those of the source profile: an extension would add 4 bytes of its own.
+
+RFC 4571 §2 framing over TCP: each RTP packet is preceded by its length as an unsigned 16-bit
+integer, so a message is at most 65535 bytes. :class:`FrameParser` reads a byte stream of such
+messages incrementally and never holds more than one incomplete message, whose size is bounded
+by ``max_message_bytes``; anything malformed raises :class:`FramingError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from tcpdelay.errors import ParameterError, TcpdelayError
+
+RTP_VERSION = 2
+RTP_HEADER_BYTES = 12
+MEDIA_HEADER_BYTES = 20
+MIN_MEDIA_RTP_BYTES = RTP_HEADER_BYTES + MEDIA_HEADER_BYTES
+RFC4571_MAX_BYTES = 0xFFFF
+PT_MEDIA = 96
+PT_KEEPALIVE = 127
+RTP_CLOCK_HZ = 90_000
+MAX_PIECES = 255
+
+_RTP = struct.Struct("!BBHII")
+_MEDIA = struct.Struct("!QQBBH")
+_LEN = struct.Struct("!H")
+_U64 = 1 << 64
+
+
+class FramingError(TcpdelayError):
+    """The byte stream or datagram is not a valid tcpdelay RTP message."""
+
+
+class MediaPiece(NamedTuple):
+    """One RTP packet of media as read from the wire."""
+    flow_id: int          # SSRC
+    rtp_seq: int
+    rtp_timestamp: int
+    marker: bool
+    seq: int              # media sequence number (the source packet's)
+    send_time_ns: int     # when the source packet entered the sender's queue, sender clock
+    piece: int            # 0 .. pieces-1
+    pieces: int
+    size_bytes: int       # this RTP packet's size (without the RFC 4571 length)
+
+
+class KeepAlive(NamedTuple):
+    flow_id: int
+    rtp_seq: int
+    size_bytes: int
+
+
+def encode_media(*, flow_id: int, rtp_seq: int, rtp_timestamp: int, marker: bool, seq: int,
+                 send_time_ns: int, piece: int = 0, pieces: int = 1, size_bytes: int) -> bytes:
+    """The RTP packet (``size_bytes`` long) of one media piece."""
+    if size_bytes < MIN_MEDIA_RTP_BYTES or size_bytes > RFC4571_MAX_BYTES:
+        raise ParameterError(f"RTP packet size {size_bytes} B is outside "
+                             f"[{MIN_MEDIA_RTP_BYTES}, {RFC4571_MAX_BYTES}]")
+    if not 1 <= pieces <= MAX_PIECES or not 0 <= piece < pieces:
+        raise ParameterError(f"piece {piece} of {pieces}: pieces must be 1..{MAX_PIECES}")
+    head = _RTP.pack(RTP_VERSION << 6, (0x80 if marker else 0) | PT_MEDIA, rtp_seq & 0xFFFF,
+                     rtp_timestamp & 0xFFFFFFFF, flow_id & 0xFFFFFFFF)
+    media = _MEDIA.pack(seq % _U64, send_time_ns % _U64, piece, pieces, 0)
+    return head + media + bytes(size_bytes - MIN_MEDIA_RTP_BYTES)
+
+
+def encode_keepalive(*, flow_id: int, rtp_seq: int, rtp_timestamp: int) -> bytes:
+    """A 12-byte RTP packet of payload type :data:`PT_KEEPALIVE` (RFC 6263 §4.3)."""
+    return _RTP.pack(RTP_VERSION << 6, PT_KEEPALIVE, rtp_seq & 0xFFFF,
+                     rtp_timestamp & 0xFFFFFFFF, flow_id & 0xFFFFFFFF)
+
+
+def frame(rtp_packet: bytes) -> bytes:
+    """RFC 4571 §2: the 16-bit length, then the packet."""
+    n = len(rtp_packet)
+    if n > RFC4571_MAX_BYTES:
+        raise ParameterError(f"RTP packet of {n} B does not fit RFC 4571's 16-bit length")
+    return _LEN.pack(n) + rtp_packet
+
+
+def decode(packet) -> MediaPiece | KeepAlive:
+    """Parse one RTP packet (bytes or memoryview). Raises :class:`FramingError`."""
+    n = len(packet)
+    if n < RTP_HEADER_BYTES:
+        raise FramingError(f"RTP packet of {n} B is shorter than the {RTP_HEADER_BYTES}-byte header")
+    b0, b1, rtp_seq, ts, ssrc = _RTP.unpack_from(packet, 0)
+    if b0 >> 6 != RTP_VERSION:
+        raise FramingError(f"RTP version {b0 >> 6}, expected {RTP_VERSION}")
+    if b0 & 0x3F:
+        raise FramingError("RTP padding, extension and CSRCs are not used by tcpdelay "
+                           f"(first byte {b0:#04x})")
+    pt = b1 & 0x7F
+    if pt == PT_KEEPALIVE:
+        if n != RTP_HEADER_BYTES:
+            raise FramingError(f"keep-alive of {n} B, expected {RTP_HEADER_BYTES}")
+        return KeepAlive(ssrc, rtp_seq, n)
+    if pt != PT_MEDIA:
+        raise FramingError(f"RTP payload type {pt}, expected {PT_MEDIA} (media) or "
+                           f"{PT_KEEPALIVE} (keep-alive)")
+    if n < MIN_MEDIA_RTP_BYTES:
+        raise FramingError(f"media RTP packet of {n} B is shorter than {MIN_MEDIA_RTP_BYTES} B")
+    seq, send_ns, piece, pieces, reserved = _MEDIA.unpack_from(packet, RTP_HEADER_BYTES)
+    if pieces == 0 or piece >= pieces or reserved:
+        raise FramingError(f"bad media header: piece {piece} of {pieces}, reserved {reserved}")
+    return MediaPiece(ssrc, rtp_seq, ts, bool(b1 & 0x80), seq, send_ns, piece, pieces, n)
+
+
+class FrameParser:
+    """Incremental RFC 4571 de-framer (RFC 4571 §2) with a bounded message size.
+
+    :meth:`feed` takes any chunk of the byte stream and returns the messages it completes,
+    decoded by :func:`decode`. Complete messages are parsed straight from the chunk; only the
+    one incomplete message at its end is kept, so the parser never holds more than
+    ``2 + max_message_bytes`` bytes (:attr:`buffered_bytes`). A length prefix below the RTP
+    header size or above ``max_message_bytes``, or an invalid RTP packet, raises
+    :class:`FramingError` before anything is allocated for it; the parser is then unusable
+    (a byte stream cannot be resynchronised).
+    """
+
+    def __init__(self, max_message_bytes: int = RFC4571_MAX_BYTES):
+        if not RTP_HEADER_BYTES <= max_message_bytes <= RFC4571_MAX_BYTES:
+            raise ParameterError(f"max_message_bytes {max_message_bytes} is outside "
+                                 f"[{RTP_HEADER_BYTES}, {RFC4571_MAX_BYTES}]")
+        self.max_message_bytes = max_message_bytes
+        self._partial = bytearray()   # an incomplete message: its prefix and part of its body
+        self._need = 0                # total bytes of the message in _partial (0 = unknown yet)
+        self._failed: FramingError | None = None
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._partial)
+
+    def _length(self, view, at: int) -> int:
+        n = (view[at] << 8) | view[at + 1]
+        if n < RTP_HEADER_BYTES or n > self.max_message_bytes:
+            self._fail(FramingError(f"RFC 4571 length {n} is outside "
+                                    f"[{RTP_HEADER_BYTES}, {self.max_message_bytes}]"))
+        return n
+
+    def _fail(self, err: FramingError) -> None:
+        self._failed = err
+        self._partial = bytearray()
+        raise err
+
+    def _decode(self, packet) -> MediaPiece | KeepAlive:
+        try:
+            return decode(packet)
+        except FramingError as err:
+            self._fail(err)
+            raise  # unreachable: _fail raises
+
+    def feed(self, data) -> list[MediaPiece | KeepAlive]:
+        if self._failed is not None:
+            raise self._failed
+        view = memoryview(data)
+        end = len(view)
+        out: list[MediaPiece | KeepAlive] = []
+        at = 0
+        if self._partial:
+            part = self._partial
+            if len(part) < 2:              # one byte of the length prefix so far
+                part.append(view[0])
+                at = 1
+                if at == end:
+                    return out
+                self._need = 2 + self._length(part, 0)
+            elif not self._need:
+                self._need = 2 + self._length(part, 0)
+            take = min(self._need - len(part), end - at)
+            part += view[at:at + take]
+            at += take
+            if len(part) < self._need:
+                return out
+            out.append(self._decode(memoryview(part)[2:]))
+            self._partial = bytearray()
+            self._need = 0
+        while end - at >= 2:
+            n = self._length(view, at)
+            if end - at - 2 < n:
+                break
+            out.append(self._decode(view[at + 2:at + 2 + n]))
+            at += 2 + n
+        if at < end:
+            self._partial = bytearray(view[at:end])
+            self._need = 2 + self._length(view, at) if end - at >= 2 else 0
+        return out
+
+
+def split_sizes(size_bytes: int, pieces: int) -> list[int]:
+    """Sizes of the ``pieces`` RTP packets of split-N (papers/000 §7.1): as equal as possible,
+    adding up to ``size_bytes`` so the flow's byte rate is unchanged. Raises
+    :class:`ParameterError` when a piece would be smaller than :data:`MIN_MEDIA_RTP_BYTES`."""
+    if not 1 <= pieces <= MAX_PIECES:
+        raise ParameterError(f"split: {pieces} pieces is outside 1..{MAX_PIECES}")
+    if size_bytes < pieces * MIN_MEDIA_RTP_BYTES:
+        raise ParameterError(
+            f"split-{pieces} of a {size_bytes}-byte RTP packet leaves pieces below "
+            f"{MIN_MEDIA_RTP_BYTES} B (RTP + tcpdelay header); use at most "
+            f"split-{max(1, size_bytes // MIN_MEDIA_RTP_BYTES)}")
+    base, extra = divmod(size_bytes, pieces)
+    return [base + (1 if i < extra else 0) for i in range(pieces)]

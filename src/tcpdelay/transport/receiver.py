@@ -1,0 +1,550 @@
+"""The media receiver: accepts runs, reads media, records every packet as the application gets it.
+
+:func:`run_receiver` listens on one address: TCP for the control exchange and the media
+connections (told apart by their first message, :mod:`tcpdelay.transport.control`) and UDP on
+the same port number for UDP media. It serves ``runs`` runs one after another.
+
+Per run, one single-threaded event loop (``selectors``) reads every socket as soon as it is
+readable. The receive time of a packet is the CLOCK_MONOTONIC reading (:mod:`.clock`) taken
+right after the ``recv`` call that returned its last byte: the moment the application has it.
+What is recorded ("received", :mod:`tcpdelay.records`), per media packet:
+
+- split-N: the pieces are reassembled by (flow, media seq); the packet is recorded when its
+  last piece is read, with the size of the whole packet. Pieces of a packet whose other pieces
+  never come (UDP loss) are dropped when the run ends or when more than
+  :data:`MAX_PARTIAL_PACKETS` packets are incomplete (counted as ``incomplete_packets``).
+- parallel connections, ``delivery="read"`` (default): each packet is recorded when it is read
+  from its connection, whichever connection it came on. This is what an application with a
+  playout buffer gets: the buffer orders packets by sequence number and plays each at its
+  deadline, so a packet that is in time is in time even if an earlier one is still missing.
+- ``delivery="in-order"`` (TCP only): the receiver reorders across connections by sequence
+  number and records a packet when every earlier one has been delivered (its time is then the
+  read time of the packet that filled the gap): the delay of a strictly in-order application.
+- keep-alives are counted, not recorded. A duplicate (UDP) is counted, not recorded twice.
+
+The receiver writes only the control answers, each no longer than the request it answers;
+it never sends on a media connection or over UDP (no amplification).
+"""
+
+from __future__ import annotations
+
+import secrets
+import selectors
+import socket
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from tcpdelay.errors import EnvironmentNotSupported, ParameterError
+from tcpdelay.records import RecordWriter
+from tcpdelay.transport import clock, control
+from tcpdelay.transport.config import _RUN_ID, ReceiverConfig, RunParams
+from tcpdelay.transport.framing import FrameParser, FramingError, KeepAlive, decode
+from tcpdelay.transport.runmeta import update_run_metadata
+from tcpdelay.transport.sockopts import apply_buffers
+
+MAX_PARTIAL_PACKETS = 4096
+RECV_BUFFER_BYTES = 256 * 1024
+_UDP_BATCH = 256
+_POLL_S = 0.2
+_BLOCKED = (BlockingIOError, InterruptedError)
+
+
+@dataclass
+class ReceiverResult:
+    """One served run (picklable; ``to_dict`` for JSON)."""
+    run_id: str
+    run_dir: str | None
+    status: str            # completed | sender-disconnected | idle-timeout | interrupted
+    clock: str
+    peer: str
+    params: dict
+    elapsed_s: float = 0.0
+    received_packets: int = 0
+    received_bytes: int = 0        # RTP bytes of the recorded media packets
+    rtp_packets: int = 0           # media RTP packets read (pieces count one each)
+    keepalive_packets: int = 0
+    duplicate_packets: int = 0
+    incomplete_packets: int = 0    # split-N packets with pieces missing
+    held_at_end: int = 0           # in-order delivery: packets behind a gap when the run ended
+    foreign_datagrams: int = 0     # UDP from another address, or not tcpdelay RTP of this flow
+    media_connections: int = 0
+    bytes_in: int = 0              # everything read from the sender (control + media)
+    bytes_out: int = 0             # everything written to it (control answers only)
+    errors: list[str] = field(default_factory=list)
+    sender_end: dict | None = None
+    first_recv_time_s: float | None = None
+    last_recv_time_s: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _bind(cfg: ReceiverConfig) -> tuple[socket.socket, socket.socket, tuple[str, int]]:
+    try:
+        infos = socket.getaddrinfo(cfg.listen_host, cfg.listen_port, type=socket.SOCK_STREAM)
+    except socket.gaierror as err:
+        raise ParameterError(f"listen: cannot resolve {cfg.listen_host!r} ({err.strerror})") from None
+    family, _, _, _, addr = infos[0]
+    lst = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        apply_buffers(lst, cfg.tcp)     # inherited by accepted sockets; set before listen()
+        lst.bind(addr)
+        lst.listen(64)
+        port = lst.getsockname()[1]
+        udp = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg.tcp.rcvbuf_bytes or 4 * 1024 * 1024)
+            udp.bind((addr[0], port) + tuple(addr[2:]))
+        except OSError as err:
+            udp.close()
+            raise EnvironmentNotSupported(f"listen: UDP port {port} on {addr[0]} is not free "
+                                          f"({err.strerror})") from None
+    except OSError as err:
+        lst.close()
+        raise EnvironmentNotSupported(f"listen: cannot listen on {cfg.listen_host}:{cfg.listen_port} "
+                                      f"({err.strerror})") from None
+    except BaseException:
+        lst.close()
+        raise
+    lst.setblocking(False)
+    udp.setblocking(False)
+    return lst, udp, (addr[0], port)
+
+
+def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
+                 on_ready: Callable[[tuple[str, int]], None] | None = None,
+                 on_progress: Callable[[dict], None] | None = None) -> list[ReceiverResult]:
+    """Listen and serve ``config.runs`` runs (0: until ``stop`` is set or KeyboardInterrupt).
+
+    ``on_ready((host, port))`` is called once listening (useful with port 0). Returns the
+    results of the runs served; a control connection that does not complete a valid hello is
+    answered with a reject and does not count as a run.
+    """
+    lst, udp, addr = _bind(config)
+    results: list[ReceiverResult] = []
+    try:
+        if on_ready is not None:
+            on_ready(addr)
+        while config.runs == 0 or len(results) < config.runs:
+            if stop is not None and stop.is_set():
+                break
+            try:
+                ctl, peer = lst.accept()
+            except _BLOCKED:
+                selectors_wait(lst, _POLL_S)
+                continue
+            res = _serve(config, lst, udp, ctl, peer, stop, on_progress,
+                         single=config.runs == 1)
+            if res is not None:
+                results.append(res)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        lst.close()
+        udp.close()
+    return results
+
+
+def selectors_wait(sock: socket.socket, timeout_s: float) -> None:
+    with selectors.DefaultSelector() as sel:
+        sel.register(sock, selectors.EVENT_READ)
+        sel.select(timeout_s)
+
+
+def _reject(ctl: socket.socket, reason: str, request_bytes: int) -> None:
+    try:
+        ctl.sendall(control.answer({"type": "reject", "reason": reason}, request_bytes))
+    except OSError:
+        pass
+
+
+def _serve(cfg: ReceiverConfig, lst, udp, ctl: socket.socket, peer, stop, on_progress,
+           single: bool) -> ReceiverResult | None:
+    """Handshake on ``ctl``, then receive one run. None if the handshake failed."""
+    try:
+        ctl.setblocking(True)
+        try:
+            hello, hello_bytes = control.recv(ctl, cfg.handshake_timeout_s)
+        except control.ControlError:
+            return None
+        if hello.get("type") != "hello" or hello.get("protocol") != control.PROTOCOL:
+            _reject(ctl, "expected a tcpdelay-media hello", hello_bytes)
+            return None
+        if hello.get("version") != control.VERSION:
+            _reject(ctl, f"protocol version {hello.get('version')!r} is not supported; this "
+                         f"receiver speaks version {control.VERSION}", hello_bytes)
+            return None
+        run_id = hello.get("run_id")
+        if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+            _reject(ctl, "run_id must be 1-64 of A-Z a-z 0-9 _ . -", hello_bytes)
+            return None
+        try:
+            params = RunParams.from_dict(hello.get("params"))
+        except (ParameterError, TypeError) as err:
+            _reject(ctl, f"bad params: {err}", hello_bytes)
+            return None
+        run_dir = None
+        if cfg.out_dir is not None:
+            run_dir = Path(cfg.out_dir) if single else Path(cfg.out_dir) / run_id
+            if (run_dir / "received").exists() and any((run_dir / "received").glob("part-*.parquet")):
+                _reject(ctl, f"the receiver's directory for run {run_id} already holds records",
+                        hello_bytes)
+                return None
+        token = secrets.token_hex(control.TOKEN_BYTES)
+        run_clock = clock.clock_for_peer(str(hello.get("boot_id", "")))
+        accept = control.answer({"type": "accept", "version": control.VERSION, "token": token,
+                                 "clock": run_clock}, hello_bytes)
+        try:
+            ctl.sendall(accept)
+        except OSError:
+            return None
+        res = ReceiverResult(run_id=run_id, run_dir=str(run_dir) if run_dir else None,
+                             status="completed", clock=run_clock, peer=f"{peer[0]}:{peer[1]}",
+                             params=params.to_dict(), bytes_in=hello_bytes, bytes_out=len(accept))
+        _Run(cfg, params, res, lst, udp, ctl, peer, token, run_dir, stop, on_progress).loop()
+        return res
+    finally:
+        ctl.close()
+
+
+class _Run:
+    """The receiving side of one run (see the module docstring)."""
+
+    def __init__(self, cfg, params: RunParams, res: ReceiverResult, lst, udp, ctl, peer, token,
+                 run_dir, stop, on_progress):
+        self.cfg, self.p, self.res = cfg, params, res
+        self.lst, self.udp, self.ctl, self.peer_ip, self.token = lst, udp, ctl, peer[0], token
+        self.run_dir, self.stop, self.on_progress = run_dir, stop, on_progress
+        self.flow = params.flow_id
+        self.in_order = params.delivery == "in-order"
+        self.partial: dict[int, list] = {}     # seq -> [mask, bytes, send_ns]
+        self.done: set[int] = set()
+        self.max_done = -1
+        self.next_seq = 0
+        self.held: dict[int, tuple] = {}
+        self.writer: RecordWriter | None = None
+        self.buf = bytearray(RECV_BUFFER_BYTES)
+        self.view = memoryview(self.buf)
+
+    # -- packets ------------------------------------------------------------------------------
+
+    def _record(self, conn: int, seq: int, size: int, send_ns: int, t_ns: int) -> None:
+        res = self.res
+        res.received_packets += 1
+        res.received_bytes += size
+        t = t_ns / 1e9
+        if res.first_recv_time_s is None:
+            res.first_recv_time_s = t
+        res.last_recv_time_s = t
+        if self.writer is not None:
+            self.writer.append(flow_id=self.flow, connection=conn, seq=seq, size_bytes=size,
+                               send_time_s=send_ns / 1e9, recv_time_s=t)
+
+    def _complete(self, conn: int, seq: int, size: int, send_ns: int, t_ns: int) -> None:
+        done = self.done
+        if seq in done or seq < self.max_done - 65536:
+            self.res.duplicate_packets += 1
+            return
+        done.add(seq)
+        if seq > self.max_done:
+            self.max_done = seq
+        if len(done) > 4 * 65536:
+            floor = self.max_done - 65536
+            self.done = {s for s in done if s >= floor}
+        if not self.in_order:
+            self._record(conn, seq, size, send_ns, t_ns)
+            return
+        if seq != self.next_seq:
+            self.held[seq] = (conn, size, send_ns)
+            return
+        self._record(conn, seq, size, send_ns, t_ns)
+        nxt = seq + 1
+        held = self.held
+        while nxt in held:
+            c, s, ns = held.pop(nxt)
+            self._record(c, nxt, s, ns, t_ns)
+            nxt += 1
+        self.next_seq = nxt
+
+    def _piece(self, piece, conn: int, t_ns: int) -> None:
+        res = self.res
+        if type(piece) is KeepAlive:
+            res.keepalive_packets += 1
+            return
+        if piece.flow_id != self.flow:
+            res.foreign_datagrams += 1
+            return
+        res.rtp_packets += 1
+        if piece.pieces == 1:
+            self._complete(conn, piece.seq, piece.size_bytes, piece.send_time_ns, t_ns)
+            return
+        st = self.partial.get(piece.seq)
+        if st is None:
+            if piece.seq in self.done:
+                res.duplicate_packets += 1
+                return
+            if len(self.partial) >= MAX_PARTIAL_PACKETS:
+                del self.partial[min(self.partial)]
+                res.incomplete_packets += 1
+            st = self.partial[piece.seq] = [0, 0, piece.send_time_ns]
+        bit = 1 << piece.piece
+        if st[0] & bit:
+            res.duplicate_packets += 1
+            return
+        st[0] |= bit
+        st[1] += piece.size_bytes
+        if st[0] == (1 << piece.pieces) - 1:
+            del self.partial[piece.seq]
+            self._complete(conn, piece.seq, st[1], st[2], t_ns)
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def loop(self) -> None:
+        cfg, res, p = self.cfg, self.res, self.p
+        common = {"clock": res.clock, "clock_source": clock.CLOCK_NAME, "run_id": res.run_id}
+        meta = {"params": p.to_dict(), "listen": f"{cfg.listen_host}:{cfg.listen_port}",
+                "peer": res.peer, "status": "running"}
+        if self.run_dir is not None:
+            update_run_metadata(self.run_dir, common, "receiver", meta)
+            self.writer = RecordWriter(self.run_dir, "received", writer_id=f"receiver-{res.run_id}")
+        sel = selectors.DefaultSelector()
+        self.sel = sel
+        self.ctl.setblocking(False)
+        sel.register(self.ctl, selectors.EVENT_READ, ("ctl", control.ControlReader()))
+        sel.register(self.lst, selectors.EVENT_READ, ("listen", None))
+        if p.transport == "udp":
+            self._drain_stale_udp()
+            sel.register(self.udp, selectors.EVENT_READ, ("udp", None))
+        self.media: dict[int, socket.socket] = {}
+        self.open_media = 0
+        self.ending_since: int | None = None
+        t_start = clock.now_ns()
+        self.last_rx = t_start
+        next_progress = t_start
+        idle_ns = int(cfg.idle_timeout_s * 1e9)
+        hard_end = t_start + int((p.duration_s + 2 * cfg.idle_timeout_s + 60) * 1e9)
+        try:
+            while True:
+                now = clock.now_ns()
+                if self.stop is not None and self.stop.is_set():
+                    res.status = "interrupted"
+                    break
+                if self._finished(now):
+                    break
+                if now - self.last_rx > idle_ns:
+                    res.status = "idle-timeout"
+                    res.errors.append(f"nothing from the sender for {cfg.idle_timeout_s:g} s")
+                    break
+                if now > hard_end:
+                    res.status = "idle-timeout"
+                    res.errors.append("the run outlasted its duration by far")
+                    break
+                if self.on_progress is not None and now >= next_progress:
+                    self.on_progress({"elapsed_s": (now - t_start) / 1e9, "duration_s": p.duration_s,
+                                      "received_packets": res.received_packets})
+                    next_progress = now + 500_000_000
+                for key, _ in sel.select(_POLL_S):
+                    kind, state = key.data
+                    if kind == "media":
+                        self._read_media(key.fileobj, state)
+                    elif kind == "udp":
+                        self._read_udp()
+                    elif kind == "pending":
+                        self._read_pending(key.fileobj, state)
+                    elif kind == "listen":
+                        self._accept()
+                    elif kind == "ctl":
+                        if not self._read_ctl(state):
+                            break
+                if res.status != "completed":
+                    break
+        except KeyboardInterrupt:
+            res.status = "interrupted"
+            raise
+        finally:
+            res.elapsed_s = (clock.now_ns() - t_start) / 1e9
+            res.incomplete_packets += len(self.partial)
+            res.held_at_end = len(self.held)
+            for key in list(sel.get_map().values()):
+                if key.data[0] in ("media", "pending"):
+                    key.fileobj.close()
+            sel.close()
+            if self.writer is not None:
+                self.writer.close()
+            if res.status == "completed" and res.sender_end is not None:
+                self._answer_end()
+            if self.run_dir is not None:
+                meta.update(status=res.status, result=res.to_dict())
+                update_run_metadata(self.run_dir, common, "receiver", meta)
+
+    def _finished(self, now: int) -> bool:
+        if self.ending_since is None:
+            return False
+        if self.p.transport == "tcp":
+            return self.open_media == 0 and len(self.media) == self.p.connections
+        return now - self.ending_since >= int(self.cfg.udp_linger_s * 1e9)
+
+    def _answer_end(self) -> None:
+        r = self.res
+        summary = {"type": "summary", "received_packets": r.received_packets,
+                   "received_bytes": r.received_bytes, "keepalive_packets": r.keepalive_packets,
+                   "incomplete_packets": r.incomplete_packets, "duplicate_packets": r.duplicate_packets}
+        data = control.answer(summary, self._end_bytes)
+        try:
+            self.ctl.setblocking(True)
+            self.ctl.settimeout(2.0)
+            self.ctl.sendall(data)
+            r.bytes_out += len(data)
+        except OSError:
+            pass
+
+    def _read_ctl(self, reader: control.ControlReader) -> bool:
+        res = self.res
+        try:
+            data = self.ctl.recv(4096)
+        except _BLOCKED:
+            return True
+        except OSError:
+            data = b""
+        if not data:
+            if res.sender_end is None:
+                res.status = "sender-disconnected"
+                res.errors.append("the sender closed the control connection before 'end'")
+            self.sel.unregister(self.ctl)
+            return False
+        res.bytes_in += len(data)
+        self.last_rx = clock.now_ns()
+        try:
+            msgs = reader.feed(data)
+        except control.ControlError as err:
+            res.status = "sender-disconnected"
+            res.errors.append(f"control: {err}")
+            return False
+        for msg, n in msgs:
+            if msg.get("type") == "end" and res.sender_end is None:
+                res.sender_end = {k: v for k, v in msg.items() if k not in ("type", "pad")}
+                self._end_bytes = n
+                self.ending_since = clock.now_ns()
+            else:
+                res.errors.append(f"control: unexpected {msg.get('type')!r}")
+        return True
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, addr = self.lst.accept()
+            except _BLOCKED:
+                return
+            except OSError:
+                return
+            if addr[0] != self.peer_ip or len(self.media) >= self.p.connections:
+                sock.close()      # busy with this run: another sender, or one too many
+                continue
+            sock.setblocking(False)
+            self.sel.register(sock, selectors.EVENT_READ, ("pending", control.ControlReader()))
+
+    def _read_pending(self, sock: socket.socket, reader: control.ControlReader) -> None:
+        res = self.res
+        try:
+            data = sock.recv(4096)
+        except _BLOCKED:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.sel.unregister(sock)
+            sock.close()
+            return
+        res.bytes_in += len(data)
+        t_ns = clock.now_ns()
+        self.last_rx = t_ns
+        try:
+            msgs = reader.feed(data, limit=1)
+        except control.ControlError:
+            msgs = [({"type": "invalid"}, 0)]
+        if not msgs:
+            return
+        msg = msgs[0][0]
+        index = msg.get("connection")
+        if (msg.get("type") != "data" or msg.get("token") != self.token or not isinstance(index, int)
+                or isinstance(index, bool) or not 0 <= index < self.p.connections or index in self.media):
+            self.sel.unregister(sock)
+            sock.close()
+            return
+        self.sel.unregister(sock)
+        parser = FrameParser(self.cfg.max_message_bytes)
+        self.media[index] = sock
+        self.open_media += 1
+        res.media_connections += 1
+        self.sel.register(sock, selectors.EVENT_READ, ("media", (index, parser)))
+        rest = reader.take_rest()
+        if rest:
+            self._feed(index, parser, sock, rest, t_ns)
+
+    def _feed(self, index: int, parser: FrameParser, sock, data, t_ns: int) -> None:
+        try:
+            pieces = parser.feed(data)
+        except FramingError as err:
+            self.res.errors.append(f"connection {index}: {err}; connection closed")
+            self._close_media(sock)
+            return
+        for piece in pieces:
+            self._piece(piece, index, t_ns)
+
+    def _close_media(self, sock) -> None:
+        self.sel.unregister(sock)
+        sock.close()
+        self.open_media -= 1
+
+    def _read_media(self, sock: socket.socket, state) -> None:
+        index, parser = state
+        try:
+            n = sock.recv_into(self.buf)
+        except _BLOCKED:
+            return
+        except OSError as err:
+            self.res.errors.append(f"connection {index}: {err.strerror or err}")
+            n = 0
+        t_ns = clock.now_ns()
+        if n == 0:
+            if parser.buffered_bytes:
+                self.res.errors.append(f"connection {index}: closed in the middle of a message")
+            self._close_media(sock)
+            return
+        self.res.bytes_in += n
+        self.last_rx = t_ns
+        self._feed(index, parser, sock, self.view[:n], t_ns)
+
+    def _read_udp(self) -> None:
+        res = self.res
+        udp = self.udp
+        buf, view = self.buf, self.view
+        for _ in range(_UDP_BATCH):
+            try:
+                n, addr = udp.recvfrom_into(buf)
+            except _BLOCKED:
+                return
+            except OSError:
+                return
+            t_ns = clock.now_ns()
+            if addr[0] != self.peer_ip:
+                res.foreign_datagrams += 1
+                continue
+            res.bytes_in += n
+            self.last_rx = t_ns
+            try:
+                piece = decode(view[:n])
+            except FramingError:
+                res.foreign_datagrams += 1
+                continue
+            self._piece(piece, 0, t_ns)
+
+    def _drain_stale_udp(self) -> None:
+        for _ in range(100_000):
+            try:
+                self.udp.recvfrom_into(self.buf)
+            except (BlockingIOError, InterruptedError, OSError):
+                return

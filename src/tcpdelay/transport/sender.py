@@ -1,0 +1,461 @@
+"""The media sender: a source's packets over TCP (RFC 4571) or UDP (RTP), as they are due.
+
+:func:`run_sender` is one single-threaded event loop (``selectors``) over non-blocking sockets:
+
+1. Control: connect to the receiver (retrying while it is not yet listening), send the hello
+   with the run's parameters, read the accept (:mod:`tcpdelay.transport.control`).
+2. Media connections: N TCP connections (each opening with the run's token) or one connected
+   UDP socket, with the knobs of :class:`~tcpdelay.transport.sockopts.TcpOptions`.
+3. Every source packet, at its time: it enters the application queue *now* (this instant is its
+   send time, carried in its header and in the "sent" record); the scheduler picks its
+   connection; with proactive drop it may be skipped; it is split into N pieces with split-N;
+   the pieces are appended to that connection's application queue, which is written to the
+   socket as far as the socket takes it without blocking. The rest waits for the socket to
+   become writable, so the application never stalls on a full socket (papers/000 §8.1).
+4. Keep-alive (papers/000 §8.2, "Idle periods"): while the source is silent (no packet for more
+   than 1.5 packet intervals), every connection whose queue is empty gets a 12-byte keep-alive
+   RTP packet every RTT/3 (RTT: TCP's smoothed estimate, ``keepalive_rtt_s`` until there is
+   one and always for UDP), but never more often than one per media packet interval (on a
+   sub-millisecond path RTT/3 would otherwise mean thousands of packets a second).
+5. After the last packet: wait (``drain_timeout_s``) for the application queues to empty, close
+   the media connections for writing (TCP delivers what the kernel still holds, then FIN), send
+   "end" and read the receiver's summary.
+
+Anything that goes wrong on the way (the receiver disconnects, a connection resets, a timeout,
+SIGINT via ``stop``) ends the run with a ``status`` other than "completed"; the "sent" records
+written so far are kept (:class:`~tcpdelay.records.RecordWriter` flushes as it goes).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import selectors
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from tcpdelay.errors import ParameterError, TcpdelayError
+from tcpdelay.records import RecordWriter
+from tcpdelay.transport import clock, control, framing
+from tcpdelay.transport.config import SenderConfig
+from tcpdelay.transport.runmeta import update_run_metadata
+from tcpdelay.transport.scheduler import CA_OPEN, ConnectionView, make_scheduler
+from tcpdelay.transport.sockopts import apply_buffers, apply_congestion, apply_tcp, read_back
+from tcpdelay.transport.tcp_state import tcp_info_raw, unsent_bytes
+
+_BLOCKED = (BlockingIOError, InterruptedError)
+_SILENCE_FACTOR = 1.5
+_PROGRESS_EVERY_S = 0.5
+
+
+class SenderError(TcpdelayError):
+    """The run could not start (receiver unreachable, refused the run, bad token)."""
+
+
+@dataclass
+class SenderResult:
+    """What :func:`run_sender` returns (picklable; ``to_dict`` for JSON)."""
+    run_id: str
+    run_dir: str | None
+    status: str                 # completed | interrupted | receiver-disconnected | connection-lost | drain-timeout
+    clock: str
+    transport: str
+    connections: int
+    scheduler: str
+    split: int
+    source: str
+    duration_s: float
+    elapsed_s: float = 0.0
+    packets: int = 0            # produced by the source
+    dropped_packets: int = 0    # proactive drop
+    queued_bytes_at_end: int = 0  # left in the application queues when the run ended
+    keepalive_packets: int = 0
+    rtp_packets: int = 0        # media RTP packets written (pieces count one each)
+    wire_bytes: int = 0         # bytes handed to the sockets (RFC 4571 prefixes included)
+    per_connection_packets: list[int] = field(default_factory=list)
+    socket_options: list[dict] = field(default_factory=list)
+    tcp_info_end: list[dict] = field(default_factory=list)
+    receiver: dict | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _Conn:
+    """One media connection: its socket and its application queue."""
+
+    __slots__ = ("index", "sock", "tcp", "out", "dgrams", "last_tx", "packets")
+
+    def __init__(self, index: int, sock: socket.socket, tcp: bool):
+        self.index = index
+        self.sock = sock
+        self.tcp = tcp
+        self.out = bytearray()          # TCP: framed bytes not yet taken by the socket
+        self.dgrams: deque = deque()    # UDP: datagrams not yet taken by the socket
+        self.last_tx = 0                # ns of the last write (media or keep-alive)
+        self.packets = 0
+
+    def queued_bytes(self) -> int:
+        return len(self.out) if self.tcp else sum(len(d) for d in self.dgrams)
+
+    def idle(self) -> bool:
+        return not self.out and not self.dgrams
+
+
+def _connect_control(cfg: SenderConfig, deadline: float) -> socket.socket:
+    """Connect, retrying while the receiver is not yet listening (ECONNREFUSED)."""
+    last = None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SenderError(f"cannot reach the receiver at {cfg.to_host}:{cfg.to_port} within "
+                              f"{cfg.connect_timeout_s:g} s ({last or 'timed out'})")
+        try:
+            return socket.create_connection((cfg.to_host, cfg.to_port), timeout=left)
+        except (ConnectionRefusedError, socket.timeout, OSError) as err:
+            last = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            if isinstance(err, socket.gaierror):
+                raise SenderError(f"cannot resolve {cfg.to_host!r}: {last}") from None
+            time.sleep(min(0.05, max(0.0, left)))
+
+
+def _open_tcp(cfg: SenderConfig, address, index: int, token: str, deadline: float) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        apply_tcp(sock, cfg.tcp)
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        sock.connect(address)
+        apply_congestion(sock, cfg.tcp)
+        sock.sendall(control.encode({"type": "data", "token": token, "connection": index}))
+        sock.setblocking(False)
+        return sock
+    except (OSError, socket.timeout) as err:
+        sock.close()
+        raise SenderError(f"media connection {index} to {address[0]}:{address[1]} failed: "
+                          f"{getattr(err, 'strerror', None) or err}") from None
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _check_out_dir(run_dir: Path) -> None:
+    if (run_dir / "sent").exists() and any((run_dir / "sent").glob("part-*.parquet")):
+        raise ParameterError(f"out: {run_dir} already holds 'sent' records of another run; "
+                             "choose a new directory")
+
+
+def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = None,
+               on_progress: Callable[[dict], None] | None = None) -> SenderResult:
+    """Send ``source`` (a :class:`tcpdelay.traffic.Source`) for ``config.run.duration_s``.
+
+    Raises :class:`SenderError` (or ParameterError) if the run cannot start; once it has
+    started, every ending is reported in the result's ``status`` and the records are kept.
+    ``stop`` (a threading.Event) ends the run early, as does KeyboardInterrupt.
+    """
+    cfg = config
+    rp = cfg.run
+    if not rp.source:
+        rp = type(rp)(**{**rp.to_dict(), "source": str(getattr(source, "name", ""))[:64]})
+    run_id = cfg.run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+    run_dir = Path(cfg.out_dir) if cfg.out_dir else None
+    if run_dir is not None:
+        _check_out_dir(run_dir)
+    interval_s = float(getattr(source, "nominal_interval_s", 0.02))
+    deadline = time.monotonic() + cfg.connect_timeout_s
+
+    # 1. control
+    ctl = _connect_control(cfg, deadline)
+    conns: list[_Conn] = []
+    writer: RecordWriter | None = None
+    result = SenderResult(run_id=run_id, run_dir=str(run_dir) if run_dir else None,
+                          status="completed", clock=clock.UNSYNCHRONIZED, transport=rp.transport,
+                          connections=rp.connections, scheduler=cfg.scheduler, split=rp.split,
+                          source=rp.source, duration_s=rp.duration_s)
+    try:
+        hello = {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
+                 "run_id": run_id, "boot_id": clock.boot_id(), "params": rp.to_dict()}
+        control.send(ctl, hello, pad_to=control.REQUEST_PAD_BYTES)
+        try:
+            reply, _ = control.recv(ctl, max(0.1, deadline - time.monotonic()) + 5.0)
+        except control.ControlError as err:
+            raise SenderError(f"receiver did not accept the run: {err}") from None
+        if reply.get("type") != "accept":
+            raise SenderError(f"receiver refused the run: {reply.get('reason', 'no reason given')}")
+        token = reply.get("token")
+        if not isinstance(token, str) or len(token) != 2 * control.TOKEN_BYTES:
+            raise SenderError("receiver's accept carries no valid token")
+        result.clock = reply.get("clock") if reply.get("clock") in (clock.SHARED, clock.UNSYNCHRONIZED) \
+            else clock.UNSYNCHRONIZED
+        peer = ctl.getpeername()[:2]
+
+        # 2. media connections
+        if rp.transport == "tcp":
+            for i in range(rp.connections):
+                conns.append(_Conn(i, _open_tcp(cfg, peer, i, token, deadline + 5.0), True))
+        else:
+            family = socket.AF_INET6 if ":" in peer[0] else socket.AF_INET
+            us = socket.socket(family, socket.SOCK_DGRAM)
+            conns.append(_Conn(0, us, False))
+            apply_buffers(us, cfg.tcp)
+            us.connect(peer)
+            us.setblocking(False)
+        result.socket_options = [read_back(c.sock) for c in conns]
+        result.per_connection_packets = [0] * len(conns)
+
+        common = {"clock": result.clock, "clock_source": clock.CLOCK_NAME, "run_id": run_id}
+        meta = {"params": rp.to_dict(), "scheduler": cfg.scheduler, "tcp": cfg.tcp.to_dict(),
+                "proactive_drop_delay_s": cfg.proactive_drop_delay_s, "keepalive": cfg.keepalive,
+                "seed": cfg.seed, "receiver": f"{cfg.to_host}:{cfg.to_port}",
+                "socket_options": result.socket_options, "status": "running"}
+        if run_dir is not None:
+            update_run_metadata(run_dir, common, "sender", meta)
+            writer = RecordWriter(run_dir, "sent", writer_id=f"sender-{run_id}")
+        _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on_progress)
+    except KeyboardInterrupt:
+        result.status = "interrupted"
+    finally:
+        if writer is not None:
+            writer.close()
+        for c in conns:
+            try:
+                if c.tcp:
+                    result.tcp_info_end.append(_info_summary(c.sock))
+            except OSError:
+                pass
+            c.sock.close()
+        ctl.close()
+        if run_dir is not None and writer is not None:
+            meta.update(status=result.status, result=result.to_dict())
+            update_run_metadata(run_dir, common, "sender", meta)
+    return result
+
+
+def _info_summary(sock: socket.socket) -> dict:
+    r = tcp_info_raw(sock)
+    keep = ("ca_state", "snd_cwnd", "rtt_us", "min_rtt_us", "total_retrans", "lost",
+            "bytes_acked", "bytes_retrans", "total_rto")
+    return {k: r[k] for k in keep if k in r}
+
+
+def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on_progress):
+    sel = selectors.DefaultSelector()
+    ctl.setblocking(False)
+    sel.register(ctl, selectors.EVENT_READ, None)
+    writing: set[int] = set()
+    tcp = rp.transport == "tcp"
+    scheduler = make_scheduler(cfg.scheduler if tcp and len(conns) > 1 else "blind", len(conns))
+    need_state = tcp and (scheduler.needs_state or cfg.proactive_drop_delay_s is not None)
+    rtp_seq = 0
+    ka_rtt_ns = int(cfg.keepalive_rtt_s * 1e9)
+    bound_s = cfg.proactive_drop_delay_s
+
+    packets = iter(source.packets(rp.duration_s, cfg.seed))
+    nxt = next(packets, None)
+    t0 = clock.now_ns()
+    last_media_ns = t0
+    next_progress = t0
+    seq = 0
+    state = "sending"            # sending -> draining -> done
+    drain_deadline = None
+
+    def want_write(c: _Conn, on: bool) -> None:
+        if on and c.index not in writing:
+            sel.register(c.sock, selectors.EVENT_WRITE, c)
+            writing.add(c.index)
+        elif not on and c.index in writing:
+            sel.unregister(c.sock)
+            writing.discard(c.index)
+
+    def flush(c: _Conn) -> None:
+        try:
+            if c.tcp:
+                while c.out:
+                    n = c.sock.send(c.out)
+                    result.wire_bytes += n
+                    del c.out[:n]
+            else:
+                while c.dgrams:
+                    n = c.sock.send(c.dgrams[0])
+                    result.wire_bytes += n
+                    c.dgrams.popleft()
+        except _BLOCKED:
+            pass
+        except ConnectionRefusedError:
+            if not c.tcp:        # ICMP port unreachable from an earlier datagram: keep going
+                c.dgrams.popleft()
+            else:
+                raise
+        want_write(c, not c.idle())
+
+    min_ka_ns = int(interval_s * 1e9)
+
+    def ka_gap_ns(c: _Conn) -> int:
+        """RTT/3, but never more often than the media packets themselves."""
+        rtt = ka_rtt_ns
+        if c.tcp:
+            try:
+                rtt = tcp_info_raw(c.sock)["rtt_us"] * 1000 or ka_rtt_ns
+            except OSError:
+                pass
+        return max(rtt // 3, min_ka_ns)
+
+    def views():
+        out = []
+        for c in conns:
+            try:
+                ca = tcp_info_raw(c.sock)["ca_state"]
+                unsent = unsent_bytes(c.sock)
+            except OSError:
+                ca, unsent = CA_OPEN, 0
+            out.append(ConnectionView(c.index, unsent + c.queued_bytes(), ca))
+        return out
+
+    def implied_delay_s(c: _Conn, unsent: int) -> float:
+        r = tcp_info_raw(c.sock)
+        if not r["rtt_us"] or not r["snd_cwnd"]:
+            return 0.0
+        rate = r["snd_cwnd"] * r["snd_mss"] / (r["rtt_us"] / 1e6)   # bytes/s the window drains
+        return unsent / rate
+
+    def emit(p, now: int) -> None:
+        nonlocal rtp_seq, seq, last_media_ns
+        v = views() if need_state else None
+        ci = scheduler.pick(v)
+        c = conns[ci]
+        dropped = False
+        if bound_s is not None:
+            unsent = v[ci].unsent_bytes
+            dropped = unsent > 0 and implied_delay_s(c, unsent) > bound_s
+        size = int(p.size_bytes)
+        row = dict(flow_id=rp.flow_id, connection=-1 if dropped else ci, seq=seq, size_bytes=size,
+                   send_time_s=now / 1e9, frame_id=int(p.frame_id), frame_type=str(p.frame_type),
+                   frame_last=bool(p.frame_last), dropped=dropped)
+        result.packets += 1
+        if dropped:
+            result.dropped_packets += 1
+        else:
+            n = max(1, min(rp.split, size // framing.MIN_MEDIA_RTP_BYTES))
+            sizes = framing.split_sizes(size, n) if n > 1 else [size]
+            ts = int(p.at_s * framing.RTP_CLOCK_HZ)
+            for k, s in enumerate(sizes):
+                pkt = framing.encode_media(flow_id=rp.flow_id, rtp_seq=rtp_seq, rtp_timestamp=ts,
+                                           marker=bool(p.frame_last) and k == n - 1, seq=seq,
+                                           send_time_ns=now, piece=k, pieces=n, size_bytes=s)
+                rtp_seq += 1
+                if c.tcp:
+                    c.out += framing.frame(pkt)
+                else:
+                    c.dgrams.append(pkt)
+            result.rtp_packets += n
+            c.packets += 1
+            result.per_connection_packets[ci] += 1
+            c.last_tx = now
+            last_media_ns = now
+            flush(c)
+        if writer is not None:
+            writer.append(**row)
+        seq += 1
+
+    try:
+        while True:
+            now = clock.now_ns()
+            if stop is not None and stop.is_set():
+                result.status = "interrupted"
+                break
+            while nxt is not None and t0 + int(nxt.at_s * 1e9) <= now:
+                emit(nxt, now)
+                nxt = next(packets, None)
+            if state == "sending" and nxt is None:
+                state = "draining"
+                drain_deadline = now + int(cfg.drain_timeout_s * 1e9)
+            if state == "draining":
+                if all(c.idle() for c in conns):
+                    break
+                if now >= drain_deadline:
+                    result.status = "drain-timeout"
+                    break
+            wake = [] if nxt is None else [t0 + int(nxt.at_s * 1e9)]
+            if state == "draining":
+                wake.append(drain_deadline)
+            if cfg.keepalive and state == "sending" and now - last_media_ns > _SILENCE_FACTOR * interval_s * 1e9:
+                for c in conns:
+                    if not c.idle():
+                        continue
+                    due = c.last_tx + ka_gap_ns(c)
+                    if due <= now:
+                        ka = framing.encode_keepalive(flow_id=rp.flow_id, rtp_seq=rtp_seq,
+                                                      rtp_timestamp=int((now - t0) * 9e-5))
+                        rtp_seq += 1
+                        if c.tcp:
+                            c.out += framing.frame(ka)
+                        else:
+                            c.dgrams.append(ka)
+                        c.last_tx = now
+                        result.keepalive_packets += 1
+                        flush(c)
+                        due = now + ka_gap_ns(c)
+                    wake.append(due)
+            elif cfg.keepalive and state == "sending":
+                wake.append(last_media_ns + int(_SILENCE_FACTOR * interval_s * 1e9) + 1)
+            if on_progress is not None and now >= next_progress:
+                on_progress({"elapsed_s": (now - t0) / 1e9, "duration_s": rp.duration_s,
+                             "packets": result.packets, "dropped_packets": result.dropped_packets,
+                             "queued_bytes": sum(c.queued_bytes() for c in conns)})
+                next_progress = now + int(_PROGRESS_EVERY_S * 1e9)
+                wake.append(next_progress)
+            if stop is not None:
+                wake.append(now + 100_000_000)
+            timeout = max(0.0, (min(wake) - clock.now_ns()) / 1e9) if wake else 1.0
+            for key, _ in sel.select(timeout):
+                if key.data is None:           # control: the receiver only speaks when asked
+                    try:
+                        data = ctl.recv(4096)
+                    except _BLOCKED:
+                        continue
+                    except OSError:
+                        data = b""
+                    if not data:
+                        result.status = "receiver-disconnected"
+                        return
+                    result.error = "unexpected control message from the receiver"
+                else:
+                    flush(key.data)
+    except (ConnectionResetError, BrokenPipeError, ConnectionAbortedError) as err:
+        result.status = "connection-lost"
+        result.error = str(err)
+        return
+    finally:
+        result.elapsed_s = (clock.now_ns() - t0) / 1e9
+        result.queued_bytes_at_end = sum(c.queued_bytes() for c in conns)
+        sel.close()
+    if result.status != "completed" and result.status != "drain-timeout":
+        return
+    # 5. close the media connections for writing, tell the receiver, read its summary
+    for c in conns:
+        if c.tcp:
+            try:
+                c.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+    ctl.setblocking(True)
+    try:
+        control.send(ctl, {"type": "end", "packets": result.packets,
+                           "dropped_packets": result.dropped_packets,
+                           "rtp_packets": result.rtp_packets,
+                           "keepalive_packets": result.keepalive_packets},
+                     pad_to=control.REQUEST_PAD_BYTES)
+        summary, _ = control.recv(ctl, cfg.drain_timeout_s + 5.0)
+        if summary.get("type") == "summary":
+            result.receiver = {k: v for k, v in summary.items() if k != "type"}
+        else:
+            result.error = f"receiver answered 'end' with {summary.get('type')!r}"
+    except (control.ControlError, OSError) as err:
+        result.error = f"no summary from the receiver: {err}"
