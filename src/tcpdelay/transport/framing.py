@@ -179,17 +179,17 @@ class FrameParser:
     def feed(self, data) -> list[MediaPiece | KeepAlive]:
         if self._failed is not None:
             raise self._failed
-        view = memoryview(data)
+        view = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else memoryview(data)
         end = len(view)
         out: list[MediaPiece | KeepAlive] = []
+        if not end:
+            return out
         at = 0
         if self._partial:
             part = self._partial
             if len(part) < 2:              # one byte of the length prefix so far
                 part.append(view[0])
                 at = 1
-                if at == end:
-                    return out
                 self._need = 2 + self._length(part, 0)
             elif not self._need:
                 self._need = 2 + self._length(part, 0)
@@ -211,6 +211,13 @@ class FrameParser:
             self._partial = bytearray(view[at:end])
             self._need = 2 + self._length(view, at) if end - at >= 2 else 0
         return out
+
+    def finish(self) -> None:
+        """The stream has ended: raise :class:`FramingError` if it ended inside a message."""
+        if self._failed is None and self._partial:
+            n = len(self._partial)
+            self._partial = bytearray()
+            raise FramingError(f"stream truncated: it ends {n} B into an incomplete message")
 
 
 def split_sizes(size_bytes: int, pieces: int) -> list[int]:

@@ -510,8 +510,10 @@ class _Run:
             n = 0
         t_ns = clock.now_ns()
         if n == 0:
-            if parser.buffered_bytes:
-                self.res.errors.append(f"connection {index}: closed in the middle of a message")
+            try:
+                parser.finish()
+            except FramingError as err:
+                self.res.errors.append(f"connection {index}: {err}")
             self._close_media(sock)
             return
         self.res.bytes_in += n

@@ -1,0 +1,169 @@
+"""RTP/RFC 4571 framing: round trips, and malformed streams fail cleanly within the size bound."""
+
+import os
+import struct
+import tracemalloc
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.transport.framing import (
+    MIN_MEDIA_RTP_BYTES, PT_MEDIA, RTP_HEADER_BYTES, FrameParser, FramingError, KeepAlive,
+    MediaPiece, decode, encode_keepalive, encode_media, frame, split_sizes,
+)
+
+media = st.builds(
+    dict,
+    flow_id=st.integers(0, 2**32 - 1), rtp_seq=st.integers(0, 2**16 - 1),
+    rtp_timestamp=st.integers(0, 2**32 - 1), marker=st.booleans(), seq=st.integers(0, 2**63),
+    send_time_ns=st.integers(0, 2**64 - 1), size_bytes=st.integers(MIN_MEDIA_RTP_BYTES, 1500),
+    pieces=st.integers(1, 255), piece=st.integers(0, 254),
+).filter(lambda d: d["piece"] < d["pieces"])
+
+
+def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in zip(points, points[1:])]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(media, st.builds(dict, keepalive=st.integers(0, 2**16 - 1))),
+                min_size=1, max_size=20),
+       st.lists(st.integers(0, 10**6), max_size=30))
+def test_stream_round_trip_in_any_chunking(messages, cuts):
+    stream = b""
+    for m in messages:
+        if "keepalive" in m:
+            stream += frame(encode_keepalive(flow_id=7, rtp_seq=m["keepalive"], rtp_timestamp=1))
+        else:
+            pkt = encode_media(**m)
+            assert len(pkt) == m["size_bytes"]
+            stream += frame(pkt)
+    parser = FrameParser(1500)
+    got = []
+    for chunk in _chunks(stream, cuts):
+        got += parser.feed(chunk)
+        assert parser.buffered_bytes <= 2 + 1500
+    parser.finish()
+    assert len(got) == len(messages)
+    for m, g in zip(messages, got):
+        if "keepalive" in m:
+            assert g == KeepAlive(7, m["keepalive"], RTP_HEADER_BYTES)
+        else:
+            assert isinstance(g, MediaPiece)
+            assert (g.flow_id, g.rtp_seq, g.rtp_timestamp, g.marker, g.seq, g.send_time_ns,
+                    g.piece, g.pieces, g.size_bytes) == (
+                m["flow_id"], m["rtp_seq"], m["rtp_timestamp"], m["marker"], m["seq"],
+                m["send_time_ns"], m["piece"], m["pieces"], m["size_bytes"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=3000), st.lists(st.integers(0, 10**6), max_size=20),
+       st.integers(RTP_HEADER_BYTES, 2000))
+def test_garbage_raises_framing_error_only_and_stays_within_the_bound(data, cuts, bound):
+    parser = FrameParser(bound)
+    try:
+        for chunk in _chunks(data, cuts):
+            parser.feed(chunk)
+            assert parser.buffered_bytes <= 2 + bound
+        parser.finish()
+    except FramingError as err:
+        assert str(err)
+        with pytest.raises(FramingError):   # a failed stream stays failed
+            parser.feed(b"\x00\x20" + bytes(32))
+
+
+@settings(max_examples=200, deadline=None)
+@given(media, st.integers(1, 10**6), st.data())
+def test_corrupted_valid_message_fails_cleanly(m, cut, data):
+    """Flip one byte of the header, or truncate: a clean FramingError or a valid decode."""
+    pkt = bytearray(frame(encode_media(**m)))
+    i = data.draw(st.integers(0, 2 + MIN_MEDIA_RTP_BYTES - 1))
+    pkt[i] ^= data.draw(st.integers(1, 255))
+    parser = FrameParser(1500)
+    try:
+        parser.feed(bytes(pkt[:cut % (len(pkt) + 1)]))
+        parser.finish()
+    except FramingError:
+        pass
+
+
+def test_bad_lengths_fail_on_the_prefix_before_the_body():
+    p = FrameParser(1500)
+    with pytest.raises(FramingError, match="outside"):
+        p.feed(struct.pack("!H", 1501))
+    assert p.buffered_bytes == 0
+    p = FrameParser(1500)
+    with pytest.raises(FramingError, match="outside"):
+        p.feed(struct.pack("!H", RTP_HEADER_BYTES - 1))
+    # split prefix: one byte, then the other
+    p = FrameParser(100)
+    assert p.feed(b"\xff") == []
+    with pytest.raises(FramingError):
+        p.feed(b"\xff")
+
+
+def test_a_maximal_claim_never_holds_more_than_its_bound():
+    """A peer announcing 65535 bytes and trickling them in: memory stays ~ the message size."""
+    p = FrameParser()
+    tracemalloc.start()
+    try:
+        p.feed(b"\xff\xff")
+        body = os.urandom(64)
+        for _ in range(65535 // 64):
+            p.feed(body)
+            assert p.buffered_bytes <= 2 + 65535
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 65537 + 64 * 1024
+    with pytest.raises(FramingError, match="truncated"):
+        p.finish()
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda b: bytes([0x40]) + b[1:], "version 1"),
+    (lambda b: bytes([0x90]) + b[1:], "extension"),
+    (lambda b: b[:1] + bytes([0x00]) + b[2:], "payload type 0"),
+    (lambda b: b[:20], "shorter"),
+    (lambda b: b[:8], "shorter than the 12-byte header"),
+    (lambda b: b[:12 + 16] + bytes([3, 3]) + b[30:], "piece 3 of 3"),
+    (lambda b: b[:12 + 16] + bytes([0, 0]) + b[30:], "piece 0 of 0"),
+])
+def test_decode_rejects_malformed_datagrams(mutate, match):
+    good = encode_media(flow_id=1, rtp_seq=2, rtp_timestamp=3, marker=True, seq=4,
+                        send_time_ns=5, size_bytes=100)
+    assert decode(good).seq == 4 and decode(good).marker
+    with pytest.raises(FramingError, match=match):
+        decode(mutate(good))
+
+
+def test_header_layout_is_rfc3550():
+    pkt = encode_media(flow_id=0xDEADBEEF, rtp_seq=70000, rtp_timestamp=90000, marker=True,
+                       seq=1, send_time_ns=2, size_bytes=40)
+    b0, b1, seq16, ts, ssrc = struct.unpack("!BBHII", pkt[:12])
+    assert b0 == 0x80 and b1 == 0x80 | PT_MEDIA and seq16 == 70000 % 65536
+    assert ts == 90000 and ssrc == 0xDEADBEEF
+    assert struct.unpack("!QQBBH", pkt[12:32]) == (1, 2, 0, 1, 0)
+    assert frame(pkt)[:2] == b"\x00\x28"
+
+
+@given(st.integers(MIN_MEDIA_RTP_BYTES, 65535), st.integers(1, 255))
+def test_split_sizes_add_up_and_stay_above_the_header(size, n):
+    if size < n * MIN_MEDIA_RTP_BYTES:
+        with pytest.raises(ParameterError, match="split"):
+            split_sizes(size, n)
+        return
+    sizes = split_sizes(size, n)
+    assert sum(sizes) == size and len(sizes) == n
+    assert min(sizes) >= MIN_MEDIA_RTP_BYTES and max(sizes) - min(sizes) <= 1
+
+
+def test_encode_checks_its_parameters():
+    with pytest.raises(ParameterError):
+        encode_media(flow_id=1, rtp_seq=0, rtp_timestamp=0, marker=False, seq=0,
+                     send_time_ns=0, size_bytes=MIN_MEDIA_RTP_BYTES - 1)
+    with pytest.raises(ParameterError):
+        FrameParser(5)
