@@ -1,0 +1,244 @@
+"""Request/response exchanges over TCP: the server and fetch of the TCP cross-traffic generators.
+
+Bulk transfers (:mod:`.bulk`), on/off web flows (:mod:`.web_onoff`) and page loads
+(:mod:`.page_load`) are all one shape: a client connects, sends a fixed-size request saying how
+much it wants, and the server sends that much (or for that long) and closes. The data flows
+server -> client, as a download does, so the server's host is the *sending* side: its congestion
+control, initial window (route ``initcwnd``) and send buffer shape the cross traffic.
+
+Request (network byte order, 32 bytes)::
+
+    magic   4 bytes  b"TDX1"
+    size    u64      bytes wanted; 0 = until the duration ends
+    dur     f64      seconds to send for; 0 = until size is sent
+    write   u16      bytes per send() call (the web generator's 512-byte packets)
+    cc      10 bytes congestion control for the response, NUL-padded ("" = the host's default)
+
+Every response is bounded: by ``size``, by ``dur``, by the server's own ``max_response_bytes``
+and by the server's deadline, whichever comes first. Segment sizes are set by the client: it
+sets ``TCP_MAXSEG`` before connecting, so its SYN advertises that MSS and the server's segments
+are no larger (how the web generator gets its small packets).
+
+Both ends are plain functions returning JSON-able dicts, for
+:meth:`tcpdelay.testbed.Host.spawn` (or loopback in tests).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import struct
+import threading
+import time
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.transport import tcp_state
+
+MAGIC = b"TDX1"
+REQUEST = struct.Struct("!4sQdH10s")
+assert REQUEST.size == 32
+MAX_WRITE_BYTES = 65_535
+MAX_CONNECTIONS = 1024
+CHUNK_BYTES = 256 * 1024
+#: Linux subtracts the 12-byte timestamp option from the advertised MSS (tcp_timestamps = 1).
+TIMESTAMP_OPTION_BYTES = 12
+
+
+def encode_request(size_bytes: int | None, duration_s: float | None, write_bytes: int,
+                   congestion_control: str | None = None) -> bytes:
+    if size_bytes is not None and size_bytes < 1:
+        raise ParameterError(f"size_bytes: {size_bytes} must be >= 1 (or None for unlimited)")
+    if duration_s is not None and not duration_s > 0:
+        raise ParameterError(f"duration_s: {duration_s} must be > 0 (or None for unlimited)")
+    if size_bytes is None and duration_s is None:
+        raise ParameterError("a request needs size_bytes or duration_s: responses are bounded")
+    if not 1 <= write_bytes <= MAX_WRITE_BYTES:
+        raise ParameterError(f"write_bytes: {write_bytes} must be in 1..{MAX_WRITE_BYTES}")
+    cc = (congestion_control or "").encode()
+    if len(cc) > 10:
+        raise ParameterError(f"congestion_control: {congestion_control!r} is longer than 10 characters")
+    return REQUEST.pack(MAGIC, size_bytes or 0, duration_s or 0.0, write_bytes, cc)
+
+
+def decode_request(data: bytes) -> tuple[int | None, float | None, int, str | None]:
+    """(size_bytes, duration_s, write_bytes, congestion_control); ValueError if malformed."""
+    if len(data) != REQUEST.size:
+        raise ValueError(f"request of {len(data)} bytes, expected {REQUEST.size}")
+    magic, size, dur, write, cc = REQUEST.unpack(data)
+    if magic != MAGIC:
+        raise ValueError("bad magic")
+    if not (0 <= dur < 1e7) or not 1 <= write <= MAX_WRITE_BYTES:
+        raise ValueError("bad duration or write size")
+    name = cc.rstrip(b"\0").decode("ascii", "replace") or None
+    return (size or None, dur or None, write, name)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_bytes: int = 1 << 31,
+          sndbuf_bytes: int | None = None, ready: threading.Event | None = None) -> dict:
+    """Answer requests on ``host:port`` for ``duration_s`` seconds, then close everything.
+
+    Returns ``{"connections", "bytes_sent", "responses_completed", "rejected", "mss_bytes"
+    (the distinct send MSS seen), "congestion_controls", "errors"}``.
+    """
+    if not duration_s > 0:
+        raise ParameterError(f"duration_s: {duration_s} must be > 0")
+    deadline = time.monotonic() + duration_s
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if sndbuf_bytes:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf_bytes)
+    srv.bind((host, port))
+    srv.listen(256)
+    srv.settimeout(0.1)
+    if ready is not None:
+        ready.set()
+    lock = threading.Lock()
+    stats = {"connections": 0, "bytes_sent": 0, "responses_completed": 0, "rejected": 0,
+             "mss_bytes": set(), "congestion_controls": set(), "errors": []}
+    threads: list[threading.Thread] = []
+    payload = memoryview(b"\x5a" * CHUNK_BYTES)
+
+    def respond(conn: socket.socket) -> None:
+        sent, complete = 0, False
+        try:
+            conn.settimeout(max(0.01, min(5.0, deadline - time.monotonic())))
+            try:
+                size, dur, write, cc = decode_request(_recv_exact(conn, REQUEST.size))
+            except (ValueError, OSError):
+                with lock:
+                    stats["rejected"] += 1
+                return
+            if cc:
+                tcp_state.set_congestion_control(conn, cc)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            limit = min(size or max_response_bytes, max_response_bytes)
+            stop = min(deadline, time.monotonic() + dur) if dur else deadline
+            conn.settimeout(0.05)  # bounded sends: the deadline is checked between them
+            while sent < limit:
+                if time.monotonic() >= stop:
+                    break
+                try:
+                    sent += conn.send(payload[: min(write, limit - sent)])
+                except (socket.timeout, BlockingIOError):
+                    continue
+            complete = sent >= limit or (dur is not None and time.monotonic() >= stop and stop < deadline)
+            mss = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG)
+            with lock:
+                stats["mss_bytes"].add(mss)
+                stats["congestion_controls"].add(tcp_state.congestion_control(conn))
+            conn.shutdown(socket.SHUT_WR)
+            # Wait (bounded) for the client to read everything and close.
+            conn.settimeout(max(0.01, min(2.0, deadline - time.monotonic())))
+            while conn.recv(4096):
+                pass
+        except (OSError, ParameterError) as err:
+            if not isinstance(err, OSError) or err.errno not in (errno.EPIPE, errno.ECONNRESET, None):
+                with lock:
+                    if len(stats["errors"]) < 20:
+                        stats["errors"].append(f"{type(err).__name__}: {err}")
+        finally:
+            conn.close()
+            with lock:
+                stats["bytes_sent"] += sent
+                stats["responses_completed"] += int(complete)
+
+    try:
+        while time.monotonic() < deadline:
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                continue
+            threads = [t for t in threads if t.is_alive()]
+            if len(threads) >= MAX_CONNECTIONS:
+                conn.close()
+                stats["rejected"] += 1
+                continue
+            stats["connections"] += 1
+            t = threading.Thread(target=respond, args=(conn,), daemon=True)
+            t.start()
+            threads.append(t)
+    finally:
+        srv.close()
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()) + 3.0)
+    stats["mss_bytes"] = sorted(stats["mss_bytes"])
+    stats["congestion_controls"] = sorted(stats["congestion_controls"])
+    return stats
+
+
+def connect(server: str, port: int, *, deadline: float, segment_bytes: int | None = None,
+            rcvbuf_bytes: int | None = None) -> socket.socket:
+    """Connect, retrying while the server is not listening yet, until ``deadline`` (monotonic).
+    ``segment_bytes`` caps the payload of the segments the server sends (``TCP_MAXSEG``)."""
+    while True:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if segment_bytes:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, segment_bytes + TIMESTAMP_OPTION_BYTES)
+        if rcvbuf_bytes:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
+        s.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            s.connect((server, port))
+            return s
+        except OSError as err:
+            s.close()
+            retry = err.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
+            if not retry or time.monotonic() + 0.02 >= deadline:
+                raise
+            time.sleep(0.02)
+
+
+def fetch(server: str, port: int, *, size_bytes: int | None = None, duration_s: float | None = None,
+          write_bytes: int = MAX_WRITE_BYTES, congestion_control: str | None = None,
+          segment_bytes: int | None = None, deadline: float | None = None) -> dict:
+    """One exchange: connect, request, read until the server closes (or ``deadline``, a
+    ``time.monotonic()`` instant). Times are seconds from the call.
+
+    Returns ``{"bytes", "connect_s", "first_byte_s", "done_s", "complete"}``; ``complete`` is
+    false when the deadline cut the response short or the connection failed.
+    """
+    t0 = time.monotonic()
+    if deadline is None:
+        deadline = t0 + (duration_s or 0) + 60.0
+    request = encode_request(size_bytes, duration_s, write_bytes, congestion_control)
+    out = {"bytes": 0, "connect_s": None, "first_byte_s": None, "done_s": None, "complete": False}
+    try:
+        s = connect(server, port, deadline=deadline, segment_bytes=segment_bytes)
+    except OSError as err:
+        out["error"] = f"connect: {err}"
+        return out
+    out["connect_s"] = time.monotonic() - t0
+    buf = bytearray(CHUNK_BYTES)
+    view = memoryview(buf)
+    try:
+        s.sendall(request)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            s.settimeout(left)
+            n = s.recv_into(view)
+            if n == 0:
+                out["complete"] = size_bytes is None or out["bytes"] >= size_bytes
+                break
+            if out["first_byte_s"] is None:
+                out["first_byte_s"] = time.monotonic() - t0
+            out["bytes"] += n
+    except socket.timeout:
+        pass
+    except OSError as err:
+        out["error"] = str(err)
+    finally:
+        s.close()
+    out["done_s"] = time.monotonic() - t0
+    return out

@@ -1,0 +1,159 @@
+"""Cross-traffic generators on loopback: bulk, on/off web, page loads, constant-rate UDP."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.traffic import bulk, page_load, response_server, udp_background, web_onoff
+
+LO = "127.0.0.1"
+
+
+def free_port(kind=socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind((LO, 0))
+        return s.getsockname()[1]
+
+
+class Background:
+    """Run ``fn`` in a thread and keep its return value."""
+
+    def __init__(self, fn, *args, **kw):
+        self.value = None
+        self.ready = threading.Event()
+        if "ready" in fn.__code__.co_varnames:
+            kw["ready"] = self.ready
+        else:
+            self.ready.set()
+        self.thread = threading.Thread(target=self._run, args=(fn, args, kw), daemon=True)
+        self.thread.start()
+        assert self.ready.wait(5)
+
+    def _run(self, fn, args, kw):
+        self.value = fn(*args, **kw)
+
+    def result(self, timeout=15):
+        self.thread.join(timeout)
+        assert not self.thread.is_alive()
+        return self.value
+
+
+def test_request_round_trip_and_bounds():
+    data = response_server.encode_request(1000, None, 512, "reno")
+    assert len(data) == 32
+    assert response_server.decode_request(data) == (1000, None, 512, "reno")
+    assert response_server.decode_request(response_server.encode_request(None, 0.05, 512)) == (None, 0.05, 512, None)
+    with pytest.raises(ParameterError, match="needs size_bytes or duration_s"):
+        response_server.encode_request(None, None, 512)
+    with pytest.raises(ParameterError, match="write_bytes"):
+        response_server.encode_request(10, None, 0)
+
+
+@given(st.binary(min_size=0, max_size=40))
+def test_malformed_requests_are_rejected_cleanly(data):
+    try:
+        size, dur, write, cc = response_server.decode_request(data)
+    except ValueError:
+        return
+    assert data[:4] == b"TDX1" and 1 <= write <= 65535 and (dur is None or dur < 1e7)
+
+
+def test_bulk_sized_unlimited_and_congestion_control():
+    port = free_port()
+    srv = Background(bulk.server, port, duration_s=2.0, host=LO)
+    sized = bulk.client(LO, port, size_bytes=2_000_000, duration_s=5, congestion_control="reno")
+    assert sized["complete"] and sized["bytes"] == 2_000_000 and sized["goodput_bps"] > 0
+    t = time.monotonic()
+    unlimited = bulk.client(LO, port, duration_s=0.4, congestion_control="bbr")
+    assert 0.35 < time.monotonic() - t < 1.5
+    assert unlimited["complete"] and unlimited["bytes"] > 100_000
+    stats = srv.result()
+    assert stats["connections"] == 2 and stats["rejected"] == 0
+    assert stats["bytes_sent"] == 2_000_000 + unlimited["bytes"]
+    assert stats["congestion_controls"] == ["bbr", "reno"]
+    assert stats["responses_completed"] == 2
+
+
+def test_server_deadline_and_byte_cap_bound_every_response():
+    port = free_port()
+    srv = Background(response_server.serve, port, duration_s=0.8, host=LO, max_response_bytes=50_000)
+    capped = response_server.fetch(LO, port, size_bytes=10_000_000)
+    assert capped["bytes"] == 50_000 and not capped["complete"]
+    t = time.monotonic()
+    cut = response_server.fetch(LO, port, duration_s=30.0, write_bytes=1000)
+    assert time.monotonic() - t < 3.0  # the server's deadline ended the 30 s request
+    with socket.create_connection((LO, port)) as junk:
+        junk.sendall(b"GET / HTTP/1.0\r\n\r\n" + b"x" * 14)
+        assert junk.recv(10) == b""
+    stats = srv.result()
+    assert stats["rejected"] == 1 and cut["bytes"] <= 50_000
+
+
+def test_bulk_client_waits_for_its_start():
+    port = free_port()
+    srv = Background(bulk.server, port, duration_s=1.5, host=LO)
+    start = time.monotonic() + 0.3
+    res = bulk.client(LO, port, size_bytes=10_000, duration_s=2, start_at=start)
+    assert res["start_s"] == start and time.monotonic() >= start and res["complete"]
+    srv.result()
+
+
+def test_web_onoff_draws_exponential_on_and_off_from_the_seed():
+    port = free_port()
+    srv = Background(web_onoff.server, port, duration_s=1.6, host=LO)
+    res = web_onoff.client(LO, port, duration_s=1.0, on_mean_s=0.05, off_mean_s=0.05, packet_size_bytes=512, seed=42)
+    stats = srv.result()
+    n = res["exchanges"]
+    assert 4 <= n <= 15  # about 1 s / (50 ms on + 50 ms off + connection set-up)
+    rng = np.random.default_rng(42)
+    expected = [(rng.exponential(0.05), rng.exponential(0.05)) for _ in range(n)]
+    assert res["on_s"] == pytest.approx([e[0] for e in expected])
+    assert res["off_s"] == pytest.approx([e[1] for e in expected])
+    assert res["failed"] == 0 and res["bytes"] > 0
+    assert stats["connections"] == n
+    assert stats["mss_bytes"] == [512]  # every data segment carries at most 512 bytes
+    assert 0.95 < res["duration_s"] < 1.5
+
+
+def test_page_load_fetches_372_kB_over_n_parallel_connections():
+    port = free_port()
+    srv = Background(page_load.server, port, duration_s=1.5, host=LO)
+    start = time.monotonic() + 0.1
+    res = page_load.client(LO, port, connections=6, duration_s=1.0, start_at=start)
+    stats = srv.result()
+    assert res["complete"] and res["bytes"] == 372_000
+    assert [c["size_bytes"] for c in res["connections"]] == [62_000] * 6
+    assert all(c["bytes"] == 62_000 and 0 <= c["connect_s"] < 0.5 for c in res["connections"])
+    assert res["page_load_time_s"] == max(c["done_s"] for c in res["connections"])
+    assert stats["connections"] == 6 and stats["bytes_sent"] == 372_000
+
+
+def test_page_load_start_and_split():
+    starts = [page_load.draw_start(seed) for seed in range(200)]
+    assert all(10.0 <= s <= 12.0 for s in starts)
+    assert 10.7 < np.mean(starts) < 11.3
+    assert page_load.draw_start(5) == page_load.draw_start(5)
+    assert page_load.split_bytes(10, 3) == [4, 3, 3]
+    assert page_load.split_bytes(372_000, 1) == [372_000]
+    with pytest.raises(ParameterError, match="cannot split 2 bytes over 3 connections"):
+        page_load.split_bytes(2, 3)
+
+
+def test_udp_constant_rate():
+    port = free_port(socket.SOCK_DGRAM)
+    sink = Background(udp_background.sink, port, duration_s=1.2, host=LO)
+    sent = udp_background.send(LO, port, rate_bps=1e6, packet_size_bytes=1000, duration_s=0.8)
+    got = sink.result()
+    assert sent["packets"] == 100 and sent["send_errors"] == 0
+    assert sent["rate_bps"] == pytest.approx(1e6, rel=0.05)
+    assert got["packets"] == 100 and got["lost"] == 0 and got["bytes"] == 100_000
+    assert got["highest_seq"] == 99 and got["delay_mean_s"] < 0.05
+    with pytest.raises(ParameterError, match="packet_size_bytes"):
+        udp_background.send(LO, port, rate_bps=1e6, duration_s=1, packet_size_bytes=8)
