@@ -82,6 +82,7 @@ def test_interrupted_orchestrator_removes_everything(sig):
     assert _leftovers(run) == NOTHING
 
 
+@pytest.mark.slow
 def test_clean_after_sigkill_leaves_no_namespace_link_or_process():
     proc, run = _start_orchestrator(left_hosts=2)
     ns_pids = pids_in_netns(f"td-{run['run_id']}-left0")
@@ -99,6 +100,7 @@ def test_clean_after_sigkill_leaves_no_namespace_link_or_process():
     assert _wait_clean(run, 5.0) == NOTHING
 
 
+@pytest.mark.slow
 def test_clean_keeps_runs_whose_owner_lives():
     with Testbed(TestbedSpec(), start_link=False) as tb:
         out = subprocess.run(TCPDELAY + ["testbed", "clean", "--json"], capture_output=True, text=True, timeout=60)
@@ -114,6 +116,7 @@ def test_two_runs_coexist_with_their_own_names_and_addresses():
         assert {a.run_id, b.run_id} <= set(find_runs())
 
 
+@pytest.mark.slow
 def test_without_root_the_cli_says_so_in_one_line_and_exits_2():
     code = ("import os, sys; from tcpdelay.cli import main; os.setgroups([]); os.setgid(65534); os.setuid(65534); "
             "main(['testbed', 'status'])")
@@ -121,3 +124,35 @@ def test_without_root_the_cli_says_so_in_one_line_and_exits_2():
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "tcpdelay: error: the testbed needs root and /dev/net/tun: not running as root"]
+
+
+@pytest.mark.slow
+def test_cli_up_status_down_round_trip():
+    up = subprocess.run(TCPDELAY + ["testbed", "up", "--delay-s", "0.005", "--loss", "0.01", "--tcp-preset",
+                                    "newreno-2008", "--left", "2", "--json"], capture_output=True, text=True, timeout=90)
+    assert up.returncode == 0, up.stderr
+    tb = json.loads(up.stdout)
+    rid = tb["run_id"]
+    try:
+        assert set(tb["hosts"]) == {"left0", "left1", "right0"}
+        assert tb["hosts"]["left1"]["tcp"]["congestion_control"] == "reno"
+        assert tb["hosts"]["left1"]["tcp"]["initcwnd_segments"] == 3
+        # The testbed outlives `up`: a host reaches the other side through the emulator.
+        right = tb["hosts"]["right0"]
+        probe = subprocess.run(["ip", "netns", "exec", tb["hosts"]["left0"]["netns"], sys.executable, "-c",
+                                f"import socket; s = socket.socket(); s.settimeout(5); "
+                                f"import errno; assert s.connect_ex(({right['address']!r}, 9)) == errno.ECONNREFUSED"],
+                               capture_output=True, timeout=30)
+        assert probe.returncode == 0, probe.stderr  # refused by right0's kernel: a round trip
+        st = subprocess.run(TCPDELAY + ["testbed", "status", rid, "--json"], capture_output=True, text=True, timeout=90)
+        assert st.returncode == 0, st.stderr
+        (run,) = json.loads(st.stdout)["runs"]
+        assert run["owner_alive"] and run["run_id"] == rid
+        assert run["counters"]["a_to_b"]["packets_in"] >= 1  # the SYN crossed the link
+    finally:
+        down = subprocess.run(TCPDELAY + ["testbed", "down", rid, "--json"], capture_output=True, text=True, timeout=90)
+    assert down.returncode == 0, down.stderr
+    assert not [n for n in list_netns() if n.startswith(f"td-{rid}-")]
+    assert rid not in find_runs()
+    bad = subprocess.run(TCPDELAY + ["testbed", "down", rid], capture_output=True, text=True, timeout=90)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and f"no testbed run {rid}" in bad.stderr

@@ -104,10 +104,10 @@ def send(dst: str, port: int, *, duration_s: float = 3.0, size_bytes: int | None
         except (socket.timeout, BlockingIOError):
             continue
     elapsed = time.monotonic() - start
-    info = tcp_state.tcp_info(s)
     s.settimeout(60.0)
     s.shutdown(socket.SHUT_WR)
-    s.recv(1)  # wait for the receiver to close: everything was delivered
+    s.recv(1)  # wait for the receiver to close: everything was delivered and acknowledged
+    info = tcp_state.tcp_info(s)  # final: counts every retransmission of the transfer
     s.close()
     return {"bytes": sent, "duration_s": elapsed, "congestion_control": congestion_control,
             "tcp_info": info.to_dict(), "samples": samples}

@@ -50,6 +50,7 @@ def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], s
         "ready_file": os.path.join(state_dir, "link.ready"),
         "counters_file": os.path.join(state_dir, "counters.json"),
         "events_file": spec.events_file,
+        "mtu": spec.mtu_bytes,
         "a_to_b": spec.link.a_to_b.emulator_config(),
         "b_to_a": spec.link.b_to_a.emulator_config(),
     }

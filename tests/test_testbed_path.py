@@ -1,0 +1,115 @@
+"""Real Linux TCP across the emulated link: RTT, loss, per-host and per-socket settings, dumbbell."""
+
+import socket
+
+import pytest
+
+from tcpdelay.testbed import (
+    NEWRENO_2008,
+    BernoulliLoss,
+    DirectionSpec,
+    HostSpec,
+    LinkSpec,
+    TcpSettings,
+    Testbed,
+    TestbedSpec,
+    bulk,
+)
+from tcpdelay.testbed.netns import unavailable_reason
+from tcpdelay.transport import tcp_state
+
+pytestmark = [pytest.mark.testbed, pytest.mark.skipif(unavailable_reason() is not None,
+                                                      reason=str(unavailable_reason()))]
+
+
+def test_tcp_across_a_20ms_path_sees_a_40ms_rtt():
+    with Testbed(TestbedSpec(link=LinkSpec.symmetric(delay_s=0.020))) as tb:
+        left, right = tb.hosts["left0"], tb.hosts["right0"]
+        rx = right.spawn(bulk.receive, 5001)
+        tx = left.call(bulk.send, right.address, 5001, size_bytes=4_000_000, timeout_s=30)
+        got = rx.result(timeout_s=30)
+        assert got["bytes"] == tx["bytes"] == 4_000_000
+        info = tx["tcp_info"]
+        assert 0.0395 <= info["min_rtt_s"] <= 0.0425, info
+        assert 0.0395 <= info["rtt_s"] <= 0.060, info
+        assert info["total_retrans"] == 0
+        c = tb.link_counters()
+        assert c["a_to_b"]["packets_out"] >= 4_000_000 / 1500
+        assert c["a_to_b"]["drops"].get("loss", 0) == 0
+
+
+def test_lossy_path_shows_retransmissions():
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=0.005, loss=BernoulliLoss(p=0.02)), b_to_a=DirectionSpec(delay_s=0.005))
+    with Testbed(TestbedSpec(link=link, seed=3)) as tb:
+        left, right = tb.hosts["left0"], tb.hosts["right0"]
+        rx = right.spawn(bulk.receive, 5001)
+        tx = left.call(bulk.send, right.address, 5001, size_bytes=3_000_000, timeout_s=60)
+        assert rx.result(timeout_s=60)["bytes"] == 3_000_000  # TCP repaired every loss
+        lost = tb.link_counters()["a_to_b"]["drops"]["loss"]
+        assert lost > 0
+        assert tx["tcp_info"]["total_retrans"] >= lost * 0.8  # every lost data segment was resent
+
+
+def _fresh_connection_state(dst, port, cc=None):
+    s = bulk.connect(dst, port, congestion_control=cc)
+    info = tcp_state.tcp_info(s)
+    out = (tcp_state.congestion_control(s), info.cwnd_segments)
+    s.close()
+    return out
+
+
+def _accept_n(port, n):
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", port))
+    srv.listen(n)
+    srv.settimeout(20)
+    ccs = []
+    for _ in range(n):
+        conn, _ = srv.accept()
+        ccs.append(tcp_state.congestion_control(conn))
+        conn.close()
+    return ccs
+
+
+def test_per_host_settings_hold_on_real_connections_and_per_socket_cc_wins():
+    hosts = (HostSpec(name="old", side="left", tcp=NEWRENO_2008),
+             HostSpec(name="new", side="left", tcp=TcpSettings(congestion_control="cubic", initcwnd_segments=10)),
+             HostSpec(name="srv", side="right", tcp=TcpSettings(congestion_control="bbr")))
+    with Testbed(TestbedSpec(hosts=hosts, link=LinkSpec.symmetric(delay_s=0.002))) as tb:
+        srv = tb.hosts["srv"]
+        acc = srv.spawn(_accept_n, 5002, 3)
+        assert tb.hosts["old"].call(_fresh_connection_state, srv.address, 5002) == ("reno", 3)
+        assert tb.hosts["new"].call(_fresh_connection_state, srv.address, 5002) == ("cubic", 10)
+        # A per-socket choice set after connect() wins over the host's route congctl.
+        assert tb.hosts["new"].call(_fresh_connection_state, srv.address, 5002, "reno") == ("reno", 10)
+        assert acc.result(timeout_s=20) == ["bbr"] * 3  # the passive side uses its own host's setting
+
+
+def test_dumbbell_flows_share_one_bottleneck_and_sockets_live_in_hosts():
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=0.005, rate_bps=20e6, queue_packets=200),
+                    b_to_a=DirectionSpec(delay_s=0.005))
+    with Testbed(TestbedSpec.dumbbell(2, 2, link=link)) as tb:
+        rxs = [tb.hosts[f"right{i}"].spawn(bulk.receive, 6000 + i) for i in range(2)]
+        txs = [tb.hosts[f"left{i}"].spawn(bulk.send, tb.hosts[f"right{i}"].address, 6000 + i, duration_s=2.0)
+               for i in range(2)]
+        results = [t.result(timeout_s=30) for t in txs]
+        goodputs = [r.result(timeout_s=30)["goodput_bps"] for r in rxs]
+        assert all(g > 2e6 for g in goodputs), goodputs  # both flows got through
+        assert sum(goodputs) <= 20e6 * 1.02, goodputs  # ... and shared the 20 Mb/s bottleneck
+        assert all(r["bytes"] > 0 and r["tcp_info"]["bytes_acked"] >= r["bytes"] for r in results)
+        # In-process sockets: a listener in right0 and a client in left1, both in this process.
+        lst = tb.hosts["right0"].socket()
+        lst.bind((tb.hosts["right0"].address, 7000))
+        lst.listen()
+        cli = tb.hosts["left1"].socket()
+        cli.connect((tb.hosts["right0"].address, 7000))
+        conn, peer = lst.accept()
+        assert peer[0] == tb.hosts["left1"].address
+        cli.sendall(b"ping")
+        assert conn.recv(4) == b"ping"
+        for s in (cli, conn, lst):
+            s.close()
+        c = tb.link_counters()
+        assert c["a_to_b"]["peak_queue_packets"] <= 200
+    assert tb.final_counters["a_to_b"]["packets_out"] >= c["a_to_b"]["packets_out"]
