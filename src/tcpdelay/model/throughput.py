@@ -117,9 +117,9 @@ def pftk_segments_per_s(p, rtt_s, t0_s, b=1, w_max=np.inf):
     # Numerator and denominator are both multiplied by p, so that (1-p)/p cannot overflow for
     # tiny (even subnormal) p; the ratio is eq (22) unchanged.
     w_free = w_p
-    q_free = timeout_probability(ps, w_free)
+    q_free = timeout_probability(ps, np.maximum(w_free, 1.0))  # W(p) < 1 for large b and p
     r_free = ((1 - ps) + ps * (w_free / 2 + q_free)) / (
-        rtt * ps * (b * w_free / 2 + 1) + ps * q_free * g * t0 / (1 - ps)
+        rtt * (ps * (b * w_free / 2 + 1)) + ps * q_free * g * t0 / (1 - ps)
     )
 
     wm_f = np.where(np.isfinite(wm), wm, 1.0)
