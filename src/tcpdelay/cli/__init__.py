@@ -21,6 +21,8 @@ COMMAND_MODULES = (
     "latency",
     "evaluate",
     "testbed",
+    "metrics",
+    "media",
 )
 
 

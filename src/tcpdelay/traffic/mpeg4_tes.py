@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
 import numpy as np
-from scipy.special import ndtri
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.traffic.source import (
@@ -97,6 +96,8 @@ def stitch(u: np.ndarray, xi: float = 0.5) -> np.ndarray:
 
 def lognormal_ppf(p: np.ndarray, mean: float, cv: float) -> np.ndarray:
     """Inverse CDF of the lognormal law with the given mean and coefficient of variation."""
+    from scipy.special import ndtri  # lazy: scipy.special is slow to import
+
     sigma2 = math.log1p(cv * cv)
     mu = math.log(mean) - sigma2 / 2
     p = np.clip(p, 1e-12, 1 - 1e-12)
