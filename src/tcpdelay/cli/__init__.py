@@ -22,7 +22,6 @@ COMMAND_MODULES = (
     "evaluate",
     "testbed",
     "metrics",
-    "media",
 )
 
 
