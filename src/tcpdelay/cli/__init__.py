@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "evaluate",
     "testbed",
     "metrics",
+    "media",
 )
 
 

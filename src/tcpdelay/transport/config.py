@@ -147,7 +147,7 @@ class ReceiverConfig:
 
     ``listen_port`` 0 picks a free port (reported to ``on_ready``). ``out_dir``: with
     ``runs`` = 1 the run directory itself, otherwise one sub-directory per run (named by the
-    run id); None = no records. ``runs``: how many runs to serve before returning (0 = until
+    run id; ``per_run_dirs`` True/False forces either); None = no records. ``runs``: how many runs to serve before returning (0 = until
     stopped). ``idle_timeout_s``: a run with no bytes from the sender for this long ends (and
     keeps what it recorded). ``udp_linger_s``: after the sender's "end", how long UDP media
     still in flight is awaited.
@@ -155,6 +155,7 @@ class ReceiverConfig:
     listen_host: str = "127.0.0.1"
     listen_port: int = 0
     out_dir: str | None = None
+    per_run_dirs: bool | None = None
     runs: int = 1
     idle_timeout_s: float = 10.0
     handshake_timeout_s: float = 5.0

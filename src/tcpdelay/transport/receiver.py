@@ -136,8 +136,8 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
             except _BLOCKED:
                 selectors_wait(lst, _POLL_S)
                 continue
-            res = _serve(config, lst, udp, ctl, peer, stop, on_progress,
-                         single=config.runs == 1)
+            per_run = config.per_run_dirs if config.per_run_dirs is not None else config.runs != 1
+            res = _serve(config, lst, udp, ctl, peer, stop, on_progress, single=not per_run)
             if res is not None:
                 results.append(res)
     except KeyboardInterrupt:

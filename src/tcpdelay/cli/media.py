@@ -1,0 +1,241 @@
+"""``tcpdelay send`` and ``tcpdelay recv``: a media flow over real sockets (docs/transport.md).
+
+Both ends write per-packet records (Parquet) as the run goes; an interrupted or cut-off run
+keeps what it measured. Exit status: 0 when the run completed, 1 when it ended otherwise (the
+result, with its ``status``, is still printed), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from tcpdelay.cli.common import POSITIVE, emit, fmt_s, json_option, key_value_table
+from tcpdelay.errors import ParameterError
+from tcpdelay.records import read_records
+
+TRANSPORT_CHOICE = click.Choice(["tcp", "udp"])
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm():
+    """SIGTERM ends the run like SIGINT does: cleanly, keeping the records."""
+    stop = threading.Event()
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        yield stop
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, what: str, total_s: float):
+    """A rich progress bar on stderr when it is a terminal; yields an on_progress callback."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as prog:
+        task = prog.add_task(what, total=total_s, info="")
+
+        def update(p: dict) -> None:
+            info = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.items()
+                             if k.endswith("packets") or k.endswith("bytes"))
+            prog.update(task, completed=min(total_s, p["elapsed_s"]), total=p.get("duration_s", total_s),
+                        info=info)
+
+        yield update
+
+
+def delay_summary(run_dir: str | Path, clock_kind: str) -> dict:
+    """Delay statistics of the "received" records of a run directory.
+
+    With an unsynchronized clock the delays are relative to the run's minimum (the offset of the
+    two clocks is unknown), and ``delay_reference`` says so."""
+    table = read_records(run_dir, "received")
+    out = {"delay_reference": "one-way" if clock_kind == "shared-monotonic" else "relative-to-minimum",
+           "packets": table.num_rows}
+    if table.num_rows == 0:
+        return out
+    d = table.column("recv_time_s").to_numpy() - table.column("send_time_s").to_numpy()
+    if out["delay_reference"] != "one-way":
+        d = d - d.min()
+    out.update(delay_min_s=float(d.min()), delay_mean_s=float(d.mean()),
+               delay_p50_s=float(np.percentile(d, 50)), delay_p95_s=float(np.percentile(d, 95)),
+               delay_p99_s=float(np.percentile(d, 99)), delay_max_s=float(d.max()))
+    return out
+
+
+def _source(profile: str, silences: bool, mpeg4_rate_bps: float | None, video_trace: str | None,
+            fps: float | None):
+    from tcpdelay import traffic
+
+    chosen = sum(x is not None for x in (mpeg4_rate_bps, video_trace))
+    if chosen > 1:
+        raise ParameterError("choose one of --mpeg4-rate-bps and --video-trace")
+    if mpeg4_rate_bps is not None:
+        return traffic.Mpeg4TesSource(mpeg4_rate_bps, **({"fps": fps} if fps else {}))
+    if video_trace is not None:
+        return traffic.VideoTraceSource(video_trace, **({"fps": fps} if fps else {}))
+    return traffic.source_from_profile(profile, on_off=silences)
+
+
+@click.command("send")
+@click.option("--to", "to", required=True, metavar="HOST:PORT", help="The receiver (tcpdelay recv --listen).")
+@click.option("--profile", default="voip", show_default=True,
+              type=click.Choice(["voip", "voip-low", "ivideo", "ivideo-low", "video", "video-low"]),
+              help="CBR profile of the delay model (packet size and interval).")
+@click.option("--silences", is_flag=True, help="VoIP talk spurts and silences (exponential on/off, 1.0 s / 1.35 s).")
+@click.option("--mpeg4-rate-bps", type=POSITIVE, default=None, help="MPEG-4 TES video of this mean rate instead of a profile.")
+@click.option("--video-trace", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="VBR video from a frame-size trace file instead of a profile.")
+@click.option("--fps", type=POSITIVE, default=None, help="Frame rate of the video sources.")
+@click.option("--transport", type=TRANSPORT_CHOICE, default="tcp", show_default=True)
+@click.option("--duration-s", type=POSITIVE, default=60.0, show_default=True)
+@click.option("--connections", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Parallel TCP connections (papers/000 §7.2).")
+@click.option("--scheduler", type=click.Choice(["blind", "intelligent"]), default="blind", show_default=True,
+              help="blind = round robin; intelligent = least unsent data, not in recovery/timeout.")
+@click.option("--split", type=click.IntRange(1, 255), default=1, show_default=True,
+              help="split-N: each packet as N smaller RTP packets (papers/000 §7.1).")
+@click.option("--delivery", type=click.Choice(["read", "in-order"]), default="read", show_default=True,
+              help="What the receiver records: read time, or in-order delivery across connections.")
+@click.option("--proactive-drop-delay-s", type=POSITIVE, default=None,
+              help="Skip a packet when the unsent backlog implies a delay above this (TCP).")
+@click.option("--keepalive/--no-keepalive", default=False, show_default=True,
+              help="3 small packets per RTT during silences (papers/000 §8.2).")
+@click.option("--nagle", is_flag=True, help="Leave Nagle's algorithm on (TCP_NODELAY off) to measure its cost.")
+@click.option("--congestion", default=None, help="TCP_CONGESTION of every media connection (reno, cubic, bbr, ...).")
+@click.option("--notsent-lowat-bytes", type=click.IntRange(1, 2**31 - 1), default=None)
+@click.option("--sndbuf-bytes", type=click.IntRange(1, 2**31 - 1), default=None)
+@click.option("--rcvbuf-bytes", type=click.IntRange(1, 2**31 - 1), default=None)
+@click.option("--flow-id", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="RTP SSRC.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True)
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Run directory for the 'sent' records and run.json [default: results/<run id>].")
+@click.option("--run-id", default=None, help="Name of the run [default: UTC time + random].")
+@click.option("--connect-timeout-s", type=POSITIVE, default=5.0, show_default=True)
+@click.option("--drain-timeout-s", type=POSITIVE, default=10.0, show_default=True)
+@json_option
+def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport, duration_s,
+             connections, scheduler, split, delivery, proactive_drop_delay_s, keepalive, nagle,
+             congestion, notsent_lowat_bytes, sndbuf_bytes, rcvbuf_bytes, flow_id, seed, out,
+             run_id, connect_timeout_s, drain_timeout_s, as_json):
+    """Send a media flow to a `tcpdelay recv` over TCP (RFC 4571) or UDP (RTP)."""
+    from tcpdelay.transport import RunParams, SenderConfig, TcpOptions, parse_host_port, run_sender
+    import secrets
+
+    host, port = parse_host_port("--to", to)
+    source = _source(profile, silences, mpeg4_rate_bps, video_trace, fps)
+    run_id = run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+    cfg = SenderConfig(
+        host, port,
+        run=RunParams(transport=transport, connections=connections, split=split,
+                      duration_s=duration_s, flow_id=flow_id, delivery=delivery,
+                      source=source.name[:64]),
+        scheduler=scheduler,
+        tcp=TcpOptions(nodelay=not nagle, congestion=congestion,
+                       notsent_lowat_bytes=notsent_lowat_bytes, sndbuf_bytes=sndbuf_bytes,
+                       rcvbuf_bytes=rcvbuf_bytes),
+        proactive_drop_delay_s=proactive_drop_delay_s, keepalive=keepalive, seed=seed,
+        out_dir=out or str(Path("results") / run_id), run_id=run_id,
+        connect_timeout_s=connect_timeout_s, drain_timeout_s=drain_timeout_s)
+    with _stop_on_sigterm() as stop, _progress(not as_json, f"send {run_id}", duration_s) as prog:
+        res = run_sender(cfg, source, stop=stop, on_progress=prog)
+    doc = res.to_dict()
+
+    def human(console):
+        rcv = res.receiver or {}
+        rows = [("status", res.status), ("run directory", str(res.run_dir)),
+                ("clock", res.clock), ("source", res.source),
+                ("transport", f"{res.transport}, {res.connections} connection(s), {res.scheduler}, split-{res.split}"),
+                ("packets", str(res.packets)), ("dropped (proactive)", str(res.dropped_packets)),
+                ("keep-alives", str(res.keepalive_packets)),
+                ("received (receiver)", str(rcv.get("received_packets", "—"))),
+                ("elapsed", fmt_s(res.elapsed_s))]
+        if res.error:
+            rows.append(("error", res.error))
+        console.print(key_value_table(f"tcpdelay send → {to}", rows))
+
+    emit(doc, as_json, human)
+    if res.status != "completed":
+        sys.exit(1)
+
+
+@click.command("recv")
+@click.option("--listen", required=True, metavar="HOST:PORT",
+              help="Address to listen on: TCP (control and media) and UDP (media), same port.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Run directory (with --runs 1), else one sub-directory per run [default: results/<run id>].")
+@click.option("--runs", type=click.IntRange(0), default=1, show_default=True, help="Runs to serve; 0 = until interrupted.")
+@click.option("--idle-timeout-s", type=POSITIVE, default=10.0, show_default=True,
+              help="End a run when the sender is silent this long.")
+@click.option("--handshake-timeout-s", type=POSITIVE, default=5.0, show_default=True)
+@click.option("--udp-linger-s", type=POSITIVE, default=1.0, show_default=True,
+              help="After the sender's end, how long UDP packets in flight are awaited.")
+@click.option("--rcvbuf-bytes", type=click.IntRange(1, 2**31 - 1), default=None,
+              help="SO_RCVBUF of the media sockets [default: the kernel's autotuning].")
+@json_option
+def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, udp_linger_s, rcvbuf_bytes, as_json):
+    """Receive media flows from `tcpdelay send` and record every packet."""
+    from tcpdelay.transport import ReceiverConfig, TcpOptions, parse_host_port, run_receiver
+
+    host, port = parse_host_port("--listen", listen)
+    cfg = ReceiverConfig(listen_host=host, listen_port=port,
+                         out_dir=out if out is not None else "results",
+                         per_run_dirs=True if out is None else None, runs=runs,
+                         idle_timeout_s=idle_timeout_s, handshake_timeout_s=handshake_timeout_s,
+                         udp_linger_s=udp_linger_s, tcp=TcpOptions(rcvbuf_bytes=rcvbuf_bytes))
+
+    def ready(addr):
+        if not as_json:
+            click.echo(f"tcpdelay recv: listening on {addr[0]}:{addr[1]} (TCP and UDP)", err=True)
+
+    with _stop_on_sigterm() as stop:
+        results = run_receiver(cfg, stop=stop, on_ready=ready)
+    docs = []
+    for r in results:
+        d = r.to_dict()
+        if r.run_dir:
+            d["delay"] = delay_summary(r.run_dir, r.clock)
+        docs.append(d)
+    doc = {"listen": listen, "runs": docs}
+
+    def human(console):
+        if not docs:
+            console.print("no run was served")
+        for d in docs:
+            dl = d.get("delay", {})
+            rows = [("status", d["status"]), ("run directory", str(d["run_dir"])), ("peer", d["peer"]),
+                    ("clock", d["clock"]), ("received packets", str(d["received_packets"])),
+                    ("keep-alives", str(d["keepalive_packets"])),
+                    ("incomplete (split)", str(d["incomplete_packets"]))]
+            if dl.get("packets"):
+                ref = "" if dl["delay_reference"] == "one-way" else " (relative to minimum)"
+                rows += [(f"delay p50{ref}", fmt_s(dl["delay_p50_s"])),
+                         (f"delay p95{ref}", fmt_s(dl["delay_p95_s"])),
+                         (f"delay max{ref}", fmt_s(dl["delay_max_s"]))]
+            for e in d["errors"][:5]:
+                rows.append(("error", e))
+            console.print(key_value_table(f"tcpdelay recv: run {d['run_id']}", rows))
+
+    emit(doc, as_json, human)
+    if any(d["status"] != "completed" for d in docs) or (runs and len(docs) < runs):
+        sys.exit(1)
+
+
+COMMANDS = [send_cmd, recv_cmd]

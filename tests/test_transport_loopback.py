@@ -1,0 +1,264 @@
+"""Sender and receiver end to end over loopback (127.0.0.1): every mode, every ending."""
+
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from tcpdelay.records import read_records, read_run_metadata
+from tcpdelay.traffic import CbrSource, VoipOnOffSource
+from tcpdelay.transport import (
+    ReceiverConfig, RunParams, SenderConfig, SenderError, TcpOptions, run_receiver, run_sender,
+)
+from tcpdelay.transport import control
+from tcpdelay.transport.framing import MIN_MEDIA_RTP_BYTES, encode_media, frame
+
+
+class Receiver:
+    """run_receiver in a thread, on a free loopback port."""
+
+    def __init__(self, **kw):
+        kw.setdefault("listen_host", "127.0.0.1")
+        kw.setdefault("idle_timeout_s", 5.0)
+        self.cfg = ReceiverConfig(**kw)
+        self.stop = threading.Event()
+        self.results = []
+        self.error = None
+        ready = threading.Event()
+
+        def main():
+            try:
+                self.results = run_receiver(self.cfg, stop=self.stop,
+                                            on_ready=lambda a: (setattr(self, "port", a[1]), ready.set()))
+            except BaseException as err:  # noqa: BLE001 - reported by join()
+                self.error = err
+                ready.set()
+
+        self.thread = threading.Thread(target=main, daemon=True)
+        self.thread.start()
+        assert ready.wait(10)
+        assert self.error is None, self.error
+
+    def join(self, timeout=20):
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "receiver did not finish"
+        assert self.error is None, self.error
+        return self.results
+
+
+def send(rx: Receiver, source, out_dir=None, **kw):
+    run = RunParams(**{k: kw.pop(k) for k in list(kw) if k in RunParams.__dataclass_fields__})
+    return run_sender(SenderConfig("127.0.0.1", rx.port, run=run, out_dir=out_dir, **kw), source)
+
+
+def delays(run_dir):
+    t = read_records(run_dir, "received")
+    return t, t.column("recv_time_s").to_numpy() - t.column("send_time_s").to_numpy()
+
+
+VOIP = CbrSource(172, 0.02)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "udp"])
+def test_every_packet_arrives_and_is_recorded_with_its_delay(tmp_path, transport):
+    rx = Receiver(out_dir=str(tmp_path))
+    res = send(rx, VOIP, out_dir=str(tmp_path), transport=transport, duration_s=1.0)
+    (rr,) = rx.join()
+    assert res.status == "completed" and rr.status == "completed"
+    assert res.packets == 50 and rr.received_packets == 50
+    assert res.receiver["received_packets"] == 50
+    sent = read_records(tmp_path, "sent")
+    table, d = delays(tmp_path)
+    assert sent.column("seq").to_pylist() == list(range(50))
+    assert sorted(table.column("seq").to_pylist()) == list(range(50))
+    assert set(table.column("size_bytes").to_pylist()) == {172}
+    # the header carries the send time: it matches the sender's record exactly
+    assert np.allclose(np.sort(table.column("send_time_s").to_numpy()), sent.column("send_time_s").to_numpy())
+    # one clock: the loopback delay is positive and small (generous for a loaded machine)
+    assert d.min() > 0 and np.median(d) < 0.05
+    # the sender followed the 20 ms schedule
+    gaps = np.diff(sent.column("send_time_s").to_numpy())
+    assert abs(np.median(gaps) - 0.02) < 0.003
+    meta = read_run_metadata(tmp_path)
+    assert meta["clock"] == "shared-monotonic" and meta["clock_source"] == "CLOCK_MONOTONIC"
+    assert meta["sender"]["status"] == "completed" and meta["receiver"]["status"] == "completed"
+    # no amplification: the receiver wrote only the two control answers, far less than it read
+    assert rr.bytes_out <= 2 * control.REQUEST_PAD_BYTES and rr.bytes_out < rr.bytes_in / 10
+
+
+def test_split_n_sends_n_pieces_and_records_whole_packets(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path))
+    res = send(rx, CbrSource(1446, 0.02), out_dir=str(tmp_path), duration_s=0.6, split=4)
+    (rr,) = rx.join()
+    assert res.rtp_packets == 4 * res.packets and rr.rtp_packets == 4 * res.packets
+    table, _ = delays(tmp_path)
+    assert table.num_rows == res.packets
+    assert set(table.column("size_bytes").to_pylist()) == {1446}
+    assert rr.incomplete_packets == 0
+
+
+def test_split_is_reduced_for_packets_too_small_to_split(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path))
+    res = send(rx, CbrSource(2 * MIN_MEDIA_RTP_BYTES, 0.02), out_dir=str(tmp_path), duration_s=0.2, split=5)
+    rx.join()
+    assert res.rtp_packets == 2 * res.packets
+
+
+@pytest.mark.parametrize("scheduler", ["blind", "intelligent"])
+def test_parallel_connections_spread_packets_and_record_the_connection(tmp_path, scheduler):
+    rx = Receiver(out_dir=str(tmp_path))
+    res = send(rx, VOIP, out_dir=str(tmp_path), duration_s=0.6, connections=3, scheduler=scheduler)
+    (rr,) = rx.join()
+    assert rr.media_connections == 3 and rr.received_packets == res.packets == 30
+    assert all(n >= 5 for n in res.per_connection_packets), res.per_connection_packets
+    table, _ = delays(tmp_path)
+    sent = read_records(tmp_path, "sent")
+    by_seq_sent = dict(zip(sent.column("seq").to_pylist(), sent.column("connection").to_pylist()))
+    for seq, conn in zip(table.column("seq").to_pylist(), table.column("connection").to_pylist()):
+        assert by_seq_sent[seq] == conn
+    if scheduler == "blind":
+        assert res.per_connection_packets == [10, 10, 10]
+
+
+def test_in_order_delivery_records_non_decreasing_times_in_sequence_order(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path))
+    res = send(rx, VOIP, out_dir=str(tmp_path), duration_s=0.6, connections=3, delivery="in-order")
+    (rr,) = rx.join()
+    table, _ = delays(tmp_path)
+    assert table.column("seq").to_pylist() == list(range(res.packets))
+    assert np.all(np.diff(table.column("recv_time_s").to_numpy()) >= 0)
+    assert rr.held_at_end == 0
+
+
+def test_keepalives_fill_silences_and_are_not_recorded_as_media(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path))
+    src = VoipOnOffSource(172, 0.02, mean_on_s=0.2, mean_off_s=0.3)
+    res = send(rx, src, out_dir=str(tmp_path), duration_s=2.0, keepalive=True, seed=3)
+    (rr,) = rx.join()
+    assert res.keepalive_packets > 0 and rr.keepalive_packets == res.keepalive_packets
+    assert rr.received_packets == res.packets
+    # never more often than the media packets: at most one per 20 ms of the run
+    assert res.keepalive_packets <= 2.0 / 0.02
+
+
+def test_socket_options_are_applied_and_read_back(tmp_path):
+    rx = Receiver()
+    res = send(rx, VOIP, duration_s=0.2,
+               tcp=TcpOptions(nodelay=False, congestion="reno", notsent_lowat_bytes=16384))
+    rx.join()
+    (opts,) = res.socket_options
+    assert opts["nodelay"] is False and opts["congestion"] == "reno"
+    assert opts["notsent_lowat_bytes"] == 16384
+
+
+def test_unknown_congestion_control_is_a_parameter_error():
+    rx = Receiver()
+    with pytest.raises(Exception, match="congestion"):
+        send(rx, VOIP, duration_s=0.2, tcp=TcpOptions(congestion="nosuchcc"))
+    rx.stop.set()
+    rx.join()
+
+
+def test_receiver_refuses_another_protocol_version():
+    rx = Receiver()
+    with socket.create_connection(("127.0.0.1", rx.port)) as s:
+        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": 99,
+                              "run_id": "x", "params": {}}, pad_to=300)
+        s.sendall(req)
+        reply, n = control.recv(s, 5)
+    assert reply["type"] == "reject" and "version 1" in reply["reason"]
+    assert n <= len(req)
+    rx.stop.set()
+    assert rx.join() == []
+
+
+def test_a_tiny_request_gets_no_more_bytes_back_than_it_sent():
+    rx = Receiver()
+    with socket.create_connection(("127.0.0.1", rx.port)) as s:
+        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+                              "run_id": "r", "params": {"transport": "bogus"}})
+        s.sendall(req)
+        s.settimeout(5)
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    assert len(got) <= len(req)
+    rx.stop.set()
+    rx.join()
+
+
+def test_sender_reports_an_unreachable_receiver():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]           # bound, not listening: connection refused
+        with pytest.raises(SenderError, match="cannot reach"):
+            run_sender(SenderConfig("127.0.0.1", port, run=RunParams(duration_s=0.1),
+                                    connect_timeout_s=0.3), VOIP)
+
+
+def test_interrupted_sender_keeps_records_and_receiver_ends_cleanly(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path / "rx"))
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    cfg = SenderConfig("127.0.0.1", rx.port, run=RunParams(duration_s=30), out_dir=str(tmp_path / "tx"))
+    res = run_sender(cfg, VOIP, stop=stop)
+    (rr,) = rx.join()
+    assert res.status == "interrupted" and 10 <= res.packets <= 40
+    assert rr.status == "sender-disconnected"
+    assert read_records(tmp_path / "tx", "sent").num_rows == res.packets
+    assert read_records(tmp_path / "rx", "received").num_rows == rr.received_packets >= 10
+    assert read_run_metadata(tmp_path / "rx")["receiver"]["status"] == "sender-disconnected"
+
+
+def test_receiver_gone_mid_run_ends_the_sender_cleanly(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path / "rx"))
+    threading.Timer(0.5, rx.stop.set).start()
+    cfg = SenderConfig("127.0.0.1", rx.port, run=RunParams(duration_s=30), out_dir=str(tmp_path / "tx"))
+    t0 = time.monotonic()
+    res = run_sender(cfg, VOIP)
+    (rr,) = rx.join()
+    assert time.monotonic() - t0 < 10
+    assert rr.status == "interrupted"
+    assert res.status in ("receiver-disconnected", "connection-lost")
+    assert read_records(tmp_path / "tx", "sent").num_rows == res.packets > 0
+
+
+def test_receiver_idle_timeout_keeps_what_it_recorded(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=0.5)
+    with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+                           "run_id": "idle", "params": RunParams(duration_s=5).to_dict()},
+                     pad_to=control.REQUEST_PAD_BYTES)
+        accept, _ = control.recv(ctl, 5)
+        with socket.create_connection(("127.0.0.1", rx.port)) as data:
+            data.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
+            pkt = encode_media(flow_id=0, rtp_seq=0, rtp_timestamp=0, marker=True, seq=0,
+                               send_time_ns=time.monotonic_ns(), size_bytes=172)
+            data.sendall(frame(pkt))
+            (rr,) = rx.join()        # nothing more: the receiver gives up after 0.5 s
+    assert rr.status == "idle-timeout" and rr.received_packets == 1
+    assert read_records(tmp_path, "received").num_rows == 1
+
+
+def test_wrong_token_and_garbage_are_shut_out(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=2)
+    with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+                           "run_id": "tok", "params": RunParams(duration_s=5).to_dict()},
+                     pad_to=control.REQUEST_PAD_BYTES)
+        accept, _ = control.recv(ctl, 5)
+        with socket.create_connection(("127.0.0.1", rx.port)) as bad:
+            bad.sendall(control.encode({"type": "data", "token": "0" * 32, "connection": 0}))
+            bad.settimeout(5)
+            assert bad.recv(100) == b""        # closed by the receiver, nothing sent back
+        with socket.create_connection(("127.0.0.1", rx.port)) as good:
+            good.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
+            good.sendall(b"\x00\x05hello")      # below the RTP header size: framing error
+            good.settimeout(5)
+            assert good.recv(100) == b""
+        control.send(ctl, {"type": "end"}, pad_to=control.REQUEST_PAD_BYTES)
+        (rr,) = rx.join()
+    assert any("outside" in e for e in rr.errors)
+    assert rr.received_packets == 0
