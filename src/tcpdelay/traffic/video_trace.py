@@ -10,11 +10,11 @@ Accepted format (plain text, one frame per line, in display order):
 
       I 14056
       0 I 14056
-      0, I, 14056, 10, 0.000
+      0 I 14056 10 0.000
 
-  (``TYPE SIZE``; ``FRAME_NO TYPE SIZE ...`` with any further columns, the layout of EvalVid's
-  ``st`` traces and of the frame-size traces that put the type before the size). For other
-  layouts name the 0-based columns with ``type_column`` and ``size_column``;
+  (``TYPE SIZE``; ``FRAME_NO TYPE SIZE ...`` with any further columns, e.g. EvalVid's ``st``
+  layout: number, type, size, fragments, time). For other layouts name the 0-based columns with
+  ``type_column`` and ``size_column``;
 - sizes are non-negative integers in bytes, or in bits with ``size_unit="bits"`` (rounded up to
   whole bytes); a frame of size 0 is sent as one packet carrying one byte.
 
