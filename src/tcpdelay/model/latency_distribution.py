@@ -75,11 +75,12 @@ class LatencyDistribution:
             return cw[np.searchsorted(x + lo, t, side="right")][()]
         cwx = np.concatenate([[0.0], np.cumsum(w * x)])
         width = hi - lo
-        # F(t) = [sum_{x_i+lo <= t} w_i (t-x_i-lo) - sum_{x_i+hi <= t} w_i (t-x_i-hi)] / width
+        # Atoms with x_i + hi <= t count fully; those with x_i + lo < t < x_i + hi by the
+        # fraction (t - x_i - lo) / width of their uniform.
         i_lo = np.searchsorted(x + lo, t, side="right")
         i_hi = np.searchsorted(x + hi, t, side="right")
-        ramp = (cw[i_lo] * (t - lo) - cwx[i_lo]) - (cw[i_hi] * (t - hi) - cwx[i_hi])
-        return np.clip(ramp / width, 0.0, 1.0)[()]
+        ramp = (cw[i_lo] - cw[i_hi]) * (t - lo) - (cwx[i_lo] - cwx[i_hi])
+        return np.clip(cw[i_hi] + ramp / width, 0.0, 1.0)[()]
 
     def quantile(self, q):
         """The smallest ``t`` with ``P[L <= t] >= q`` for ``q`` in [0, 1] (array)."""
