@@ -102,3 +102,24 @@ def test_jain_index_by_hand():
     assert np.isnan(fairness.jain_index([]))
     with pytest.raises(ParameterError):
         fairness.jain_index([-1, 2])
+
+
+def test_rtpi_discounts_the_sources_own_silences():
+    # 20 ms packets; a 1 s talk-spurt silence between the 2nd and 3rd packet
+    send = np.array([0.00, 0.02, 1.04, 1.06])
+    recv = send + np.array([0.05, 0.05, 0.05, 0.20])
+    # raw inter-arrival: 1.02 s before the 3rd packet -> delayed under the literal algorithm
+    assert rtpi.delayed_mask(recv).tolist() == [False, False, True, True]
+    # discounting the silence beyond one interval (1.02 - 0.02 = 1.0 s): 3rd gap 0.02 s, timely;
+    # 4th: arrival gap 0.17 s, send gap 0.02 s (no silence) -> still delayed
+    m = rtpi.delayed_mask(recv, send_time_s=send, nominal_interval_s=0.02)
+    assert m.tolist() == [False, False, False, True]
+
+
+def test_rtpi_does_not_mistake_lost_packets_for_a_silence():
+    # CBR 20 ms, packets 1..6 lost: arrival gap 0.14 s between packets 0 and 7 is a real gap
+    send = np.arange(8) * 0.02
+    recv = send + 0.05
+    recv[1:7] = NAN
+    m = rtpi.delayed_mask(recv, send_time_s=send, nominal_interval_s=0.02)
+    assert m.tolist() == [False] * 7 + [True]

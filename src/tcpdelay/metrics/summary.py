@@ -88,6 +88,7 @@ def flow_metrics(flow: FlowPackets, meta: dict, opts: MetricOptions,
     n = len(flow)
     relative = flow.clock_offset_s != 0.0 or meta.get("clock") == "unsynchronized"
     pd = np.asarray(opts.playout_delays_s)
+    interval = packet_interval_s(flow)
     out: dict = {
         "flow_id": flow.flow_id,
         "kind": "video" if flow.has_frames else "stream",
@@ -107,12 +108,13 @@ def flow_metrics(flow: FlowPackets, meta: dict, opts: MetricOptions,
             "playout_delay_for_target_s": dl.playout_delay_for_late_fraction(delay,
                                                                              opts.late_target),
         },
-        "rtpi": rtpi.real_time_performance(flow.recv_time_s, n, opts.rtpi_threshold_s),
+        "rtpi": rtpi.real_time_performance(flow.recv_time_s, n, opts.rtpi_threshold_s,
+                                           send_time_s=flow.send_time_s,
+                                           nominal_interval_s=interval),
         "goodput_bps": fairness.goodput_bps(flow.size_bytes, flow.recv_time_s,
                                             run_duration_s(meta)),
         "tcp_retransmissions": (retrans or {}).get(flow.flow_id),
     }
-    interval = packet_interval_s(flow)
     out["packet_interval_s"] = interval
     if flow.has_frames:
         out["video"] = _video(flow, meta, opts)
