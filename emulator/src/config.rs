@@ -1,0 +1,1040 @@
+//! Configuration: a JSON or TOML file and/or command-line flags, validated in
+//! one place before any namespace is entered or packet moved.
+//!
+//! Flags mirror keys: `--a-netns` is `a.netns`, `--ab-delay-s` is
+//! `a_to_b.delay_s`, `--ba-loss-p` is `b_to_a.loss.p`, `--seed` is `seed`; flags
+//! override the file. Every error is one line that starts with the key
+//! (`a_to_b.loss.p: must be a probability in [0, 1], got 1.5`); `main` prints
+//! it and exits with status 2. The key reference is docs/emulator.md.
+
+use crate::events::EventFormat;
+use crate::loss::LossSpec;
+use crate::outage::Window;
+use crate::queue::QueueLimit;
+use crate::trace::Trace;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+/// A configuration error: one line, starting with the offending key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+type Result<T> = std::result::Result<T, ConfigError>;
+
+fn err<T>(msg: String) -> Result<T> {
+    Err(ConfigError(msg))
+}
+
+/// One side of the emulated link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    /// Name under /var/run/netns, or an absolute path to a netns file.
+    pub netns: String,
+    /// Existing TUN device in that namespace.
+    pub tun: String,
+}
+
+/// Settings of one direction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirectionConfig {
+    pub delay_ns: u64,
+    pub jitter_ns: u64,
+    pub reorder: bool,
+    pub loss: LossSpec,
+    pub rate_bps: Option<u64>,
+    pub trace_file: Option<String>,
+    pub trace: Option<Trace>,
+    pub queue: QueueLimit,
+    pub outages: Vec<Window>,
+    pub pcap_file: Option<String>,
+}
+
+impl Default for DirectionConfig {
+    fn default() -> Self {
+        DirectionConfig {
+            delay_ns: 0,
+            jitter_ns: 0,
+            reorder: false,
+            loss: LossSpec::None,
+            rate_bps: None,
+            trace_file: None,
+            trace: None,
+            queue: QueueLimit::Unlimited,
+            outages: Vec::new(),
+            pcap_file: None,
+        }
+    }
+}
+
+/// The whole validated configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub a: Endpoint,
+    pub b: Endpoint,
+    pub seed: u64,
+    pub realtime: bool,
+    pub ready_file: Option<String>,
+    pub counters_file: Option<String>,
+    pub events_file: Option<String>,
+    pub events_format: EventFormat,
+    pub mtu: u32,
+    pub max_packets: u32,
+    pub spin_us: u32,
+    pub pcap_snaplen: u32,
+    pub a_to_b: DirectionConfig,
+    pub b_to_a: DirectionConfig,
+}
+
+const TOP_KEYS: &[&str] = &[
+    "a", "b", "seed", "realtime", "ready_file", "counters_file", "events_file", "events_format", "mtu",
+    "max_packets", "spin_us", "pcap_snaplen", "a_to_b", "b_to_a",
+];
+const ENDPOINT_KEYS: &[&str] = &["netns", "tun"];
+const DIRECTION_KEYS: &[&str] = &[
+    "delay_s", "jitter_s", "reorder", "loss", "rate_bps", "trace_file", "queue_packets", "queue_bytes", "outages",
+    "pcap_file",
+];
+const LOSS_KEYS: &[&str] = &["model", "p", "r", "k", "h"];
+const OUTAGE_KEYS: &[&str] = &["at_s", "duration_s"];
+
+/// Largest delay, jitter or outage time accepted, seconds.
+pub const MAX_SECONDS: f64 = 3600.0;
+
+// ---------------------------------------------------------------------------
+// Typed access to a JSON tree, with the key path in every message.
+
+fn show(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 60 {
+        format!("{}...", &s[..57])
+    } else {
+        s
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+struct Obj<'a> {
+    path: String,
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Obj<'a> {
+    fn new(path: &str, v: &'a Value) -> Result<Obj<'a>> {
+        match v {
+            Value::Object(map) => Ok(Obj { path: path.to_string(), map }),
+            other => err(format!("{}: expected a table/object, got {}", if path.is_empty() { "config" } else { path }, show(other))),
+        }
+    }
+
+    fn key(&self, k: &str) -> String {
+        join(&self.path, k)
+    }
+
+    fn check_keys(&self, allowed: &[&str]) -> Result<()> {
+        for k in self.map.keys() {
+            if !allowed.contains(&k.as_str()) {
+                return err(format!("{}: unknown key (allowed: {})", self.key(k), allowed.join(", ")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The value, with JSON null treated as absent.
+    fn get(&self, k: &str) -> Option<&'a Value> {
+        match self.map.get(k) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v),
+        }
+    }
+
+    fn string(&self, k: &str, what: &str) -> Result<Option<String>> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(v) => err(format!("{}: expected {}, got {}", self.key(k), what, show(v))),
+        }
+    }
+
+    fn boolean(&self, k: &str) -> Result<Option<bool>> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => err(format!("{}: expected true or false, got {}", self.key(k), show(v))),
+        }
+    }
+
+    fn path_string(&self, k: &str) -> Result<Option<String>> {
+        match self.string(k, "a file path (string) or null")? {
+            Some(s) if s.is_empty() => err(format!("{}: must be a non-empty file path or null", self.key(k))),
+            other => Ok(other),
+        }
+    }
+
+    /// A whole number in [lo, hi] (JSON integers, or floats with no fraction).
+    fn whole(&self, k: &str, lo: u64, hi: u64, what: &str) -> Result<Option<u64>> {
+        let v = match self.get(k) {
+            None => return Ok(None),
+            Some(v) => v,
+        };
+        let n = match v {
+            Value::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    Some(u)
+                } else {
+                    n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64)
+                }
+            }
+            _ => None,
+        };
+        match n {
+            Some(u) if u >= lo && u <= hi => Ok(Some(u)),
+            _ => err(format!("{}: must be {}, got {}", self.key(k), what, show(v))),
+        }
+    }
+
+    fn seconds(&self, k: &str, positive: bool) -> Result<Option<f64>> {
+        let range = if positive { "> 0" } else { "in [0, 3600]" };
+        let what = format!("a finite number of seconds {range}");
+        let v = match self.get(k) {
+            None => return Ok(None),
+            Some(v) => v,
+        };
+        match v.as_f64() {
+            Some(x) if x.is_finite() && x <= MAX_SECONDS && (if positive { x > 0.0 } else { x >= 0.0 }) => Ok(Some(x)),
+            _ => err(format!("{}: must be {}{}, got {}", self.key(k), what, if positive { " and <= 3600" } else { "" }, show(v))),
+        }
+    }
+
+    fn probability(&self, k: &str, required_for: Option<&str>) -> Result<Option<f64>> {
+        let v = match self.get(k) {
+            None => {
+                return match required_for {
+                    Some(model) => err(format!("{}: required for model {model}", self.key(k))),
+                    None => Ok(None),
+                }
+            }
+            Some(v) => v,
+        };
+        match v.as_f64() {
+            Some(x) if (0.0..=1.0).contains(&x) => Ok(Some(x)),
+            _ => err(format!("{}: must be a probability in [0, 1], got {}", self.key(k), show(v))),
+        }
+    }
+}
+
+fn s_to_ns(s: f64) -> u64 {
+    (s * 1e9).round() as u64
+}
+
+// ---------------------------------------------------------------------------
+// From a JSON tree to a Config.
+
+fn endpoint(top: &Obj, k: &str) -> Result<Endpoint> {
+    let v = match top.get(k) {
+        Some(v) => v,
+        None => return err(format!("{k}: required ({{\"netns\": NAME, \"tun\": DEVICE}}; flags --{k}-netns, --{k}-tun)")),
+    };
+    let o = Obj::new(k, v)?;
+    o.check_keys(ENDPOINT_KEYS)?;
+    let netns = match o.string("netns", "a namespace name or an absolute path (string)")? {
+        None => return err(format!("{k}.netns: required (a name under /var/run/netns or an absolute path)")),
+        Some(s) if s.is_empty() || (!s.starts_with('/') && s.contains('/')) || s.chars().any(char::is_whitespace) => {
+            return err(format!(
+                "{k}.netns: must be a namespace name (no '/' or spaces) or an absolute path, got {:?}",
+                s
+            ))
+        }
+        Some(s) => s,
+    };
+    let tun = match o.string("tun", "a TUN device name (string)")? {
+        None => return err(format!("{k}.tun: required (the name of an existing TUN device in {k}.netns)")),
+        Some(s) if s.is_empty() || s.len() > 15 || s.contains('/') || s.chars().any(char::is_whitespace) => {
+            return err(format!("{k}.tun: must be 1 to 15 characters without '/' or spaces, got {:?}", s))
+        }
+        Some(s) => s,
+    };
+    Ok(Endpoint { netns, tun })
+}
+
+fn loss(d: &Obj) -> Result<LossSpec> {
+    let v = match d.get("loss") {
+        None => return Ok(LossSpec::None),
+        Some(v) => v,
+    };
+    let o = Obj::new(&d.key("loss"), v)?;
+    o.check_keys(LOSS_KEYS)?;
+    let model = o.string("model", "one of none, bernoulli, gilbert_elliott")?;
+    match model.as_deref() {
+        None => err(format!("{}: required (one of none, bernoulli, gilbert_elliott)", o.key("model"))),
+        Some("none") => {
+            for k in ["p", "r", "k", "h"] {
+                if o.get(k).is_some() {
+                    return err(format!("{}: not a parameter of model none", o.key(k)));
+                }
+            }
+            Ok(LossSpec::None)
+        }
+        Some("bernoulli") => {
+            for k in ["r", "k", "h"] {
+                if o.get(k).is_some() {
+                    return err(format!("{}: not a parameter of model bernoulli (only p)", o.key(k)));
+                }
+            }
+            Ok(LossSpec::Bernoulli { p: o.probability("p", Some("bernoulli"))?.unwrap() })
+        }
+        Some("gilbert_elliott") => {
+            let p = o.probability("p", Some("gilbert_elliott"))?.unwrap();
+            let r = o.probability("r", Some("gilbert_elliott"))?.unwrap();
+            let k = o.probability("k", None)?.unwrap_or(1.0);
+            let h = o.probability("h", None)?.unwrap_or(0.0);
+            Ok(LossSpec::GilbertElliott { p, r, k, h })
+        }
+        Some(other) => err(format!("{}: must be one of none, bernoulli, gilbert_elliott, got {:?}", o.key("model"), other)),
+    }
+}
+
+fn outages(d: &Obj) -> Result<Vec<Window>> {
+    let key = d.key("outages");
+    let arr = match d.get("outages") {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(v) => return err(format!("{key}: expected a list of {{\"at_s\": T, \"duration_s\": D}}, got {}", show(v))),
+    };
+    let mut out: Vec<(usize, Window)> = Vec::new();
+    for (i, v) in arr.iter().enumerate() {
+        let o = Obj::new(&format!("{key}[{i}]"), v)?;
+        o.check_keys(OUTAGE_KEYS)?;
+        let at = match o.seconds("at_s", false)? {
+            Some(x) => x,
+            None => return err(format!("{}: required (seconds after the emulator starts)", o.key("at_s"))),
+        };
+        let dur = match o.seconds("duration_s", true)? {
+            Some(x) => x,
+            None => return err(format!("{}: required (seconds the link stays down)", o.key("duration_s"))),
+        };
+        let start = s_to_ns(at);
+        out.push((i, Window { start_ns: start, end_ns: start + s_to_ns(dur) }));
+    }
+    let mut sorted = out.clone();
+    sorted.sort_by_key(|(_, w)| w.start_ns);
+    for pair in sorted.windows(2) {
+        let ((i, a), (j, b)) = (pair[0], pair[1]);
+        if b.start_ns < a.end_ns {
+            let (first, second) = if i < j { (i, j) } else { (j, i) };
+            return err(format!("{key}[{second}]: overlaps {key}[{first}] (outage windows must not overlap)"));
+        }
+    }
+    Ok(out.into_iter().map(|(_, w)| w).collect())
+}
+
+fn direction(top: &Obj, k: &str, mtu: u32) -> Result<DirectionConfig> {
+    let v = match top.get(k) {
+        None => return Ok(DirectionConfig::default()),
+        Some(v) => v,
+    };
+    let d = Obj::new(k, v)?;
+    d.check_keys(DIRECTION_KEYS)?;
+    let mut c = DirectionConfig::default();
+    c.delay_ns = d.seconds("delay_s", false)?.map_or(0, s_to_ns);
+    c.jitter_ns = d.seconds("jitter_s", false)?.map_or(0, s_to_ns);
+    c.reorder = d.boolean("reorder")?.unwrap_or(false);
+    c.loss = loss(&d)?;
+    c.rate_bps = d.whole(
+        "rate_bps",
+        1,
+        1_000_000_000_000,
+        "a whole number of bits per second in [1, 1e12] (or null for no limit)",
+    )?;
+    c.trace_file = d.path_string("trace_file")?;
+    if let Some(path) = &c.trace_file {
+        if c.rate_bps.is_some() {
+            return err(format!(
+                "{}: cannot be combined with {} (choose one bottleneck)",
+                d.key("trace_file"),
+                d.key("rate_bps")
+            ));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("{}: cannot read {}: {}", d.key("trace_file"), path, io_reason(&e))))?;
+        c.trace = Some(Trace::parse(&text).map_err(|e| ConfigError(format!("{}: {}: {}", d.key("trace_file"), path, e)))?);
+    }
+    let qp = d.whole("queue_packets", 1, 100_000_000, "a whole number of packets in [1, 1e8] (or null for no limit)")?;
+    let qb = d.whole(
+        "queue_bytes",
+        mtu as u64,
+        100_000_000_000,
+        &format!("a whole number of bytes in [mtu ({mtu}), 1e11] (or null for no limit)"),
+    )?;
+    c.queue = match (qp, qb) {
+        (Some(_), Some(_)) => {
+            return err(format!(
+                "{}: cannot be combined with {} (one limit per queue)",
+                d.key("queue_bytes"),
+                d.key("queue_packets")
+            ))
+        }
+        (Some(n), None) => QueueLimit::Packets(n),
+        (None, Some(b)) => QueueLimit::Bytes(b),
+        (None, None) => QueueLimit::Unlimited,
+    };
+    c.outages = outages(&d)?;
+    c.pcap_file = d.path_string("pcap_file")?;
+    Ok(c)
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+impl Config {
+    /// Validates a configuration tree (after flags were merged into it).
+    pub fn from_value(v: &Value) -> Result<Config> {
+        let top = Obj::new("", v)?;
+        top.check_keys(TOP_KEYS)?;
+        let mtu = top.whole("mtu", 68, 65535, "a whole number of bytes in [68, 65535]")?.unwrap_or(1500) as u32;
+        let a = endpoint(&top, "a")?;
+        let b = endpoint(&top, "b")?;
+        if a.netns == b.netns && a.tun == b.tun {
+            return err("b.tun: must differ from a.tun when both are in the same namespace".to_string());
+        }
+        let seed = top.whole("seed", 0, u64::MAX, "a whole number in [0, 2^64)")?.unwrap_or(1);
+        let realtime = top.boolean("realtime")?.unwrap_or(true);
+        let events_format = match top.string("events_format", "\"csv\" or \"jsonl\"")?.as_deref() {
+            None | Some("csv") => EventFormat::Csv,
+            Some("jsonl") => EventFormat::Jsonl,
+            Some(other) => return err(format!("events_format: must be csv or jsonl, got {:?}", other)),
+        };
+        let max_packets =
+            top.whole("max_packets", 16, 10_000_000, "a whole number of packets in [16, 1e7]")?.unwrap_or(200_000) as u32;
+        let spin_us = top.whole("spin_us", 0, 1000, "a whole number of microseconds in [0, 1000]")?.unwrap_or(0) as u32;
+        let pcap_snaplen =
+            top.whole("pcap_snaplen", 20, 262_144, "a whole number of bytes in [20, 262144]")?.unwrap_or(65_535) as u32;
+        let cfg = Config {
+            a,
+            b,
+            seed,
+            realtime,
+            ready_file: top.path_string("ready_file")?,
+            counters_file: top.path_string("counters_file")?,
+            events_file: top.path_string("events_file")?,
+            events_format,
+            mtu,
+            max_packets,
+            spin_us,
+            pcap_snaplen,
+            a_to_b: direction(&top, "a_to_b", mtu)?,
+            b_to_a: direction(&top, "b_to_a", mtu)?,
+        };
+        for (key, p) in [
+            ("ready_file", &cfg.ready_file),
+            ("counters_file", &cfg.counters_file),
+            ("events_file", &cfg.events_file),
+            ("a_to_b.pcap_file", &cfg.a_to_b.pcap_file),
+            ("b_to_a.pcap_file", &cfg.b_to_a.pcap_file),
+        ] {
+            if let Some(p) = p {
+                check_parent_dir(key, p)?;
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The effective configuration as JSON (what `--check` prints).
+    pub fn to_json(&self) -> Value {
+        fn dir(d: &DirectionConfig) -> Value {
+            let loss = match d.loss {
+                LossSpec::None => json!({"model": "none"}),
+                LossSpec::Bernoulli { p } => json!({"model": "bernoulli", "p": p}),
+                LossSpec::GilbertElliott { p, r, k, h } => {
+                    json!({"model": "gilbert_elliott", "p": p, "r": r, "k": k, "h": h})
+                }
+            };
+            let (qp, qb) = match d.queue {
+                QueueLimit::Unlimited => (None, None),
+                QueueLimit::Packets(n) => (Some(n), None),
+                QueueLimit::Bytes(b) => (None, Some(b)),
+            };
+            json!({
+                "delay_s": d.delay_ns as f64 / 1e9,
+                "jitter_s": d.jitter_ns as f64 / 1e9,
+                "reorder": d.reorder,
+                "loss": loss,
+                "stationary_loss": d.loss.stationary_loss(),
+                "rate_bps": d.rate_bps,
+                "trace_file": d.trace_file,
+                "trace_mean_rate_bps": d.trace.as_ref().map(|t| t.mean_rate_bps()),
+                "queue_packets": qp,
+                "queue_bytes": qb,
+                "outages": d.outages.iter().map(|w| json!({
+                    "at_s": w.start_ns as f64 / 1e9,
+                    "duration_s": (w.end_ns - w.start_ns) as f64 / 1e9,
+                })).collect::<Vec<_>>(),
+                "pcap_file": d.pcap_file,
+            })
+        }
+        json!({
+            "a": {"netns": self.a.netns, "tun": self.a.tun},
+            "b": {"netns": self.b.netns, "tun": self.b.tun},
+            "seed": self.seed,
+            "realtime": self.realtime,
+            "ready_file": self.ready_file,
+            "counters_file": self.counters_file,
+            "events_file": self.events_file,
+            "events_format": match self.events_format { EventFormat::Csv => "csv", EventFormat::Jsonl => "jsonl" },
+            "mtu": self.mtu,
+            "max_packets": self.max_packets,
+            "spin_us": self.spin_us,
+            "pcap_snaplen": self.pcap_snaplen,
+            "a_to_b": dir(&self.a_to_b),
+            "b_to_a": dir(&self.b_to_a),
+        })
+    }
+}
+
+fn check_parent_dir(key: &str, p: &str) -> Result<()> {
+    let parent = Path::new(p).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return err(format!("{key}: directory {} does not exist", parent.display()));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Files.
+
+/// Reads a .json or .toml configuration file into a JSON tree.
+pub fn load_file(path: &str) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| ConfigError(format!("--config: cannot read {}: {}", path, io_reason(&e))))?;
+    if path.ends_with(".json") {
+        serde_json::from_str::<Value>(&text).map_err(|e| ConfigError(format!("--config: {}: invalid JSON: {}", path, e)))
+    } else if path.ends_with(".toml") {
+        let t: toml::Table = toml::from_str(&text).map_err(|e| {
+            let msg = e.message().to_string();
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            ConfigError(match line {
+                Some(l) => format!("--config: {}: invalid TOML at line {}: {}", path, l, msg),
+                None => format!("--config: {}: invalid TOML: {}", path, msg),
+            })
+        })?;
+        toml_to_json(&toml::Value::Table(t), "")
+    } else {
+        err(format!("--config: file name must end in .json or .toml, got {:?}", path))
+    }
+}
+
+fn toml_to_json(v: &toml::Value, path: &str) -> Result<Value> {
+    Ok(match v {
+        toml::Value::String(s) => Value::String(s.clone()),
+        toml::Value::Integer(i) => json!(i),
+        toml::Value::Float(f) => json!(f),
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(_) => return err(format!("{path}: dates are not allowed here")),
+        toml::Value::Array(a) => Value::Array(
+            a.iter().enumerate().map(|(i, x)| toml_to_json(x, &format!("{path}[{i}]"))).collect::<Result<_>>()?,
+        ),
+        toml::Value::Table(t) => {
+            let mut m = Map::new();
+            for (k, x) in t {
+                m.insert(k.clone(), toml_to_json(x, &join(path, k))?);
+            }
+            Value::Object(m)
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Flags.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Str,
+    Num,
+    Bool,
+}
+
+/// (flag without the leading "--", key path, kind, help)
+fn flag_table() -> Vec<(String, String, Kind, &'static str)> {
+    let mut t: Vec<(String, String, Kind, &'static str)> = vec![
+        ("a-netns".into(), "a.netns".into(), Kind::Str, "namespace of side a (name under /var/run/netns or absolute path)"),
+        ("a-tun".into(), "a.tun".into(), Kind::Str, "existing TUN device in a's namespace"),
+        ("b-netns".into(), "b.netns".into(), Kind::Str, "namespace of side b"),
+        ("b-tun".into(), "b.tun".into(), Kind::Str, "existing TUN device in b's namespace"),
+        ("seed".into(), "seed".into(), Kind::Num, "seed of all randomness (default 1)"),
+        ("realtime".into(), "realtime".into(), Kind::Bool, "try SCHED_FIFO (default true)"),
+        ("ready-file".into(), "ready_file".into(), Kind::Str, "file created when both TUNs are open and the loop runs"),
+        ("counters-file".into(), "counters_file".into(), Kind::Str, "counters JSON, written on SIGUSR1 and at exit"),
+        ("events-file".into(), "events_file".into(), Kind::Str, "event stream file"),
+        ("events-format".into(), "events_format".into(), Kind::Str, "csv (default) or jsonl"),
+        ("mtu".into(), "mtu".into(), Kind::Num, "largest packet in bytes (default 1500)"),
+        ("max-packets".into(), "max_packets".into(), Kind::Num, "packets held at most, both directions (default 200000)"),
+        ("spin-us".into(), "spin_us".into(), Kind::Num, "busy-wait this long before a due time (default 0)"),
+        ("pcap-snaplen".into(), "pcap_snaplen".into(), Kind::Num, "bytes of each packet kept in pcaps (default 65535)"),
+    ];
+    let dir_keys: &[(&str, Kind, &'static str)] = &[
+        ("delay_s", Kind::Num, "one-way delay, seconds"),
+        ("jitter_s", Kind::Num, "delay variation (uniform +-), seconds"),
+        ("reorder", Kind::Bool, "let jitter reorder packets (default false)"),
+        ("loss.model", Kind::Str, "none | bernoulli | gilbert_elliott"),
+        ("loss.p", Kind::Num, "Bernoulli loss prob.; GE P(good->bad)"),
+        ("loss.r", Kind::Num, "GE P(bad->good)"),
+        ("loss.k", Kind::Num, "GE P(deliver | good) (default 1)"),
+        ("loss.h", Kind::Num, "GE P(deliver | bad) (default 0)"),
+        ("rate_bps", Kind::Num, "bottleneck rate, bit/s"),
+        ("trace_file", Kind::Str, "Mahimahi delivery-opportunity trace"),
+        ("queue_packets", Kind::Num, "drop-tail limit in packets"),
+        ("queue_bytes", Kind::Num, "drop-tail limit in bytes"),
+        ("pcap_file", Kind::Str, "pcap of delivered packets"),
+    ];
+    for (prefix, dir) in [("ab", "a_to_b"), ("ba", "b_to_a")] {
+        for (k, kind, help) in dir_keys {
+            t.push((format!("{prefix}-{}", k.replace(['_', '.'], "-")), format!("{dir}.{k}"), *kind, help));
+        }
+    }
+    t
+}
+
+/// Parsed command line.
+#[derive(Debug, Default)]
+pub struct Args {
+    pub config_file: Option<String>,
+    pub help: bool,
+    pub version: bool,
+    pub check: bool,
+    overrides: Vec<(String, Value)>,
+    outages: [Option<Vec<Value>>; 2],
+}
+
+fn flag_value(kind: Kind, s: &str) -> Value {
+    match kind {
+        Kind::Str => Value::String(s.to_string()),
+        Kind::Num => match serde_json::from_str::<Value>(s.trim()) {
+            Ok(v @ Value::Number(_)) | Ok(v @ Value::Null) => v,
+            _ => Value::String(s.to_string()),
+        },
+        Kind::Bool => match s {
+            "true" | "yes" | "1" | "on" => Value::Bool(true),
+            "false" | "no" | "0" | "off" => Value::Bool(false),
+            other => Value::String(other.to_string()),
+        },
+    }
+}
+
+/// Parses the command line (without the program name).
+pub fn parse_args(argv: &[String]) -> Result<Args> {
+    let table = flag_table();
+    let mut a = Args::default();
+    let mut i = 0;
+    while i < argv.len() {
+        let arg = &argv[i];
+        i += 1;
+        match arg.as_str() {
+            "-h" | "--help" => {
+                a.help = true;
+                continue;
+            }
+            "-V" | "--version" => {
+                a.version = true;
+                continue;
+            }
+            "--check" => {
+                a.check = true;
+                continue;
+            }
+            _ => {}
+        }
+        let Some(body) = arg.strip_prefix("--") else {
+            return err(format!("{arg}: unexpected argument (flags start with --; see --help)"));
+        };
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (body.to_string(), None),
+        };
+        let mut value = || -> Result<String> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            if i < argv.len() {
+                i += 1;
+                Ok(argv[i - 1].clone())
+            } else {
+                err(format!("--{name}: needs a value"))
+            }
+        };
+        if name == "config" {
+            a.config_file = Some(value()?);
+            continue;
+        }
+        if let Some((prefix, dir, d)) = [("ab-", "a_to_b", 0usize), ("ba-", "b_to_a", 1usize)]
+            .iter()
+            .find(|(p, _, _)| name.starts_with(p))
+            .map(|(p, dname, d)| (*p, *dname, *d))
+        {
+            let rest = &name[prefix.len()..];
+            match rest {
+                "loss-bernoulli" => {
+                    let v = value()?;
+                    a.overrides.push((format!("{dir}.loss"), json!({"model": "bernoulli", "p": flag_value(Kind::Num, &v)})));
+                    continue;
+                }
+                "loss-gilbert-elliott" => {
+                    let v = value()?;
+                    let parts: Vec<Value> = v.split(',').map(|x| flag_value(Kind::Num, x)).collect();
+                    if parts.len() < 2 || parts.len() > 4 {
+                        return err(format!("{dir}.loss (--{name}): expected P,R[,K[,H]] such as 0.01,0.3,1,0, got {:?}", v));
+                    }
+                    let mut o = json!({"model": "gilbert_elliott"});
+                    for (k, p) in ["p", "r", "k", "h"].iter().zip(parts) {
+                        o[*k] = p;
+                    }
+                    a.overrides.push((format!("{dir}.loss"), o));
+                    continue;
+                }
+                "outage" => {
+                    let v = value()?;
+                    let Some((at, dur)) = v.split_once(':') else {
+                        return err(format!("{dir}.outages (--{name}): expected AT_S:DURATION_S such as 10:1.5, got {:?}", v));
+                    };
+                    let o = json!({"at_s": flag_value(Kind::Num, at), "duration_s": flag_value(Kind::Num, dur)});
+                    a.outages[d].get_or_insert_with(Vec::new).push(o);
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match table.iter().find(|(f, _, _, _)| *f == name) {
+            Some((_, key, kind, _)) => {
+                let v = value()?;
+                a.overrides.push((key.clone(), flag_value(*kind, &v)));
+            }
+            None => return err(format!("--{name}: unknown flag (see --help)")),
+        }
+    }
+    Ok(a)
+}
+
+fn set_path(root: &mut Value, path: &str, v: Value) -> Result<()> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut cur = root;
+    for (n, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            // the file had a non-table here: let validation report it by key
+            let shown = parts[..n].join(".");
+            return err(format!("{shown}: expected a table/object, got {}", show(cur)));
+        }
+        let m = cur.as_object_mut().unwrap();
+        if n == parts.len() - 1 {
+            m.insert(p.to_string(), v);
+            return Ok(());
+        }
+        let entry = m.entry(p.to_string()).or_insert_with(|| json!({}));
+        if entry.is_null() {
+            *entry = json!({});
+        }
+        cur = entry;
+    }
+    Ok(())
+}
+
+impl Args {
+    /// Merges file and flags into one tree.
+    pub fn merged(&self) -> Result<Value> {
+        let mut root = match &self.config_file {
+            Some(f) => load_file(f)?,
+            None => json!({}),
+        };
+        if !root.is_object() {
+            return err(format!("--config: the top level must be a table/object, got {}", show(&root)));
+        }
+        for (k, v) in &self.overrides {
+            set_path(&mut root, k, v.clone())?;
+        }
+        for (d, dir) in ["a_to_b", "b_to_a"].iter().enumerate() {
+            if let Some(list) = &self.outages[d] {
+                set_path(&mut root, &format!("{dir}.outages"), Value::Array(list.clone()))?;
+            }
+        }
+        Ok(root)
+    }
+
+    /// File + flags, validated.
+    pub fn config(&self) -> Result<Config> {
+        Config::from_value(&self.merged()?)
+    }
+}
+
+/// The text of --help.
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "tcpdelay-link: a link emulator between two TUN devices in two network namespaces\n\n\
+         usage: tcpdelay-link [--config FILE.json|FILE.toml] [--KEY VALUE ...]\n\n\
+         Flags override the file. Exit status 2 on a bad value, with one line naming the key.\n\
+         Signals: SIGTERM/SIGINT stop (files flushed, counters written), SIGUSR1 writes counters and flushes.\n\n\
+         general:\n  --config FILE              JSON or TOML file with the keys below (docs/emulator.md)\n  \
+         --check                    validate, print the effective configuration as JSON, exit\n  \
+         --help, --version\n\n",
+    );
+    for (f, key, _, help) in flag_table() {
+        s.push_str(&format!("  --{:<24} {:<22} {}\n", f, key, help));
+    }
+    s.push_str(
+        "\n  --ab-loss-bernoulli P                 a_to_b.loss = bernoulli p\n  \
+         --ab-loss-gilbert-elliott P,R[,K[,H]] a_to_b.loss = gilbert_elliott (k = 1, h = 0 by default)\n  \
+         --ab-outage AT_S:DURATION_S           an outage window (repeat the flag for several)\n  \
+         (the same with --ba-... for b_to_a)\n",
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Value {
+        json!({"a": {"netns": "na", "tun": "ta"}, "b": {"netns": "nb", "tun": "tb"}})
+    }
+
+    fn with(path: &str, v: Value) -> Value {
+        let mut b = base();
+        set_path(&mut b, path, v).unwrap();
+        b
+    }
+
+    fn error_of(v: Value) -> String {
+        Config::from_value(&v).unwrap_err().0
+    }
+
+    fn args(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Config::from_value(&base()).unwrap();
+        assert_eq!(c.seed, 1);
+        assert_eq!(c.mtu, 1500);
+        assert!(c.realtime);
+        assert_eq!(c.a_to_b, DirectionConfig::default());
+        assert_eq!(c.events_format, EventFormat::Csv);
+    }
+
+    #[test]
+    fn full_direction() {
+        let v = with(
+            "a_to_b",
+            json!({"delay_s": 0.05, "jitter_s": 0.001, "reorder": true,
+                   "loss": {"model": "gilbert_elliott", "p": 0.01, "r": 0.3, "k": 0.99, "h": 0.1},
+                   "rate_bps": 10e6, "queue_bytes": 150000,
+                   "outages": [{"at_s": 10, "duration_s": 1.5}, {"at_s": 2, "duration_s": 1}]}),
+        );
+        let c = Config::from_value(&v).unwrap();
+        let d = &c.a_to_b;
+        assert_eq!(d.delay_ns, 50_000_000);
+        assert_eq!(d.jitter_ns, 1_000_000);
+        assert!(d.reorder);
+        assert_eq!(d.loss, LossSpec::GilbertElliott { p: 0.01, r: 0.3, k: 0.99, h: 0.1 });
+        assert_eq!(d.rate_bps, Some(10_000_000));
+        assert_eq!(d.queue, QueueLimit::Bytes(150_000));
+        assert_eq!(d.outages[0], Window { start_ns: 10_000_000_000, end_ns: 11_500_000_000 });
+        assert_eq!(c.b_to_a, DirectionConfig::default());
+    }
+
+    #[test]
+    fn bad_values_give_exact_messages() {
+        let cases: Vec<(Value, &str)> = vec![
+            (with("a_to_b.delay_s", json!(-1)), "a_to_b.delay_s: must be a finite number of seconds in [0, 3600], got -1"),
+            (with("b_to_a.delay_s", json!("50ms")), "b_to_a.delay_s: must be a finite number of seconds in [0, 3600], got \"50ms\""),
+            (with("a_to_b.jitter_s", json!(4000)), "a_to_b.jitter_s: must be a finite number of seconds in [0, 3600], got 4000"),
+            (
+                with("a_to_b.loss", json!({"model": "bernoulli", "p": 1.5})),
+                "a_to_b.loss.p: must be a probability in [0, 1], got 1.5",
+            ),
+            (with("a_to_b.loss", json!({"model": "bernoulli"})), "a_to_b.loss.p: required for model bernoulli"),
+            (
+                with("b_to_a.loss", json!({"model": "gilbert_elliott", "p": 0.1, "r": -0.2})),
+                "b_to_a.loss.r: must be a probability in [0, 1], got -0.2",
+            ),
+            (
+                with("a_to_b.loss", json!({"model": "gilbert", "p": 0.1})),
+                "a_to_b.loss.model: must be one of none, bernoulli, gilbert_elliott, got \"gilbert\"",
+            ),
+            (
+                with("a_to_b.loss", json!({"model": "bernoulli", "p": 0.1, "r": 0.2})),
+                "a_to_b.loss.r: not a parameter of model bernoulli (only p)",
+            ),
+            (
+                with("a_to_b.rate_bps", json!(0)),
+                "a_to_b.rate_bps: must be a whole number of bits per second in [1, 1e12] (or null for no limit), got 0",
+            ),
+            (
+                with("a_to_b.rate_bps", json!(1.5)),
+                "a_to_b.rate_bps: must be a whole number of bits per second in [1, 1e12] (or null for no limit), got 1.5",
+            ),
+            (
+                with("a_to_b.queue_packets", json!(0)),
+                "a_to_b.queue_packets: must be a whole number of packets in [1, 1e8] (or null for no limit), got 0",
+            ),
+            (
+                with("a_to_b.queue_bytes", json!(1000)),
+                "a_to_b.queue_bytes: must be a whole number of bytes in [mtu (1500), 1e11] (or null for no limit), got 1000",
+            ),
+            (
+                with("a_to_b", json!({"queue_bytes": 3000, "queue_packets": 2})),
+                "a_to_b.queue_bytes: cannot be combined with a_to_b.queue_packets (one limit per queue)",
+            ),
+            (with("a_to_b.delya_s", json!(1)), "a_to_b.delya_s: unknown key (allowed: delay_s, jitter_s, reorder, loss, rate_bps, trace_file, queue_packets, queue_bytes, outages, pcap_file)"),
+            (
+                with("a_to_b.outages", json!([{"at_s": 1, "duration_s": 0}])),
+                "a_to_b.outages[0].duration_s: must be a finite number of seconds > 0 and <= 3600, got 0",
+            ),
+            (
+                with("a_to_b.outages", json!([{"at_s": 5, "duration_s": 1}, {"at_s": 5.5, "duration_s": 1}])),
+                "a_to_b.outages[1]: overlaps a_to_b.outages[0] (outage windows must not overlap)",
+            ),
+            (with("a_to_b.outages", json!([{"duration_s": 1}])), "a_to_b.outages[0].at_s: required (seconds after the emulator starts)"),
+            (with("seed", json!(-3)), "seed: must be a whole number in [0, 2^64), got -3"),
+            (with("realtime", json!("maybe")), "realtime: expected true or false, got \"maybe\""),
+            (with("mtu", json!(40)), "mtu: must be a whole number of bytes in [68, 65535], got 40"),
+            (with("events_format", json!("xml")), "events_format: must be csv or jsonl, got \"xml\""),
+            (with("a.tun", json!("a-very-long-device-name")), "a.tun: must be 1 to 15 characters without '/' or spaces, got \"a-very-long-device-name\""),
+            (with("b.netns", json!("x/y")), "b.netns: must be a namespace name (no '/' or spaces) or an absolute path, got \"x/y\""),
+            (with("counters_file", json!("/nonexistent-dir-tdl/c.json")), "counters_file: directory /nonexistent-dir-tdl does not exist"),
+            (with("bogus", json!(1)), "bogus: unknown key (allowed: a, b, seed, realtime, ready_file, counters_file, events_file, events_format, mtu, max_packets, spin_us, pcap_snaplen, a_to_b, b_to_a)"),
+            (json!({"b": {"netns": "nb", "tun": "tb"}}), "a: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --a-netns, --a-tun)"),
+            (json!({"a": {"netns": "na"}, "b": {"netns": "nb", "tun": "tb"}}), "a.tun: required (the name of an existing TUN device in a.netns)"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(error_of(v), want);
+        }
+    }
+
+    #[test]
+    fn trace_file_is_read_and_checked() {
+        let dir = std::env::temp_dir().join(format!("tdl-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.trace");
+        let bad = dir.join("bad.trace");
+        std::fs::write(&good, "1\n2\n2\n5\n").unwrap();
+        std::fs::write(&bad, "1\n2\nabc\n").unwrap();
+        let c = Config::from_value(&with("b_to_a.trace_file", json!(good.to_str().unwrap()))).unwrap();
+        assert_eq!(c.b_to_a.trace.as_ref().unwrap().len(), 4);
+        let e = error_of(with("b_to_a.trace_file", json!(bad.to_str().unwrap())));
+        assert_eq!(
+            e,
+            format!(
+                "b_to_a.trace_file: {}: line 3: \"abc\" is not a millisecond timestamp (a non-negative integer per line)",
+                bad.display()
+            )
+        );
+        let mut both = with("b_to_a.trace_file", json!(good.to_str().unwrap()));
+        set_path(&mut both, "b_to_a.rate_bps", json!(1000)).unwrap();
+        assert_eq!(error_of(both), "b_to_a.trace_file: cannot be combined with b_to_a.rate_bps (choose one bottleneck)");
+        let missing = error_of(with("b_to_a.trace_file", json!("/nonexistent/x.trace")));
+        assert_eq!(missing, "b_to_a.trace_file: cannot read /nonexistent/x.trace: No such file or directory");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn flags_map_to_keys_and_override_the_file() {
+        let dir = std::env::temp_dir().join(format!("tdl-flags-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.toml");
+        std::fs::write(
+            &f,
+            "seed = 5\n[a]\nnetns = \"na\"\ntun = \"ta\"\n[b]\nnetns = \"nb\"\ntun = \"tb\"\n\
+             [a_to_b]\ndelay_s = 0.02\nqueue_packets = 100\n[a_to_b.loss]\nmodel = \"bernoulli\"\np = 0.01\n",
+        )
+        .unwrap();
+        let a = parse_args(&args(&[
+            "--config",
+            f.to_str().unwrap(),
+            "--ab-delay-s",
+            "0.05",
+            "--ba-delay-s=0.01",
+            "--ba-loss-gilbert-elliott",
+            "0.01,0.25",
+            "--ab-outage",
+            "3:0.5",
+            "--ab-outage",
+            "1:1",
+            "--seed",
+            "9",
+            "--realtime",
+            "false",
+        ]))
+        .unwrap();
+        let c = a.config().unwrap();
+        assert_eq!(c.seed, 9);
+        assert!(!c.realtime);
+        assert_eq!(c.a_to_b.delay_ns, 50_000_000);
+        assert_eq!(c.a_to_b.queue, QueueLimit::Packets(100));
+        assert_eq!(c.a_to_b.loss, LossSpec::Bernoulli { p: 0.01 });
+        assert_eq!(c.a_to_b.outages.len(), 2);
+        assert_eq!(c.b_to_a.delay_ns, 10_000_000);
+        assert_eq!(c.b_to_a.loss, LossSpec::GilbertElliott { p: 0.01, r: 0.25, k: 1.0, h: 0.0 });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn flag_errors_name_the_key() {
+        let a = parse_args(&args(&["--a-netns", "x", "--a-tun", "t", "--b-netns", "y", "--b-tun", "u", "--ab-delay-s", "5ms"])).unwrap();
+        assert_eq!(a.config().unwrap_err().0, "a_to_b.delay_s: must be a finite number of seconds in [0, 3600], got \"5ms\"");
+        assert_eq!(parse_args(&args(&["--ab-dealy-s", "1"])).unwrap_err().0, "--ab-dealy-s: unknown flag (see --help)");
+        assert_eq!(parse_args(&args(&["--seed"])).unwrap_err().0, "--seed: needs a value");
+        assert_eq!(
+            parse_args(&args(&["--ab-outage", "10"])).unwrap_err().0,
+            "a_to_b.outages (--ab-outage): expected AT_S:DURATION_S such as 10:1.5, got \"10\""
+        );
+        let a = parse_args(&args(&["--a-netns", "x", "--a-tun", "t", "--b-netns", "y", "--b-tun", "u", "--ba-loss-bernoulli", "2"])).unwrap();
+        assert_eq!(a.config().unwrap_err().0, "b_to_a.loss.p: must be a probability in [0, 1], got 2");
+        assert_eq!(parse_args(&args(&["stray"])).unwrap_err().0, "stray: unexpected argument (flags start with --; see --help)");
+    }
+
+    #[test]
+    fn file_errors() {
+        assert_eq!(load_file("x.yaml").unwrap_err().0, "--config: cannot read x.yaml: No such file or directory");
+        let dir = std::env::temp_dir().join(format!("tdl-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let y = dir.join("c.yaml");
+        std::fs::write(&y, "a: 1").unwrap();
+        assert!(load_file(y.to_str().unwrap()).unwrap_err().0.contains("file name must end in .json or .toml"));
+        let j = dir.join("c.json");
+        std::fs::write(&j, "{\"a\": ").unwrap();
+        assert!(load_file(j.to_str().unwrap()).unwrap_err().0.starts_with(&format!("--config: {}: invalid JSON", j.display())));
+        let t = dir.join("c.toml");
+        std::fs::write(&t, "seed = 1\n[a\n").unwrap();
+        assert!(load_file(t.to_str().unwrap()).unwrap_err().0.starts_with(&format!("--config: {}: invalid TOML at line 2", t.display())));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn effective_config_round_trips_through_json() {
+        let v = with("a_to_b", json!({"delay_s": 0.05, "loss": {"model": "bernoulli", "p": 0.01}, "queue_packets": 10}));
+        let c = Config::from_value(&v).unwrap();
+        let mut j = c.to_json();
+        // drop the informational keys, then it must validate to the same config
+        for d in ["a_to_b", "b_to_a"] {
+            let o = j[d].as_object_mut().unwrap();
+            o.remove("stationary_loss");
+            o.remove("trace_mean_rate_bps");
+        }
+        assert_eq!(Config::from_value(&j).unwrap(), c);
+    }
+}

@@ -1,0 +1,26 @@
+//! tcpdelay-link: a userspace link emulator between two TUN devices in two
+//! network namespaces (the tcpdelay testbed's bottleneck). See docs/emulator.md.
+//!
+//! Modules, one concern each: `config` (flags and files, validation), `netns`
+//! and `tun` (attaching to the devices), `link` (a direction's pipeline) built
+//! from `outage`, `loss`, `queue`, `rate`, `trace` and `delay`; `pool` (packet
+//! buffers), `pcap`, `events`, `counters` (observability), `sys` (Linux calls),
+//! `event_loop`.
+
+pub mod config;
+pub mod counters;
+pub mod delay;
+pub mod event_loop;
+pub mod events;
+pub mod link;
+pub mod loss;
+pub mod netns;
+pub mod outage;
+pub mod pcap;
+pub mod pool;
+pub mod queue;
+pub mod rate;
+pub mod rng;
+pub mod sys;
+pub mod trace;
+pub mod tun;

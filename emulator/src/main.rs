@@ -1,0 +1,147 @@
+//! `tcpdelay-link`: parse and validate the configuration (exit 2 on a bad
+//! value, before anything is touched), attach to the two TUN devices, set up
+//! the process (parent-death signal, timer slack, SCHED_FIFO when permitted),
+//! open the output files and run the event loop until SIGTERM/SIGINT.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::process::exit;
+use tcpdelay_link::config::{self, Config, DirectionConfig};
+use tcpdelay_link::counters::DirCounters;
+use tcpdelay_link::delay::{DelayLine, DelaySampler};
+use tcpdelay_link::event_loop::{raw, Direction, Emulator};
+use tcpdelay_link::events::EventWriter;
+use tcpdelay_link::link::{Bottleneck, Link};
+use tcpdelay_link::loss::LossProcess;
+use tcpdelay_link::outage::OutageSchedule;
+use tcpdelay_link::pcap::PcapWriter;
+use tcpdelay_link::queue::DropTailQueue;
+use tcpdelay_link::rate::RateShaper;
+use tcpdelay_link::rng::{stream, Rng};
+use tcpdelay_link::trace::TraceShaper;
+use tcpdelay_link::{netns, sys, tun};
+
+const PROG: &str = "tcpdelay-link";
+const FILE_BUFFER: usize = 1 << 20;
+
+fn usage_error(msg: &str) -> ! {
+    eprintln!("{PROG}: {msg}");
+    exit(2)
+}
+
+fn fatal(msg: &str) -> ! {
+    eprintln!("{PROG}: {msg}");
+    exit(1)
+}
+
+fn build_link(d: &DirectionConfig, seed: u64, loss_stream: u64, jitter_stream: u64) -> Link {
+    let bottleneck = match (&d.trace, d.rate_bps) {
+        (Some(t), _) => Bottleneck::Trace(TraceShaper::new(t.clone())),
+        (None, Some(r)) => Bottleneck::Rate(RateShaper::new(r)),
+        (None, None) => Bottleneck::Unlimited,
+    };
+    Link {
+        outages: OutageSchedule::new(d.outages.clone()),
+        loss: LossProcess::new(d.loss.clone(), Rng::new(seed, loss_stream)),
+        queue: DropTailQueue::new(d.queue),
+        bottleneck,
+        delay: DelaySampler::new(d.delay_ns, d.jitter_ns, d.reorder, Rng::new(seed, jitter_stream)),
+    }
+}
+
+fn create(key: &str, path: &str) -> BufWriter<File> {
+    match File::create(path) {
+        Ok(f) => BufWriter::with_capacity(FILE_BUFFER, f),
+        Err(e) => usage_error(&format!("{key}: cannot create {path}: {e}")),
+    }
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let args = config::parse_args(&argv).unwrap_or_else(|e| usage_error(&e.0));
+    if args.help {
+        print!("{}", config::help_text());
+        return;
+    }
+    if args.version {
+        println!("{PROG} {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
+    let cfg: Config = args.config().unwrap_or_else(|e| usage_error(&e.0));
+    if args.check {
+        println!("{}", serde_json::to_string_pretty(&cfg.to_json()).unwrap());
+        return;
+    }
+
+    if !sys::die_with_parent() {
+        fatal("the parent process exited before the emulator started");
+    }
+    sys::tight_timer_slack();
+
+    // Attach to the devices (each inside its namespace). A missing namespace or
+    // device is a configuration error: exit 2, nothing has moved yet.
+    let tun_a = netns::in_netns(&cfg.a.netns, || tun::open_existing(&cfg.a.tun))
+        .unwrap_or_else(|e| usage_error(&format!("a: {e}")));
+    let tun_b = netns::in_netns(&cfg.b.netns, || tun::open_existing(&cfg.b.tun))
+        .unwrap_or_else(|e| usage_error(&format!("b: {e}")));
+
+    let events = cfg.events_file.as_ref().map(|p| {
+        EventWriter::new(create("events_file", p), cfg.events_format)
+            .unwrap_or_else(|e| usage_error(&format!("events_file: cannot write {p}: {e}")))
+    });
+    let pcap = |key: &str, p: &Option<String>| {
+        p.as_ref().map(|p| {
+            PcapWriter::new(create(key, p), cfg.pcap_snaplen)
+                .unwrap_or_else(|e| usage_error(&format!("{key}: cannot write {p}: {e}")))
+        })
+    };
+    let sigfd = sys::signal_fd().unwrap_or_else(|e| fatal(&format!("signalfd: {e}")));
+
+    let mut realtime_active = false;
+    if cfg.realtime {
+        match sys::try_sched_fifo(10) {
+            Ok(()) => realtime_active = true,
+            Err(e) => eprintln!("{PROG}: realtime: SCHED_FIFO not available ({e}); running with normal priority"),
+        }
+    }
+
+    let dirs = [
+        Direction {
+            name: "a_to_b",
+            link: build_link(&cfg.a_to_b, cfg.seed, stream::LOSS_A_TO_B, stream::JITTER_A_TO_B),
+            line: DelayLine::new(cfg.a_to_b.reorder),
+            counters: DirCounters::default(),
+            pcap: pcap("a_to_b.pcap_file", &cfg.a_to_b.pcap_file),
+            next_id: 0,
+            src: raw(&tun_a),
+            dst: raw(&tun_b),
+        },
+        Direction {
+            name: "b_to_a",
+            link: build_link(&cfg.b_to_a, cfg.seed, stream::LOSS_B_TO_A, stream::JITTER_B_TO_A),
+            line: DelayLine::new(cfg.b_to_a.reorder),
+            counters: DirCounters::default(),
+            pcap: pcap("b_to_a.pcap_file", &cfg.b_to_a.pcap_file),
+            next_id: 0,
+            src: raw(&tun_b),
+            dst: raw(&tun_a),
+        },
+    ];
+    let mut emu = Emulator::new(dirs, &cfg, events, realtime_active);
+    let ready = cfg.ready_file.clone();
+    let result = emu.run(sigfd, || {
+        if let Some(p) = &ready {
+            if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
+                eprintln!("{PROG}: ready_file: cannot write {p}: {e}");
+            }
+        }
+    });
+    if let Err(e) = result {
+        fatal(&format!("event loop: {e}"));
+    }
+    if let Some(msg) = &emu.fatal {
+        fatal(msg);
+    }
+    drop(tun_a);
+    drop(tun_b);
+}

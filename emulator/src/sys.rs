@@ -1,0 +1,156 @@
+//! Thin wrappers over the Linux calls the event loop uses: clocks, epoll with a
+//! nanosecond timeout (`epoll_pwait2`, Linux 5.11), signalfd, process settings.
+
+use std::io;
+use std::os::fd::RawFd;
+
+/// CLOCK_MONOTONIC in nanoseconds.
+#[inline]
+pub fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME in nanoseconds since the Unix epoch.
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+#[inline]
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn last_err() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// An epoll instance with level-triggered read interest.
+pub struct Epoll {
+    fd: RawFd,
+    pwait2: bool,
+}
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(last_err());
+        }
+        Ok(Epoll { fd, pwait2: true })
+    }
+
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+        if unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
+            return Err(last_err());
+        }
+        Ok(())
+    }
+
+    /// Waits for readiness; `timeout_ns = None` waits forever. Returns the tokens ready.
+    pub fn wait(&mut self, events: &mut [libc::epoll_event], timeout_ns: Option<u64>) -> io::Result<usize> {
+        let n = if self.pwait2 {
+            let ts = timeout_ns.map(|t| libc::timespec { tv_sec: (t / 1_000_000_000) as _, tv_nsec: (t % 1_000_000_000) as _ });
+            let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_epoll_pwait2,
+                    self.fd,
+                    events.as_mut_ptr(),
+                    events.len() as libc::c_int,
+                    tsp,
+                    std::ptr::null::<libc::sigset_t>(),
+                    0usize,
+                )
+            };
+            if r < 0 && last_err().raw_os_error() == Some(libc::ENOSYS) {
+                self.pwait2 = false;
+                return self.wait(events, timeout_ns);
+            }
+            r as i64
+        } else {
+            // Millisecond fallback for kernels before 5.11: round up, the loop re-checks due times.
+            let ms = timeout_ns.map_or(-1, |t| t.div_ceil(1_000_000).min(i32::MAX as u64) as libc::c_int);
+            unsafe { libc::epoll_wait(self.fd, events.as_mut_ptr(), events.len() as libc::c_int, ms) as i64 }
+        };
+        if n < 0 {
+            let e = last_err();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(0);
+            }
+            return Err(e);
+        }
+        Ok(n as usize)
+    }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// Blocks SIGTERM, SIGINT, SIGHUP and SIGUSR1 and returns a non-blocking signalfd
+/// that reports them; ignores SIGPIPE.
+pub fn signal_fd() -> io::Result<RawFd> {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1] {
+            libc::sigaddset(&mut set, s);
+        }
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(last_err());
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
+        if fd < 0 {
+            return Err(last_err());
+        }
+        Ok(fd)
+    }
+}
+
+/// Reads one pending signal number from a signalfd, if any.
+pub fn read_signal(fd: RawFd) -> Option<i32> {
+    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+    let n = unsafe {
+        libc::read(fd, &mut info as *mut _ as *mut libc::c_void, std::mem::size_of::<libc::signalfd_siginfo>())
+    };
+    if n == std::mem::size_of::<libc::signalfd_siginfo>() as isize {
+        Some(info.ssi_signo as i32)
+    } else {
+        None
+    }
+}
+
+/// Asks the kernel to send SIGTERM when the parent exits. Returns false if the
+/// parent is already gone.
+pub fn die_with_parent() -> bool {
+    let parent = unsafe { libc::getppid() };
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) };
+    unsafe { libc::getppid() == parent }
+}
+
+/// Timer slack of 1 ns (the default 50 µs would delay every wake-up).
+pub fn tight_timer_slack() {
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Tries SCHED_FIFO at `priority`.
+pub fn try_sched_fifo(priority: i32) -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: priority };
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+        return Err(last_err());
+    }
+    Ok(())
+}
+
+/// Writes `data` to `path` atomically (temporary file + rename).
+pub fn write_atomic(path: &str, data: &[u8]) -> io::Result<()> {
+    let tmp = format!("{path}.tmp");
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, path)
+}
