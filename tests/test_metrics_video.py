@@ -72,6 +72,12 @@ def test_infer_fps_and_its_errors():
     fr = video.Frames(np.array([0, 1, 3]), np.array(["I", "B", "B"]), np.ones(3, int),
                       np.ones(3, int), np.array([0.0, 0.04, 0.12]), np.zeros(3))
     assert video.infer_fps(fr) == pytest.approx(25.0)
+    # send times jittered by up to +-5 ms around k/30 over 3000 frames: the slope stays at 30 fps
+    k = np.arange(3000)
+    jitter = np.random.default_rng(1).uniform(-0.005, 0.005, k.size)
+    fr2 = video.Frames(k, np.array(["P"] * k.size), np.ones(k.size, int), np.ones(k.size, int),
+                       k / 30 + jitter, np.zeros(k.size))
+    assert video.infer_fps(fr2) == pytest.approx(30.0, rel=1e-4)
     with pytest.raises(ParameterError):
         video.infer_fps(_frames([0.1]))
 

@@ -79,7 +79,7 @@ def test_profiles_give_cbr_sources_without_the_framing_prefix():
 
 
 @pytest.mark.parametrize("bad", [
-    lambda: CbrSource(12, 0.02),  # no payload beyond the RTP header
+    lambda: CbrSource(31, 0.02),  # below the transport's 32-byte RTP + media header
     lambda: CbrSource(100, 0.0),
     lambda: VoipOnOffSource(mean_on_s=-1),
     lambda: source_from_profile("nope"),

@@ -54,21 +54,22 @@ def test_split_frame_packet_sizes():
     # 3000 payload bytes, 1446-byte packets carry 1434 payload bytes each: 1434 + 1434 + 132
     assert split_frame(3000, 1446) == [1446, 1446, 132 + 12]
     assert split_frame(1434, 1446) == [1446]
-    assert split_frame(0, 1446) == [13]  # an empty frame still takes one packet with 1 byte
+    assert split_frame(0, 1446) == [32]  # an empty frame still takes one minimum-size packet
+    assert split_frame(1434 + 5, 1446) == [1446, 32]  # a 17-byte remainder is padded to 32
 
 
 def test_trace_source_cuts_frames_and_loops(tmp_path):
     path = tmp_path / "t.txt"
-    write_trace(path, ["I", "P", "B"], [3000, 500, 10])
+    write_trace(path, ["I", "P", "B"], [3000, 500, 30])
     src = VideoTraceSource(path, fps=10.0, max_packet_bytes=1446)
     pkts = list(src.packets(0.45))  # frames at 0, .1, .2, .3, .4 -> trace frames 0 1 2 0 1
     assert [(p.frame_id, p.frame_type, p.size_bytes, p.frame_last) for p in pkts] == [
         (0, "I", 1446, False), (0, "I", 1446, False), (0, "I", 144, True),
-        (1, "P", 512, True), (2, "B", 22, True),
+        (1, "P", 512, True), (2, "B", 42, True),
         (3, "I", 1446, False), (3, "I", 1446, False), (3, "I", 144, True), (4, "P", 512, True)]
     assert pkts[3].at_s == pytest.approx(0.1)
     assert len(list(VideoTraceSource(path, fps=10.0, loop=False).packets(10.0))) == 5
-    assert src.mean_rate_bps == pytest.approx((3000 + 500 + 10) / 3 * 8 * 10)
+    assert src.mean_rate_bps == pytest.approx((3000 + 500 + 30) / 3 * 8 * 10)
 
 
 def test_gop_pattern():

@@ -85,15 +85,16 @@ def frames_from_packets(frame_id, frame_type, frame_last, size_bytes, send_time_
 
 
 def infer_fps(frames: Frames) -> float:
-    """Frame rate from the send times of consecutive frames (median spacing per frame id)."""
-    if len(frames) < 2:
+    """Frame rate from the frames' send times: the least-squares slope of send time against
+    frame id (a sender's real send times jitter around the schedule; the slope over the whole run
+    does not drift the way one median spacing would over thousands of frames)."""
+    ok = np.isfinite(frames.send_time_s)
+    if np.count_nonzero(ok) < 2 or np.ptp(frames.frame_id[ok]) == 0:
         raise ParameterError("fps: cannot infer the frame rate from fewer than 2 frames; give it")
-    dk = np.diff(frames.frame_id).astype(float)
-    dt = np.diff(frames.send_time_s)
-    ok = (dk > 0) & np.isfinite(dt) & (dt > 0)
-    if not ok.any():
+    slope = np.polyfit(frames.frame_id[ok].astype(float), frames.send_time_s[ok], 1)[0]
+    if not slope > 0:
         raise ParameterError("fps: frames are not spaced in time; give the frame rate")
-    return float(1.0 / np.median(dt[ok] / dk[ok]))
+    return float(1.0 / slope)
 
 
 def playout(frames: Frames, fps: float, *, startup_delay_s: float = DEFAULT_STARTUP_DELAY_S,

@@ -14,6 +14,10 @@ from tcpdelay.errors import ParameterError
 
 #: RTP fixed header (RFC 3550 §5.1), counted in every ``Packet.size_bytes``.
 RTP_HEADER_BYTES = 12
+#: Smallest media packet: the transport carries a 20-byte media header (sequence number, send
+#: time, piece) after the RTP header (``tcpdelay.transport.framing``), so 12 + 20 bytes. Sources
+#: refuse smaller packet sizes and pad the last piece of a small frame up to this.
+MIN_PACKET_BYTES = 32
 
 
 class Packet(NamedTuple):
@@ -56,7 +60,7 @@ def check_duration(duration_s: float) -> float:
     return d
 
 
-def check_packet_bytes(name: str, value: int, *, minimum: int = RTP_HEADER_BYTES + 1) -> int:
+def check_packet_bytes(name: str, value: int, *, minimum: int = MIN_PACKET_BYTES) -> int:
     if isinstance(value, bool) or int(value) != value or value < minimum or value > 65535:
         raise ParameterError(
             f"{name}: {value!r} must be an integer in [{minimum}, 65535] (bytes incl. the "
@@ -76,11 +80,11 @@ def check_positive(name: str, value: float) -> float:
 
 def split_frame(frame_bytes: int, max_packet_bytes: int) -> list[int]:
     """Packet sizes (RTP header included in each) carrying a frame of ``frame_bytes`` of payload,
-    each at most ``max_packet_bytes``: full packets first, the remainder last."""
+    each at most ``max_packet_bytes``: full packets first, the remainder last, padded up to
+    :data:`MIN_PACKET_BYTES` (an empty frame is one such packet)."""
     max_payload = max_packet_bytes - RTP_HEADER_BYTES
-    frame_bytes = max(int(frame_bytes), 1)
-    full, rest = divmod(frame_bytes, max_payload)
+    full, rest = divmod(max(int(frame_bytes), 0), max_payload)
     sizes = [max_packet_bytes] * full
-    if rest:
-        sizes.append(rest + RTP_HEADER_BYTES)
+    if rest or not sizes:
+        sizes.append(max(rest + RTP_HEADER_BYTES, MIN_PACKET_BYTES))
     return sizes

@@ -16,11 +16,12 @@ Accepted format (plain text, one frame per line, in display order):
   layout: number, type, size, fragments, time). For other layouts name the 0-based columns with
   ``type_column`` and ``size_column``;
 - sizes are non-negative integers in bytes, or in bits with ``size_unit="bits"`` (rounded up to
-  whole bytes); a frame of size 0 is sent as one packet carrying one byte.
+  whole bytes); a frame of size 0 is sent as one minimum-size packet.
 
 The frame rate is not in the file: give ``fps``. Frames are emitted at ``k / fps``; each frame
 is cut into packets of at most ``max_packet_bytes`` (RTP header included), emitted together at
-the frame's time, the last one flagged ``frame_last``. Any other line is an error naming the
+the frame's time, the last one flagged ``frame_last`` and padded to at least 32 bytes (the
+transport's RTP + media header, :data:`~tcpdelay.traffic.source.MIN_PACKET_BYTES`). Any other line is an error naming the
 file, the line and what was expected (:class:`tcpdelay.errors.ParameterError`).
 """
 
