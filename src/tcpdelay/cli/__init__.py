@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "testbed",
     "metrics",
     "media",
+    "experiments",
 )
 
 

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import fcntl
+import functools
 import hashlib
+import inspect
 import json
 import multiprocessing
 import os
@@ -131,10 +133,14 @@ def expand(scenario: Scenario) -> list[Cell]:
     return cells
 
 
-def units(cells: Iterable[Cell], out_dir: str | os.PathLike) -> list[Unit]:
-    """Every (cell, seed) pair and its run directory under ``out_dir``."""
+def units(cells: Iterable[Cell], out_dir: str | os.PathLike, *, flat: bool = False) -> list[Unit]:
+    """Every (cell, seed) pair and its run directory under ``out_dir``: ``cells/<id>/seed-<s>``,
+    or ``seed-<s>`` with ``flat`` (one cell: ``tcpdelay run``)."""
     out = Path(out_dir)
-    return [Unit(cell=c, seed=s, run_dir=out / "cells" / c.id / f"seed-{s}")
+    cells = list(cells)
+    if flat and len(cells) != 1:
+        raise ParameterError(f"a flat layout holds one cell, not {len(cells)}")
+    return [Unit(cell=c, seed=s, run_dir=(out if flat else out / "cells" / c.id) / f"seed-{s}")
             for c in cells for s in c.scenario.seed_list]
 
 
@@ -202,11 +208,13 @@ class _Lock:
         os.close(self.fd)
 
 
-def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell]) -> None:
+def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell], *, flat: bool = False) -> None:
     """Write the sweep's index, the scenario and each cell's scenario (before any run)."""
     out = Path(out_dir)
-    (out / "cells").mkdir(parents=True, exist_ok=True)
     (out / "scenario.toml").write_text(dump_scenario(scenario))
+    if flat:
+        return
+    (out / "cells").mkdir(parents=True, exist_ok=True)
     _write_json(out / SWEEP_INDEX, {
         "name": scenario.name, "seeds": list(scenario.seed_list),
         "sweep": scenario.sweep,
@@ -220,8 +228,12 @@ def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell]) -
 
 
 def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner, *, jobs: int = 1,
-              console: Console | None = None, progress: bool = True) -> SweepResult:
+              console: Console | None = None, progress: bool = True, flat: bool = False) -> SweepResult:
     """Run every unit of ``scenario``'s sweep that is not complete yet, ``jobs`` at a time.
+
+    ``flat`` runs the scenario as written, without its sweep, into ``OUT/seed-<s>/``
+    (``tcpdelay run``). When one unit runs at a time and ``runner`` takes an ``on_progress``
+    keyword, a second bar follows the unit's own time.
 
     A unit that fails is recorded (``failed.json``, and in the result) and the others go on;
     :class:`~tcpdelay.errors.EnvironmentNotSupported` (no root, no TUN: every unit would fail)
@@ -231,12 +243,14 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
         raise ParameterError(f"jobs: {jobs!r} must be an integer >= 1")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if flat:
+        scenario = scenario.model_copy(update={"sweep": {}})
     cells = expand(scenario)
-    todo_all = units(cells, out)
+    todo_all = units(cells, out, flat=flat)
     result = SweepResult(out_dir=out, cells=len(cells), units=len(todo_all))
     t_start = time.monotonic()
     with _Lock(out):
-        prepare(scenario, out, cells)
+        prepare(scenario, out, cells, flat=flat)
         todo = [u for u in todo_all if not u.complete]
         result.skipped = len(todo_all) - len(todo)
         console = console or Console(stderr=True)
@@ -256,16 +270,28 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
                 bar.advance(task)
 
             if jobs == 1 or len(todo) <= 1:
+                follow = progress and "on_progress" in inspect.signature(runner).parameters
                 for unit in todo:
                     bar.update(task, description=unit.label)
+                    one = runner
+                    if follow:
+                        sub = bar.add_task(f"  seed {unit.seed}", total=None)
+
+                        def on_progress(elapsed_s: float, total_s: float, sub=sub) -> None:
+                            bar.update(sub, completed=elapsed_s, total=total_s)
+
+                        one = functools.partial(runner, on_progress=on_progress)
                     try:
-                        run_unit(runner, unit.cell.scenario, unit.seed, str(unit.run_dir), unit.cell.id)
+                        run_unit(one, unit.cell.scenario, unit.seed, str(unit.run_dir), unit.cell.id)
                     except EnvironmentNotSupported:
                         raise
                     except Exception as err:  # recorded; the other cells go on
                         done(unit, err)
                     else:
                         done(unit, None)
+                    finally:
+                        if follow:
+                            bar.remove_task(sub)
             else:
                 _run_parallel(todo, runner, jobs, bar, task, done)
             bar.update(task, description=scenario.name or "sweep")

@@ -1,0 +1,118 @@
+"""``tcpdelay run`` and ``tcpdelay sweep``: run a scenario file on the testbed, once or over its grid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from tcpdelay.cli.common import emit, fmt_s, json_option
+from tcpdelay.experiments.scenario import Scenario, load_scenario
+from tcpdelay.experiments.sweep import COMPLETE, FAILED, SweepResult, default_jobs, expand, run_sweep, units
+
+
+def _default_out(path: str, scenario: Scenario) -> Path:
+    return Path("out") / (scenario.name or Path(path).stem)
+
+
+def _runner():
+    # Imported here: the testbed backend is only needed when something runs.
+    from tcpdelay.experiments.run import run_scenario
+
+    return run_scenario
+
+
+def _unit_rows(scenario: Scenario, out: Path, flat: bool) -> list[dict]:
+    import json
+
+    rows = []
+    cells = expand(scenario.model_copy(update={"sweep": {}}) if flat else scenario)
+    for u in units(cells, out, flat=flat):
+        row = {"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir)}
+        if (u.run_dir / COMPLETE).is_file():
+            row["status"] = "complete"
+            row["summary"] = json.loads((u.run_dir / COMPLETE).read_text()).get("summary", {})
+        elif (u.run_dir / FAILED).is_file():
+            row["status"] = "failed"
+            row["error"] = json.loads((u.run_dir / FAILED).read_text()).get("error")
+        else:
+            row["status"] = "missing"
+        rows.append(row)
+    return rows
+
+
+def _result(command: str, path: str, scenario: Scenario, res: SweepResult, jobs: int, flat: bool) -> dict:
+    return {"command": command, "scenario_file": path, "scenario": scenario.name, **res.to_dict(),
+            "jobs": jobs, "runs": _unit_rows(scenario, res.out_dir, flat)}
+
+
+def _human(res: dict):
+    def show(console: Console) -> None:
+        flat = res["command"] == "run"
+        table = Table(title=f"{res['command']} {res['scenario'] or res['scenario_file']}: {res['out_dir']}",
+                      title_justify="left")
+        cols = ["seed", "status", "media packets sent / received", "drops on the link", "run directory"]
+        if not flat:
+            cols = ["parameters"] + cols
+        for col in cols:
+            table.add_column(col)
+        for r in res["runs"]:
+            s = r.get("summary") or {}
+            pk = f"{s.get('packets_sent', '-')} / {s.get('packets_received', '-')}" if s else (r.get("error") or "")
+            drops = s.get("link_drops") or {}
+            dr = " ".join(f"{d}: {v.get('total')}" for d, v in drops.items() if v) if drops else ""
+            status = {"complete": "[green]complete[/green]", "failed": "[red]failed[/red]"}.get(r["status"], r["status"])
+            row = [str(r["seed"]), status, pk, dr, str(Path(r["run_dir"]).relative_to(res["out_dir"]))]
+            if not flat:
+                row = [" ".join(f"{k}={v}" for k, v in r["overrides"].items()) or "-"] + row
+            table.add_row(*row)
+        console.print(table)
+        console.print(f"{res['ran']} ran, {res['skipped']} already complete, {len(res['failed'])} failed, "
+                      f"in {fmt_s(res['wall_s'])}")
+        for f in res["failed"]:
+            console.print(f"[red]failed[/red] {f['label']} seed {f['seed']}: {f['error']}")
+    return show
+
+
+@click.command("run")
+@click.argument("scenario_file", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Output directory [default: out/<scenario name>]; one seed-<s>/ run directory per repetition.")
+@json_option
+def run_cmd(scenario_file, out_dir, as_json):
+    """Run SCENARIO_FILE (TOML; docs/experiments/README.md) on the emulation testbed: each
+    repetition once, its [sweep] ignored. Writes per-packet records (Parquet), per-flow
+    summaries, the scenario and the environment into OUT/seed-<s>/ as it goes. A rerun skips
+    the repetitions already complete. Needs root and /dev/net/tun."""
+    scenario = load_scenario(scenario_file)
+    out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
+    res = run_sweep(scenario, out, _runner(), jobs=1, console=Console(stderr=True), flat=True)
+    doc = _result("run", scenario_file, scenario, res, 1, True)
+    emit(doc, as_json, _human(doc))
+    return 1 if res.failed else 0
+
+
+@click.command("sweep")
+@click.argument("scenario_file", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Output directory [default: out/<scenario name>]; cells/<cell id>/seed-<s>/ per run.")
+@click.option("--jobs", type=click.IntRange(min=1, max=64), default=None,
+              help="Runs at once, each on its own testbed [default: a quarter of the CPU cores, at least 1]. "
+                   "Emulation is real time: more jobs than the machine can serve distort the measurement.")
+@json_option
+def sweep_cmd(scenario_file, out_dir, jobs, as_json):
+    """Run every cell of SCENARIO_FILE's [sweep] grid, each repetition once, with a progress
+    bar. Cells and runs already complete in OUT are skipped, so an interrupted sweep resumes
+    where it stopped. Needs root and /dev/net/tun."""
+    scenario = load_scenario(scenario_file)
+    out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
+    jobs = jobs or default_jobs()
+    res = run_sweep(scenario, out, _runner(), jobs=jobs, console=Console(stderr=True))
+    doc = _result("sweep", scenario_file, scenario, res, jobs, False)
+    emit(doc, as_json, _human(doc))
+    return 1 if res.failed else 0
+
+
+COMMANDS = [run_cmd, sweep_cmd]

@@ -1,0 +1,519 @@
+"""The testbed backend: run one scenario once (one seed) on real Linux TCP in namespaces.
+
+:func:`run_scenario` is a :data:`tcpdelay.experiments.sweep.CellRunner`. It
+
+1. plans the hosts (:func:`plan_run`, pure): the media and cross-traffic *senders* are grouped
+   by their host-wide TCP settings (congestion control, initial window, SACK, RACK, TLP, ...),
+   one host per group on the sending side; every receiving end of a side shares one sink host.
+   Forward flows send left -> right (the emulator's ``a_to_b``), reverse flows right -> left;
+2. builds the testbed (:class:`tcpdelay.testbed.Testbed`) with the scenario's path, the run's
+   seed for the emulator's loss processes;
+3. starts the receivers and cross-traffic servers and sinks, then at the run's start instant
+   ``t0`` the media senders (:func:`tcpdelay.transport.run_sender`) and the cross-traffic
+   clients, each at its own start offset;
+4. writes, in ``run_dir`` as the run goes: ``scenario.toml`` and ``environment.json`` (kernel,
+   TCP settings read back from every host, the testbed's layout) first; the per-packet records
+   of every media flow (``sent/``, ``received/``: one Parquet dataset, :mod:`tcpdelay.records`;
+   each flow's sender and receiver write into ``flows/<flow_id>/`` and the parts move into the
+   dataset every second and at the end); at the end per-flow summaries (``flows.parquet``),
+   the link emulator's counters and ``run.json``.
+
+Timing: the emulator's clock starts when the testbed comes up; the run's ``t0`` is
+:data:`LEAD_S` seconds later (measured with the emulator's own ``elapsed_s`` counter), and the
+outages of the scenario (seconds from ``t0``) are shifted by the same lead, so they land where
+the scenario puts them relative to the media. All hosts share CLOCK_MONOTONIC, so one-way delays
+are exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.scenario import (
+    CBR_PROFILES, BulkCross, Flow, PageLoadCross, ResolvedDirection, Scenario, Tcp, UdpCross,
+    WebOnOffCross, dump_scenario,
+)
+
+#: Seconds from the emulator's start to the run's t0 (room to start receivers and servers).
+LEAD_S = 2.0
+#: Seconds a media sender waits for its queues to drain after its last packet.
+DRAIN_S = 5.0
+MEDIA_PORT = 20_000
+CROSS_TCP_PORT = 30_000
+CROSS_UDP_PORT = 40_000
+FLOWS_FILE = "flows.parquet"
+ENVIRONMENT_FILE = "environment.json"
+
+# Host-wide TCP settings of a Tcp table (the rest are per-socket options).
+_HOST_KEYS = ("congestion_control", "initcwnd_segments", "sack", "rack", "tlp", "slow_start_after_idle",
+              "no_metrics_save", "ecn")
+
+FLOWS_SCHEMA = pa.schema([
+    ("flow_id", pa.int32()),
+    ("name", pa.string()),
+    ("kind", pa.string()),          # media | bulk | web_onoff | page_load | udp
+    ("direction", pa.string()),     # forward | reverse
+    ("transport", pa.string()),     # tcp | udp
+    ("start_s", pa.float64()),      # seconds after t0
+    ("packets_sent", pa.int64()),   # media and udp; -1 where not counted
+    ("packets_received", pa.int64()),
+    ("bytes_received", pa.int64()),
+    ("goodput_bps", pa.float64()),
+    ("status", pa.string()),
+])
+
+
+def derive_seed(seed: int, *parts: Any) -> int:
+    """A seed for one random process of a run (a flow's source, a web flow's on/off draws, a
+    start-time draw), independent of the others and fixed by the run's seed."""
+    digest = hashlib.sha256(("/".join(map(str, (seed, *parts)))).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def host_tcp_settings(tcp: Tcp) -> dict:
+    """The host-wide part of a flow's TCP table: the preset with the overrides on top, as
+    :class:`tcpdelay.testbed.TcpSettings` fields (None = leave the kernel's value)."""
+    from tcpdelay.testbed.spec import TcpSettings, preset
+
+    base = preset(tcp.preset) if tcp.preset else TcpSettings()
+    over = {k: getattr(tcp, k) for k in _HOST_KEYS if getattr(tcp, k) is not None}
+    return base.merged(TcpSettings(**over)).model_dump(exclude_none=True)
+
+
+@dataclass
+class MediaPlan:
+    flow_id: int
+    name: str
+    flow: Flow
+    sender: str
+    receiver: str
+    port: int
+    start_s: float
+    stop_s: float
+    seed: int
+
+
+@dataclass
+class CrossPlan:
+    flow_id: int
+    name: str
+    kind: str
+    cross: Any
+    server: str        # the sending side's host
+    client: str        # the receiving side's host
+    port: int
+    start_s: float
+    stop_s: float
+    seed: int
+
+
+@dataclass
+class RunPlan:
+    hosts: list[dict]                  # HostSpec data
+    link: dict                         # LinkSpec data
+    media: list[MediaPlan] = field(default_factory=list)
+    cross: list[CrossPlan] = field(default_factory=list)
+
+    def testbed_spec(self, seed: int):
+        from tcpdelay.testbed.spec import parse_spec
+
+        return parse_spec({"hosts": self.hosts, "link": self.link, "seed": seed % (2**63)})
+
+
+def _direction_spec(d: ResolvedDirection, lead_s: float) -> dict:
+    out: dict[str, Any] = {"delay_s": d.delay_s, "jitter_s": d.jitter_s, "reorder": d.reorder,
+                           "loss": d.loss.model_dump(), "rate_bps": d.rate_bps, "trace_file": d.trace,
+                           "queue_packets": d.queue_packets, "queue_bytes": d.queue_bytes,
+                           "outages": [{"at_s": o.at_s + lead_s, "duration_s": o.duration_s} for o in d.outages]}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPlan:
+    """Hosts, link and the placement of every flow (no side effects; see the module doc)."""
+    side_of = {"forward": ("left", "right"), "reverse": ("right", "left")}
+    groups: dict[tuple[str, str], str] = {}      # (side, settings json) -> host name
+    hosts: list[dict] = []
+    sinks: dict[str, str] = {}
+
+    def sender_host(side: str, tcp: Tcp | None) -> str:
+        settings = host_tcp_settings(tcp) if tcp is not None else {}
+        key = (side, json.dumps(settings, sort_keys=True))
+        if key not in groups:
+            name = f"{side[0]}tx{sum(1 for s, _ in groups if s == side)}"
+            groups[key] = name
+            hosts.append({"name": name, "side": side, "tcp": settings})
+        return groups[key]
+
+    def sink_host(side: str) -> str:
+        if side not in sinks:
+            sinks[side] = f"{side[0]}rx"
+            hosts.append({"name": sinks[side], "side": side, "tcp": {}})
+        return sinks[side]
+
+    plan = RunPlan(hosts=hosts, link={
+        "a_to_b": _direction_spec(scenario.path.direction("forward"), lead_s),
+        "b_to_a": _direction_spec(scenario.path.direction("reverse"), lead_s),
+    })
+    flow_id = 0
+    for i, f in enumerate(scenario.flows):
+        tx_side, rx_side = side_of[f.direction]
+        for k in range(f.count):
+            name = scenario.flow_name(i) + (f"#{k}" if f.count > 1 else "")
+            plan.media.append(MediaPlan(
+                flow_id=flow_id, name=name, flow=f, sender=sender_host(tx_side, f.tcp if f.transport == "tcp" else None),
+                receiver=sink_host(rx_side), port=MEDIA_PORT + flow_id, start_s=f.start_s,
+                stop_s=f.stop_s if f.stop_s is not None else scenario.duration_s,
+                seed=derive_seed(seed, "media", flow_id)))
+            flow_id += 1
+    udp_index = 0
+    for j, c in enumerate(scenario.cross):
+        tx_side, rx_side = side_of[c.direction]
+        for k in range(c.count):
+            spread = c.start_spread_s
+            offset = 0.0
+            if spread > 0:
+                import numpy as np
+
+                offset = float(np.random.default_rng(derive_seed(seed, "cross-start", j, k)).uniform(0.0, spread))
+            tcp = getattr(c, "tcp", None)
+            server = sender_host(tx_side, tcp)
+            port = CROSS_TCP_PORT
+            if isinstance(c, UdpCross):
+                port = CROSS_UDP_PORT + udp_index
+                udp_index += 1
+            plan.cross.append(CrossPlan(
+                flow_id=flow_id, name=f"cross{j}-{c.kind}" + (f"#{k}" if c.count > 1 else ""), kind=c.kind,
+                cross=c, server=server, client=sink_host(rx_side), port=port,
+                start_s=c.start_s + offset, stop_s=c.stop_s if c.stop_s is not None else scenario.duration_s,
+                seed=derive_seed(seed, "cross", j, k)))
+            flow_id += 1
+    if len([h for h in hosts if h["side"] == "left"]) > 200 or len([h for h in hosts if h["side"] == "right"]) > 200:
+        raise ParameterError("the scenario needs more than 200 hosts on one side")
+    return plan
+
+
+def media_source(flow: Flow):
+    """The :mod:`tcpdelay.traffic` source of a media flow."""
+    from tcpdelay.traffic import CbrSource, Mpeg4TesSource, VideoTraceSource, VoipOnOffSource
+    from tcpdelay.traffic.profiles import RFC4571_PREFIX_BYTES
+
+    p = flow.profile
+    if p == "mpeg4-tes":
+        return Mpeg4TesSource(mean_rate_bps=flow.rate_bps)
+    if p == "video-trace":
+        return VideoTraceSource(trace_file=flow.trace)
+    size, interval = flow.cbr
+    packet = size - RFC4571_PREFIX_BYTES   # profile sizes count the 2-byte RFC 4571 prefix
+    if p == "voip-onoff":
+        return VoipOnOffSource(packet_bytes=packet, interval_s=interval)
+    return CbrSource(packet, interval, name=p or "cbr")
+
+
+# --------------------------------------------------------------------------- in the hosts
+
+
+def _media_sender(config, source, start_at: float):
+    from tcpdelay.transport import run_sender
+
+    while (left := start_at - time.monotonic()) > 0:
+        time.sleep(min(left, 0.5))
+    return run_sender(config, source).to_dict()
+
+
+def _media_receiver(config):
+    from tcpdelay.transport import run_receiver
+
+    return [r.to_dict() for r in run_receiver(config)]
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _emulator_start(tb) -> float:
+    """The monotonic instant the emulator's clock started (its ``elapsed_s`` counter)."""
+    try:
+        before = time.monotonic()
+        counters = tb.link_counters()
+        after = time.monotonic()
+        return (before + after) / 2 - float(counters["elapsed_s"])
+    except Exception:  # noqa: BLE001 - no counters: the testbed just came up
+        return time.monotonic()
+
+
+def environment(tb, plan: RunPlan) -> dict:
+    """The machine and the settings as read back from every host."""
+    def read(path: str) -> str | None:
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    from tcpdelay.testbed.emulator import find_binary
+
+    return {
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "tcp_available_congestion_control": read("/proc/sys/net/ipv4/tcp_available_congestion_control"),
+        "tcp_allowed_congestion_control": read("/proc/sys/net/ipv4/tcp_allowed_congestion_control"),
+        "tcp_congestion_control_default": read("/proc/sys/net/ipv4/tcp_congestion_control"),
+        "emulator": find_binary(),
+        "testbed": tb.describe(),
+        "link": json.loads(tb.spec.link.model_dump_json()),
+        "hosts_requested": plan.hosts,
+    }
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+def consolidate(run_dir: Path) -> int:
+    """Move the record parts of every flow (``flows/<id>/<kind>/part-*``) into the run's
+    dataset (``<kind>/``). Parts are complete files (written then renamed), so moving them while
+    writers go on is safe. Returns how many moved."""
+    moved = 0
+    for kind in ("sent", "received"):
+        dest = run_dir / kind
+        for part in sorted(run_dir.glob(f"flows/*/{kind}/part-*.parquet")):
+            dest.mkdir(exist_ok=True)
+            os.replace(part, dest / part.name)
+            moved += 1
+    return moved
+
+
+class _Mover(threading.Thread):
+    def __init__(self, run_dir: Path, every_s: float = 1.0):
+        super().__init__(daemon=True)
+        self.run_dir, self.every_s, self.stop = run_dir, every_s, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.every_s):
+            try:
+                consolidate(self.run_dir)
+            except OSError:
+                pass
+
+
+def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
+                 on_progress: Callable[[float, float], None] | None = None) -> dict:
+    """Run ``scenario`` once with ``seed`` into ``run_dir``; return the run's summary (also
+    written to run.json). ``on_progress(elapsed_s, total_s)`` is called about once a second."""
+    from tcpdelay.testbed import Testbed, require_testbed_environment
+    from tcpdelay.testbed.emulator import find_binary
+
+    require_testbed_environment()
+    find_binary()
+    rd = Path(run_dir)
+    rd.mkdir(parents=True, exist_ok=True)
+    (rd / "scenario.toml").write_text(dump_scenario(scenario))
+    plan = plan_run(scenario, seed)
+    spec = plan.testbed_spec(seed)
+    mover = _Mover(rd)
+    handles: dict[str, Any] = {}
+    results: dict[str, Any] = {}
+    started = time.time()
+    with Testbed(spec) as tb:
+        t_emu = _emulator_start(tb)
+        t0 = t_emu + LEAD_S
+        _write_json(rd / ENVIRONMENT_FILE, environment(tb, plan))
+        mover.start()
+        try:
+            _start_all(tb, scenario, plan, rd, t0, handles)
+            if time.monotonic() > t0:
+                raise ParameterError(f"setting up the run took longer than its {LEAD_S:g} s lead; "
+                                     "too many flows for this machine?")
+            _wait_all(handles, results, t0, scenario.duration_s, on_progress)
+            counters = tb.link_counters()
+        finally:
+            mover.stop.set()
+            mover.join()
+            consolidate(rd)
+    summary = _summarize(scenario, seed, plan, results, counters, t0, t_emu, started)
+    _write_flows(rd, plan, results)
+    from tcpdelay.records import read_run_metadata, write_run_metadata
+
+    meta = read_run_metadata(rd)
+    meta.update({"clock": "shared-monotonic", "clock_source": "CLOCK_MONOTONIC", "run": summary})
+    write_run_metadata(rd, meta)
+    return summary["totals"]
+
+
+def _start_all(tb, scenario: Scenario, plan: RunPlan, rd: Path, t0: float, handles: dict) -> None:
+    from tcpdelay.traffic import bulk, page_load, response_server, udp_background, web_onoff
+    from tcpdelay.transport import ReceiverConfig, RunParams, SenderConfig, TcpOptions
+
+    end = t0 + scenario.duration_s
+    # Receiving ends and servers first.
+    for m in plan.media:
+        f = m.flow
+        fd = rd / "flows" / str(m.flow_id)
+        fd.mkdir(parents=True, exist_ok=True)
+        rx_opts = TcpOptions(rcvbuf_bytes=f.tcp.rcvbuf_bytes)
+        cfg = ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
+                             runs=1, idle_timeout_s=max(10.0, 2 * scenario.duration_s), tcp=rx_opts,
+                             handshake_timeout_s=10.0, udp_linger_s=1.0)
+        handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg)
+    servers = sorted({c.server for c in plan.cross if c.kind != "udp"})
+    for host in servers:
+        handles[f"server:{host}"] = tb.hosts[host].spawn(
+            response_server.serve, CROSS_TCP_PORT, duration_s=end + 1.0 - time.monotonic())
+    for c in plan.cross:
+        if c.kind == "udp":
+            handles[f"sink:{c.flow_id}"] = tb.hosts[c.client].spawn(
+                udp_background.sink, c.port, duration_s=end + 1.0 - time.monotonic())
+    # Then every sending end, each waiting for its own start instant.
+    for m in plan.media:
+        f = m.flow
+        h = f.heuristics
+        tcp = f.tcp
+        cfg = SenderConfig(
+            to_host=tb.hosts[m.receiver].address, to_port=m.port,
+            run=RunParams(transport=f.transport, connections=h.connections, split=h.split,
+                          duration_s=m.stop_s - m.start_s, flow_id=m.flow_id, source=m.name[:64]),
+            scheduler=h.scheduler,
+            tcp=TcpOptions(nodelay=True if tcp.nodelay is None else tcp.nodelay,
+                           notsent_lowat_bytes=tcp.notsent_lowat_bytes,
+                           sndbuf_bytes=tcp.sndbuf_bytes, rcvbuf_bytes=tcp.rcvbuf_bytes),
+            proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
+            seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
+            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S)
+        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, media_source(f), t0 + m.start_s)
+    for c in plan.cross:
+        x = c.cross
+        srv = tb.hosts[c.server].address
+        start_at, dur = t0 + c.start_s, c.stop_s - c.start_s
+        cc = x.tcp.congestion_control if hasattr(x, "tcp") else None
+        if isinstance(x, BulkCross):
+            h = tb.hosts[c.client].spawn(bulk.client, srv, c.port, duration_s=dur, size_bytes=x.size_bytes,
+                                         congestion_control=cc, start_at=start_at, drain_s=2.0)
+        elif isinstance(x, WebOnOffCross):
+            h = tb.hosts[c.client].spawn(web_onoff.client, srv, c.port, duration_s=dur, on_mean_s=x.on_mean_s,
+                                         off_mean_s=x.off_mean_s, packet_size_bytes=x.packet_size_bytes,
+                                         seed=c.seed, congestion_control=cc, start_at=start_at)
+        elif isinstance(x, PageLoadCross):
+            h = tb.hosts[c.client].spawn(page_load.client, srv, c.port, connections=x.connections,
+                                         total_bytes=x.total_bytes, duration_s=dur, congestion_control=cc,
+                                         start_at=start_at)
+        else:
+            assert isinstance(x, UdpCross)
+            sink = tb.hosts[c.client].address
+            h = tb.hosts[c.server].spawn(udp_background.send, sink, c.port, rate_bps=x.rate_bps, duration_s=dur,
+                                         packet_size_bytes=x.packet_size_bytes, start_at=start_at)
+        handles[f"cross:{c.flow_id}"] = h
+
+
+def _wait_all(handles: dict, results: dict, t0: float, duration_s: float,
+              on_progress: Callable[[float, float], None] | None) -> None:
+    total = duration_s + DRAIN_S
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(1.0):
+            on_progress(min(max(0.0, time.monotonic() - t0), total), total)
+
+    ticker = threading.Thread(target=tick, daemon=True) if on_progress else None
+    if ticker:
+        ticker.start()
+    try:
+        # Senders first (they end with their flows), then receivers, clients, servers, sinks.
+        order = sorted(handles, key=lambda k: ("tx", "cross", "rx", "sink", "server").index(k.split(":")[0]))
+        for key in order:
+            limit = t0 + duration_s + DRAIN_S + 15.0 - time.monotonic()
+            try:
+                results[key] = handles[key].result(timeout_s=max(1.0, limit))
+            except Exception as err:  # noqa: BLE001 - recorded per flow; the run goes on
+                results[key] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
+    finally:
+        stop.set()
+        if on_progress:
+            on_progress(total, total)
+
+
+def _summarize(scenario, seed, plan, results, counters, t0, t_emu, started) -> dict:
+    media = []
+    for m in plan.media:
+        tx = results.get(f"tx:{m.flow_id}", {})
+        rx = results.get(f"rx:{m.flow_id}", {})
+        rx = rx[0] if isinstance(rx, list) and rx else rx
+        media.append({"flow_id": m.flow_id, "name": m.name, "sender_host": m.sender, "receiver_host": m.receiver,
+                      "start_s": m.start_s, "stop_s": m.stop_s, "seed": m.seed, "sender": tx, "receiver": rx})
+    cross = []
+    for c in plan.cross:
+        cross.append({"flow_id": c.flow_id, "name": c.name, "kind": c.kind, "server_host": c.server,
+                      "client_host": c.client, "start_s": c.start_s, "stop_s": c.stop_s, "seed": c.seed,
+                      "result": results.get(f"cross:{c.flow_id}", {}),
+                      **({"sink": results.get(f"sink:{c.flow_id}", {})} if c.kind == "udp" else {})})
+    servers = {k.split(":", 1)[1]: v for k, v in results.items() if k.startswith("server:")}
+    errors = [f"{k}: {v['error']}" for k, v in results.items() if isinstance(v, dict) and v.get("error")]
+    errors += [f"tx:{x['flow_id']}: status {x['sender'].get('status')}" for x in media
+               if x["sender"].get("status") not in (None, "completed")]
+    totals = {
+        "media_flows": len(plan.media),
+        "cross_flows": len(plan.cross),
+        "packets_sent": sum(int(x["sender"].get("packets", 0) or 0) for x in media),
+        "packets_received": sum(int(x["receiver"].get("received_packets", 0) or 0) for x in media),
+        "errors": errors,
+        "link_drops": {d: counters.get(d, {}).get("drops") for d in ("a_to_b", "b_to_a")} if counters else None,
+    }
+    return {"scenario": scenario.name, "seed": seed, "started_unix_s": started, "lead_s": LEAD_S,
+            "t0_monotonic_s": t0, "emulator_start_monotonic_s": t_emu, "duration_s": scenario.duration_s,
+            "hosts": plan.hosts, "media": media, "cross": cross, "cross_servers": servers,
+            "link_counters": counters, "totals": totals}
+
+
+def _write_flows(rd: Path, plan: RunPlan, results: dict) -> None:
+    rows: dict[str, list] = {n: [] for n in FLOWS_SCHEMA.names}
+
+    def add(**row) -> None:
+        for n in FLOWS_SCHEMA.names:
+            rows[n].append(row[n])
+
+    for m in plan.media:
+        tx = results.get(f"tx:{m.flow_id}", {})
+        rx = results.get(f"rx:{m.flow_id}", {})
+        rx = rx[0] if isinstance(rx, list) and rx else rx
+        elapsed = tx.get("elapsed_s") or 0.0
+        got = int(rx.get("received_bytes", 0) or 0)
+        add(flow_id=m.flow_id, name=m.name, kind="media", direction=m.flow.direction, transport=m.flow.transport,
+            start_s=m.start_s, packets_sent=int(tx.get("packets", 0) or 0),
+            packets_received=int(rx.get("received_packets", 0) or 0), bytes_received=got,
+            goodput_bps=got * 8 / elapsed if elapsed else 0.0,
+            status=tx.get("status") or ("error" if tx.get("error") else "unknown"))
+    for c in plan.cross:
+        r = results.get(f"cross:{c.flow_id}", {})
+        sink = results.get(f"sink:{c.flow_id}", {})
+        if c.kind == "udp":
+            got = int(sink.get("bytes", 0) or 0)
+            add(flow_id=c.flow_id, name=c.name, kind=c.kind, direction=c.cross.direction, transport="udp",
+                start_s=c.start_s, packets_sent=int(r.get("packets", 0) or 0),
+                packets_received=int(sink.get("packets", 0) or 0), bytes_received=got,
+                goodput_bps=got * 8 / max(c.stop_s - c.start_s, 1e-9),
+                status="error" if r.get("error") or sink.get("error") else "completed")
+        else:
+            got = int(r.get("bytes", 0) or 0)
+            add(flow_id=c.flow_id, name=c.name, kind=c.kind, direction=c.cross.direction, transport="tcp",
+                start_s=c.start_s, packets_sent=-1, packets_received=-1, bytes_received=got,
+                goodput_bps=float(r.get("goodput_bps") or got * 8 / max(c.stop_s - c.start_s, 1e-9)),
+                status="error" if r.get("error") else ("completed" if r.get("complete", True) else "incomplete"))
+    pq.write_table(pa.table(rows, schema=FLOWS_SCHEMA), rd / FLOWS_FILE)
