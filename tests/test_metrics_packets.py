@@ -28,14 +28,14 @@ def test_join_marks_lost_dropped_and_duplicates(tmp_path):
     sent = [(0, s, s * 0.02, s == 3) for s in range(6)]
     # seq 1 lost, 3 dropped by the sender, 4 read twice (first at 0.13)
     recv = [(0, 0, 0.00, 0.05), (0, 2, 0.04, 0.09), (0, 4, 0.08, 0.14), (0, 4, 0.08, 0.13),
-            (0, 5, 0.10, 0.15)]
+            (0, 5, 0.10, 0.15), (0, 6, 0.12, 0.17)]  # seq 6 has no sent record
     _write(tmp_path, sent, recv)
     (f,), meta = load_flows(tmp_path)
     assert f.seq.tolist() == [0, 1, 2, 3, 4, 5]
     assert f.lost.tolist() == [False, True, False, False, False, False]
     assert f.dropped.tolist() == [False, False, False, True, False, False]
     assert f.missing.tolist() == [False, True, False, True, False, False]
-    assert f.duplicates == 1
+    assert f.duplicates == 1 and f.unmatched_received == 1
     assert f.recv_time_s[4] == pytest.approx(0.13)  # first arrival kept
     assert np.allclose(f.delay_s[[0, 2, 4, 5]], [0.05, 0.05, 0.05, 0.05])
     assert meta == {}

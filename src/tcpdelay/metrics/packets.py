@@ -23,6 +23,7 @@ synchronized clocks) and flagged ``delay_relative``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,9 @@ class FlowPackets:
     frame_last: np.ndarray
     dropped: np.ndarray
     duplicates: int = 0
+    unmatched_received: int = 0
+    """Received packets with no sent record (e.g. the sender's last records lost to a crash);
+    they are not in the arrays."""
     inferred: bool = False
     """True when there were no ``sent`` records and the packets come from the received sequence
     numbers alone."""
@@ -130,7 +134,8 @@ def flows_from_tables(sent: pa.Table, received: pa.Table, *, unsynchronized: boo
                 col["send_time_s"].astype(float), recv, conn,
                 col["frame_id"].astype(np.int64), col["frame_type"].astype(str),
                 col["frame_last"].astype(bool), col["dropped"].astype(bool),
-                duplicates=dup_by_flow.get(int(fid), 0)))
+                duplicates=dup_by_flow.get(int(fid), 0),
+                unmatched_received=int(np.count_nonzero(~ok))))
         extra = set(np.unique(r_flow).tolist()) - {f.flow_id for f in flows}
         if extra:
             raise ParameterError(f"received records of flow(s) {sorted(extra)} have no sent "
@@ -161,9 +166,7 @@ def flows_from_tables(sent: pa.Table, received: pa.Table, *, unsynchronized: boo
 
 
 def _with_offset(f: FlowPackets, offset: float) -> FlowPackets:
-    return FlowPackets(f.flow_id, f.seq, f.size_bytes, f.send_time_s, f.recv_time_s, f.connection,
-                       f.frame_id, f.frame_type, f.frame_last, f.dropped, f.duplicates, f.inferred,
-                       offset)
+    return dataclasses.replace(f, clock_offset_s=offset)
 
 
 def load_flows(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None = None
