@@ -1,0 +1,144 @@
+"""Media over the emulated testbed (root, network namespaces, the tcpdelay-link emulator).
+
+A VoIP flow over a 50 ms path measures 50 ms; with loss, TCP turns each loss into a
+head-of-line delay of about RTT + 3/f (Brosh et al., "The Delay-Friendliness of TCP for
+Real-Time Traffic", §4.2 and §6.6) while UDP shows the loss instead; parallel connections,
+split-N and proactive drop run end to end. A few seconds of media each; tolerances allow for a
+loaded 2-core machine but not for a broken path.
+"""
+
+import numpy as np
+import pytest
+
+from tcpdelay.errors import EnvironmentNotSupported
+from tcpdelay.records import read_records, read_run_metadata
+from tcpdelay.traffic import CbrSource
+from tcpdelay.transport import ReceiverConfig, RunParams, SenderConfig, run_receiver, run_sender
+
+try:
+    from tcpdelay.testbed import (
+        BernoulliLoss, DirectionSpec, HostSpec, LinkSpec, Testbed, TestbedSpec, preset,
+    )
+    from tcpdelay.testbed.netns import require_testbed_environment
+    require_testbed_environment()
+    from tcpdelay.testbed.emulator import find_binary
+    find_binary()
+    SKIP = None
+except EnvironmentNotSupported as err:
+    SKIP = str(err)
+except Exception as err:  # noqa: BLE001 - e.g. the emulator binary is not built
+    SKIP = f"testbed unavailable: {err}"
+
+pytestmark = [pytest.mark.testbed, pytest.mark.slow,
+              pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
+
+L_S = 0.050            # one-way delay of the path
+RTT_S = 2 * L_S
+VOIP = CbrSource(172, 0.02)     # f = 50 packets/s
+PORT = 5000
+
+
+def media_run(run_dir, link, *, source=VOIP, tcp=None, seed=1, **kw):
+    """One run: receiver in host rx (right), sender in host tx (left); records in run_dir."""
+    spec = TestbedSpec(hosts=(HostSpec(name="tx", side="left", **({"tcp": tcp} if tcp else {})),
+                              HostSpec(name="rx", side="right", **({"tcp": tcp} if tcp else {}))),
+                       link=link, seed=seed)
+    sender_kw = {k: kw.pop(k) for k in list(kw) if k in SenderConfig.__dataclass_fields__}
+    with Testbed(spec) as tb:
+        tx, rx = tb.hosts["tx"], tb.hosts["rx"]
+        handle = rx.spawn(run_receiver, ReceiverConfig(listen_host=rx.address, listen_port=PORT,
+                                                       out_dir=str(run_dir), idle_timeout_s=10))
+        cfg = SenderConfig(rx.address, PORT, run=RunParams(**kw), out_dir=str(run_dir), **sender_kw)
+        sres = tx.call(run_sender, cfg, source, timeout_s=120)
+        (rres,) = handle.result(timeout_s=60)
+        counters = tb.link_counters()
+    table = read_records(run_dir, "received")
+    order = np.argsort(table.column("seq").to_numpy())
+    delay = (table.column("recv_time_s").to_numpy() - table.column("send_time_s").to_numpy())[order]
+    return sres, rres, table, delay, counters
+
+
+def test_voip_over_a_50ms_path_measures_50ms(tmp_path):
+    link = LinkSpec.symmetric(delay_s=L_S)
+    s, r, table, delay, _ = media_run(tmp_path, link, duration_s=3.0)
+    assert s.status == r.status == "completed"
+    assert r.received_packets == s.packets == 150
+    assert read_run_metadata(tmp_path)["clock"] == "shared-monotonic"
+    assert delay.min() >= L_S - 0.0005               # never faster than the path
+    assert abs(np.median(delay) - L_S) < 0.004       # ≈ 50 ms
+    assert np.percentile(delay, 90) < L_S + 0.015
+
+
+def _hol_peaks(delay: np.ndarray, threshold_s: float) -> list[float]:
+    """Delay of the first packet of each run of packets above ``threshold_s`` (in seq order):
+    the lost packet itself, the later ones waited behind it (head-of-line blocking)."""
+    peaks, inside = [], False
+    for d in delay:
+        if d > threshold_s and not inside:
+            peaks.append(float(d))
+        inside = d > threshold_s
+    return peaks
+
+
+def test_loss_gives_tcp_head_of_line_delays_and_udp_losses(tmp_path):
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=L_S, loss=BernoulliLoss(p=0.03)),
+                    b_to_a=DirectionSpec(delay_s=L_S))
+    tcp = preset("newreno-2008")            # fast retransmit on 3 duplicate ACKs (no RACK/TLP)
+    s, r, _, delay, _ = media_run(tmp_path / "tcp", link, tcp=tcp, duration_s=4.0, transport="tcp")
+    assert r.received_packets == s.packets == 200    # TCP: nothing lost...
+    assert s.tcp_info_end[0]["total_retrans"] >= 1
+    peaks = _hol_peaks(delay, L_S + RTT_S / 2)
+    assert len(peaks) >= 1                           # ...but delayed
+    bound = L_S + RTT_S + 3 * 0.02                   # L + RTT + 3/f = 210 ms
+    # a loss repaired by fast retransmit costs at least one RTT and about RTT + 3/f
+    assert L_S + RTT_S - 0.01 <= np.median(peaks) <= bound + 0.06, peaks
+    # packets behind the lost one drain one interval apart (head-of-line blocking)
+    assert np.sum(delay > L_S + RTT_S / 2) > len(peaks)
+
+    s, r, _, delay, counters = media_run(tmp_path / "udp", link, tcp=tcp, duration_s=4.0, transport="udp")
+    lost = s.packets - r.received_packets
+    assert 1 <= lost <= 25                           # UDP: the losses show as losses...
+    assert lost <= counters["a_to_b"]["drops"]["loss"]
+    assert np.percentile(delay, 99) < L_S + 0.02     # ...and nothing is held back
+    assert delay.max() < L_S + RTT_S                 # not one packet waited for a repair
+
+
+@pytest.mark.parametrize("scheduler", ["blind", "intelligent"])
+def test_parallel_connections_end_to_end_with_loss(tmp_path, scheduler):
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=L_S, loss=BernoulliLoss(p=0.02)),
+                    b_to_a=DirectionSpec(delay_s=L_S))
+    s, r, table, delay, _ = media_run(tmp_path, link, duration_s=2.0, connections=3,
+                                      scheduler=scheduler)
+    assert s.status == r.status == "completed"
+    assert r.media_connections == 3 and r.received_packets == s.packets == 100
+    assert set(table.column("connection").to_pylist()) == {0, 1, 2}
+    assert delay.min() >= L_S - 0.0005 and abs(np.median(delay) - L_S) < 0.01
+
+
+def test_split_n_end_to_end(tmp_path):
+    link = LinkSpec.symmetric(delay_s=L_S)
+    s, r, table, delay, _ = media_run(tmp_path, link, source=CbrSource(1446, 0.02),
+                                      duration_s=2.0, split=2)
+    assert r.received_packets == s.packets == 100
+    assert r.rtp_packets == 200 and set(table.column("size_bytes").to_pylist()) == {1446}
+    assert abs(np.median(delay) - L_S) < 0.01
+
+
+def test_proactive_drop_bounds_the_backlog_of_an_overloaded_path(tmp_path):
+    """578 kb/s of video into a 400 kb/s bottleneck: without the heuristic the sender's
+    backlog grows for the whole run; with it, packets are skipped and the delay stays bounded.
+    The bottleneck queue (30 packets, 0.87 s) is long enough not to drop: the delay that grows
+    is the sender's backlog, which is what the heuristic acts on."""
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=L_S, rate_bps=400e3, queue_packets=30),
+                    b_to_a=DirectionSpec(delay_s=L_S))
+    video = CbrSource(1446, 0.02)
+    s0, r0, _, d0, _ = media_run(tmp_path / "off", link, source=video, duration_s=3.0,
+                                 drain_timeout_s=30)
+    s1, r1, _, d1, _ = media_run(tmp_path / "on", link, source=video, duration_s=3.0,
+                                 proactive_drop_delay_s=0.2, drain_timeout_s=30)
+    assert s0.dropped_packets == 0 and r0.received_packets == s0.packets
+    assert s1.dropped_packets > 0 and r1.received_packets == s1.packets - s1.dropped_packets
+    sent = read_records(tmp_path / "on", "sent")
+    assert sum(sent.column("dropped").to_pylist()) == s1.dropped_packets
+    assert set(np.array(sent.column("connection"))[np.array(sent.column("dropped"))]) == {-1}
+    assert np.percentile(d1, 95) < 0.6 * np.percentile(d0, 95)
