@@ -117,3 +117,33 @@ def test_video_flow_through_the_summary(tmp_path):
     assert (v["frames"], v["late_frames"], v["picture_discards"], v["underflow_events"]) == (
         50, 1, 1, 0)
     assert "emodel" not in res["flows"][0]
+
+
+def test_a_flow_that_lost_everything_and_a_receiver_only_directory(tmp_path, capsys):
+    run = tmp_path / "run"
+    with RecordWriter(run, "sent", writer_id="s") as ws:
+        for seq in range(10):
+            ws.append(flow_id=0, connection=0, seq=seq, size_bytes=172, send_time_s=seq * 0.02,
+                      frame_id=-1, frame_type="", frame_last=True, dropped=False)
+    res = summarize_run(run)
+    f = res["flows"][0]
+    assert f["packets"]["lost"] == 10 and f["delay"]["mean_s"] is None
+    assert f["rtpi"]["rtpi"] == 0.0 and math.isnan(f["goodput_bps"])
+    assert res["fairness"]["jain_index_goodput"] is None
+    with pytest.raises(SystemExit) as ex:
+        main(["metrics", str(run)])
+    assert ex.value.code == 0 and "—" in capsys.readouterr().out
+
+    rcv = tmp_path / "rcv"  # the receiver's directory alone, across hosts
+    with RecordWriter(rcv, "received", writer_id="r") as wr:
+        for seq in (0, 1, 4):
+            wr.append(flow_id=3, connection=0, seq=seq, size_bytes=172, send_time_s=seq * 0.02,
+                      recv_time_s=100 + seq * 0.02)
+    write_run_metadata(rcv, {"clock": "unsynchronized"})
+    with pytest.raises(SystemExit) as ex:
+        main(["metrics", str(rcv), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    g = doc["flows"][0]
+    # seq 2, 3 inferred lost; delays relative to the minimum (100 s offset removed)
+    assert g["inferred_from_received"] and g["packets"]["lost"] == 2
+    assert doc["delay_relative_to_min"] and g["delay"]["max_s"] == pytest.approx(0.0)
