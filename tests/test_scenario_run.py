@@ -157,8 +157,15 @@ def test_tcpdelay_run_end_to_end(tmp_path):
     assert applied["sack"] is True and applied["rack"] is False and applied["initcwnd_segments"] == 3
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["clock"] == "shared-monotonic"
+    assert meta["cross_traffic_start_s"] == pytest.approx(meta["run"]["t0_monotonic_s"])  # the UDP flow at 0 s
     assert meta["run"]["link_counters"]["a_to_b"]["drops"]["loss"] > 0
     assert meta["run"]["cross_servers"]["ltx1"]["congestion_controls"] == ["cubic"]
+    # Metrics of the run, computed at its end.
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["flows"][0]["packets"]["received"] == rec.num_rows
+    assert metrics["flows"][0]["tcp_retransmissions"] > 0
+    flow = doc["runs"][0]["summary"]["flows"][0]
+    assert flow["name"] == "voip" and flow["delay_mean_s"] == pytest.approx(delay.mean())
     # No namespace of the run is left.
     run_id = env["testbed"]["run_id"]
     assert run_id not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout

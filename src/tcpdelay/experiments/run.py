@@ -16,7 +16,8 @@
    of every media flow (``sent/``, ``received/``: one Parquet dataset, :mod:`tcpdelay.records`;
    each flow's sender and receiver write into ``flows/<flow_id>/`` and the parts move into the
    dataset every second and at the end); at the end per-flow summaries (``flows.parquet``),
-   the link emulator's counters and ``run.json``.
+   the link emulator's counters and ``run.json``, and every applicable metric of
+   :func:`tcpdelay.metrics.summary.summarize_run` (``metrics.json``).
 
 Timing: the emulator's clock starts when the testbed comes up; the run's ``t0`` is
 :data:`LEAD_S` seconds later (measured with the emulator's own ``elapsed_s`` counter), and the
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import threading
@@ -54,6 +56,7 @@ MEDIA_PORT = 20_000
 CROSS_TCP_PORT = 30_000
 CROSS_UDP_PORT = 40_000
 FLOWS_FILE = "flows.parquet"
+METRICS_FILE = "metrics.json"
 ENVIRONMENT_FILE = "environment.json"
 
 # Host-wide TCP settings of a Tcp table (the rest are per-socket options).
@@ -354,9 +357,48 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
     from tcpdelay.records import read_run_metadata, write_run_metadata
 
     meta = read_run_metadata(rd)
-    meta.update({"clock": "shared-monotonic", "clock_source": "CLOCK_MONOTONIC", "run": summary})
+    meta.update({"clock": "shared-monotonic", "clock_source": "CLOCK_MONOTONIC", "run": summary,
+                 "duration_s": scenario.duration_s, "tcp_stats": _tcp_stats(summary)})
+    if plan.cross:  # the metrics' jitter filter takes its base delay from the 2 s before this
+        meta["cross_traffic_start_s"] = t0 + min(c.start_s for c in plan.cross)
     write_run_metadata(rd, meta)
-    return summary["totals"]
+    totals = summary["totals"]
+    try:
+        from tcpdelay.metrics.summary import summarize_run
+
+        metrics = _plain(summarize_run(rd))
+        _write_json(rd / METRICS_FILE, metrics)
+        names = {m.flow_id: m.name for m in plan.media}
+        totals["flows"] = [
+            {"flow_id": f["flow_id"], "name": names.get(f["flow_id"]),
+             "delay_mean_s": f["delay"].get("mean_s"), "delay_std_s": f["delay"].get("std_s"),
+             "delay_p95_s": f["delay"].get("p95_s"), "loss_rate": f["packets"].get("loss_rate")}
+            for f in metrics.get("flows", [])]
+    except Exception as err:  # noqa: BLE001 - the measurement stands; the metrics can be redone
+        totals["metrics_error"] = f"{type(err).__name__}: {err}"
+    return totals
+
+
+def _tcp_stats(summary: dict) -> list[dict]:
+    """Per media connection: TCP_INFO at the end (run.json ``tcp_stats``, read by the metrics)."""
+    out = []
+    for m in summary["media"]:
+        for conn, info in enumerate(m["sender"].get("tcp_info_end") or []):
+            out.append({"flow_id": m["flow_id"], "connection": conn, **info})
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """JSON types only (NumPy scalars unwrapped, non-finite floats as null)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _start_all(tb, scenario: Scenario, plan: RunPlan, rd: Path, t0: float, handles: dict) -> None:
