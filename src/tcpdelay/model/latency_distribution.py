@@ -13,6 +13,8 @@ expected with that scenario." This module makes that precise:
    (:func:`tcpdelay.model.transfer.transfer_time_s` without the delayed-ACK term); ``k = 0`` is
    the loss-free slow start of eq (15). Scenarios in the two tails of total probability
    ``tail`` (default 1e-9) are dropped and the rest renormalised; the dropped mass is reported.
+   At most :data:`MAX_SCENARIOS` values of ``k`` are used; a wider range (a huge transfer) is
+   sampled evenly, each value standing for its neighbourhood (see :func:`loss_scenarios`).
 2. **Delayed-ACK cost.** Independent of the losses and uniform on ``[low, high]``
    (:data:`tcpdelay.model.transfer.DELAYED_ACK_PRESETS`: BSD 0–200 ms, Windows 100–200 ms), or a
    constant.
@@ -32,10 +34,10 @@ reported by :func:`tcpdelay.model.latency.latency`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.model import checks, handshake
@@ -44,6 +46,9 @@ from tcpdelay.model import transfer as tr
 
 DEFAULT_TAIL = 1e-9
 """Probability mass of loss scenarios left out (split between the two tails)."""
+
+MAX_SCENARIOS = 4096
+"""Most loss scenarios enumerated for one transfer (wider ranges are sampled evenly)."""
 
 
 @dataclass(frozen=True)
@@ -113,19 +118,33 @@ class LatencyDistribution:
         return {f"{v:g}": float(t) for v, t in zip(np.atleast_1d(lv), qs)}
 
 
-def loss_scenarios(d, p, tail=DEFAULT_TAIL):
+def _nbinom_logpmf(k: np.ndarray, d: float, p: float) -> np.ndarray:
+    """log P[K = k] for K ~ NegBin(d, p): log C(d+k-1, k) + k log p + d log(1-p)."""
+    lgamma = np.vectorize(math.lgamma, otypes=[float])
+    return lgamma(k + d) - lgamma(k + 1.0) - math.lgamma(d) + k * math.log(p) + d * math.log1p(-p)
+
+
+def loss_scenarios(d, p, tail=DEFAULT_TAIL, max_scenarios=MAX_SCENARIOS):
     """Loss scenarios of a transfer of ``d`` segments under Bernoulli loss ``p`` (scalars).
+
+    ``K``, the number of transmissions lost while ``d`` segments get through, is negative
+    binomial with mean ``d p/(1-p)`` and standard deviation ``sqrt(d p)/(1-p)``. The scenarios
+    are every ``k`` from 0 to ``mean + 40 sd + 50`` when that is at most ``max_scenarios``
+    values; otherwise ``max_scenarios`` values spread evenly over ``[mean - 10 sd,
+    mean + 40 sd + 50]``, each weighted by its probability times the spacing (a huge transfer,
+    whose scenario latencies vary smoothly with ``k``). Then the lowest and highest scenarios
+    holding ``tail / 2`` of the probability each are dropped.
 
     Returns
     -------
     k : ndarray
-        Numbers of lost transmissions considered (consecutive integers).
+        Numbers of lost transmissions considered (increasing).
     weight : ndarray
-        Their negative-binomial probabilities, renormalised to sum to 1.
+        Their probabilities, renormalised to sum to 1.
     loss_rate : ndarray
         The loss rate each scenario saw, ``k / (d + k)``.
     truncated_mass : float
-        Probability of the scenarios left out (at most ``tail``).
+        Probability of the scenarios left out.
     """
     d = float(checks.at_least("segments", d, 1.0))
     p = float(checks.probability("loss", p))
@@ -133,11 +152,20 @@ def loss_scenarios(d, p, tail=DEFAULT_TAIL):
         raise ParameterError(f"tail: {tail!r} must lie in (0, 1)")
     if p == 0:
         return np.array([0.0]), np.array([1.0]), np.array([0.0]), 0.0
-    dist = stats.nbinom(d, 1.0 - p)
-    k_lo = max(0.0, float(dist.ppf(tail / 2)) - 1)
-    k_hi = float(dist.ppf(1 - tail / 2))
-    k = np.arange(k_lo, k_hi + 1.0)
-    w = dist.pmf(k)
+    mean = d * p / (1.0 - p)
+    sd = math.sqrt(d * p) / (1.0 - p)
+    k_hi = math.ceil(mean + 40.0 * sd + 50.0)
+    if k_hi + 1 <= max_scenarios:
+        k = np.arange(0.0, k_hi + 1.0)
+        w = np.exp(_nbinom_logpmf(k, d, p))
+    else:
+        k_lo = max(0.0, math.floor(mean - 10.0 * sd))
+        k = np.unique(np.round(np.linspace(k_lo, k_hi, max_scenarios)))
+        edges = np.concatenate([[k[0] - 0.5], 0.5 * (k[1:] + k[:-1]), [k[-1] + 0.5]])
+        w = np.exp(_nbinom_logpmf(k, d, p)) * np.diff(edges)
+    cum = np.cumsum(w)
+    keep = (cum > tail / 2) & (cum - w < cum[-1] - tail / 2)
+    k, w = k[keep], w[keep]
     total = float(w.sum())
     return k, w / total, k / (d + k), max(0.0, 1.0 - total)
 
