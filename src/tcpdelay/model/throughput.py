@@ -70,7 +70,8 @@ def timeout_backoff_factor(p):
     """G(p) = 1 + p + 2p^2 + 4p^3 + 8p^4 + 16p^5 + 32p^6 (eq 19): the cost of back-to-back
     timeouts with exponential backoff, in units of T0, up to the 64·T0 cap."""
     p = checks.probability("loss", p)
-    return (1 + p + 2 * p**2 + 4 * p**3 + 8 * p**4 + 16 * p**5 + 32 * p**6)[()]
+    # Horner form of the same polynomial (array powers are slow).
+    return (1 + p * (1 + p * (2 + p * (4 + p * (8 + p * (16 + 32 * p))))))[()]
 
 
 def expected_loss_window(p, b=1):
@@ -122,13 +123,15 @@ def pftk_segments_per_s(p, rtt_s, t0_s, b=1, w_max=np.inf):
         rtt * (ps * (b * w_free / 2 + 1)) + ps * q_free * g * t0 / (1 - ps)
     )
 
-    wm_f = np.where(np.isfinite(wm), wm, 1.0)
-    q_lim = timeout_probability(ps, wm_f)
-    r_lim = ((1 - ps) + ps * (wm_f / 2 + q_lim)) / (
-        rtt * (ps * (b * wm_f / 8 + 2) + (1 - ps) / wm_f) + ps * q_lim * g * t0 / (1 - ps)
-    )
-
-    r = np.where(limited, r_lim, r_free)
+    if limited.any():
+        wm_f = np.where(np.isfinite(wm), wm, 1.0)
+        q_lim = timeout_probability(ps, wm_f)
+        r_lim = ((1 - ps) + ps * (wm_f / 2 + q_lim)) / (
+            rtt * (ps * (b * wm_f / 8 + 2) + (1 - ps) / wm_f) + ps * q_lim * g * t0 / (1 - ps)
+        )
+        r = np.where(limited, r_lim, r_free)
+    else:
+        r = r_free
     r = np.where(lossy, r, wm / rtt)  # p == 0: window-limited rate, inf if unlimited
     return r[()]
 
