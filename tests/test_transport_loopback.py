@@ -262,3 +262,16 @@ def test_wrong_token_and_garbage_are_shut_out(tmp_path):
         (rr,) = rx.join()
     assert any("outside" in e for e in rr.errors)
     assert rr.received_packets == 0
+
+
+def test_a_run_directory_with_records_is_not_reused(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path / "rx"))
+    send(rx, VOIP, out_dir=str(tmp_path / "tx"), duration_s=0.1)
+    rx.join()
+    with pytest.raises(Exception, match="already holds 'received' records"):
+        run_receiver(ReceiverConfig(listen_port=0, out_dir=str(tmp_path / "rx")))
+    rx2 = Receiver()
+    with pytest.raises(Exception, match="already holds 'sent' records"):
+        send(rx2, VOIP, out_dir=str(tmp_path / "tx"), duration_s=0.1)
+    rx2.stop.set()
+    rx2.join()

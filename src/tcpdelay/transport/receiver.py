@@ -123,6 +123,12 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
     results of the runs served; a control connection that does not complete a valid hello is
     answered with a reject and does not count as a run.
     """
+    per_run = config.per_run_dirs if config.per_run_dirs is not None else config.runs != 1
+    if config.out_dir is not None and not per_run:
+        received = Path(config.out_dir) / "received"
+        if received.exists() and any(received.glob("part-*.parquet")):
+            raise ParameterError(f"out: {config.out_dir} already holds 'received' records of "
+                                 "another run; choose a new directory")
     lst, udp, addr = _bind(config)
     results: list[ReceiverResult] = []
     try:
@@ -136,7 +142,6 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
             except _BLOCKED:
                 selectors_wait(lst, _POLL_S)
                 continue
-            per_run = config.per_run_dirs if config.per_run_dirs is not None else config.runs != 1
             res = _serve(config, lst, udp, ctl, peer, stop, on_progress, single=not per_run)
             if res is not None:
                 results.append(res)
@@ -197,14 +202,17 @@ def _serve(cfg: ReceiverConfig, lst, udp, ctl: socket.socket, peer, stop, on_pro
         run_clock = clock.clock_for_peer(str(hello.get("boot_id", "")))
         accept = control.answer({"type": "accept", "version": control.VERSION, "token": token,
                                  "clock": run_clock}, hello_bytes)
-        try:
-            ctl.sendall(accept)
-        except OSError:
-            return None
         res = ReceiverResult(run_id=run_id, run_dir=str(run_dir) if run_dir else None,
                              status="completed", clock=run_clock, peer=f"{peer[0]}:{peer[1]}",
                              params=params.to_dict(), bytes_in=hello_bytes, bytes_out=len(accept))
-        _Run(cfg, params, res, lst, udp, ctl, peer, token, run_dir, stop, on_progress).loop()
+        run = _Run(cfg, params, res, lst, udp, ctl, peer, token, run_dir, stop, on_progress)
+        run.prepare()      # records open, run.json written, stale UDP drained: before media can come
+        try:
+            ctl.sendall(accept)
+        except OSError as err:
+            res.status = "sender-disconnected"
+            res.errors.append(f"control: accept not delivered ({err.strerror or err})")
+        run.loop()
         return res
     finally:
         ctl.close()
@@ -302,21 +310,26 @@ class _Run:
 
     # -- the loop -----------------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        cfg, res, p = self.cfg, self.res, self.p
+        self.common = {"clock": res.clock, "clock_source": clock.CLOCK_NAME, "run_id": res.run_id}
+        self.meta = {"params": p.to_dict(), "listen": f"{cfg.listen_host}:{cfg.listen_port}",
+                     "peer": res.peer, "status": "running"}
+        if self.run_dir is not None:
+            update_run_metadata(self.run_dir, self.common, "receiver", self.meta)
+            self.writer = RecordWriter(self.run_dir, "received", writer_id=f"receiver-{res.run_id}")
+        if p.transport == "udp":
+            self._drain_stale_udp()
+
     def loop(self) -> None:
         cfg, res, p = self.cfg, self.res, self.p
-        common = {"clock": res.clock, "clock_source": clock.CLOCK_NAME, "run_id": res.run_id}
-        meta = {"params": p.to_dict(), "listen": f"{cfg.listen_host}:{cfg.listen_port}",
-                "peer": res.peer, "status": "running"}
-        if self.run_dir is not None:
-            update_run_metadata(self.run_dir, common, "receiver", meta)
-            self.writer = RecordWriter(self.run_dir, "received", writer_id=f"receiver-{res.run_id}")
+        common, meta = self.common, self.meta
         sel = selectors.DefaultSelector()
         self.sel = sel
         self.ctl.setblocking(False)
         sel.register(self.ctl, selectors.EVENT_READ, ("ctl", control.ControlReader()))
         sel.register(self.lst, selectors.EVENT_READ, ("listen", None))
         if p.transport == "udp":
-            self._drain_stale_udp()
             sel.register(self.udp, selectors.EVENT_READ, ("udp", None))
         self.media: dict[int, socket.socket] = {}
         self.open_media = 0
@@ -327,7 +340,7 @@ class _Run:
         idle_ns = int(cfg.idle_timeout_s * 1e9)
         hard_end = t_start + int((p.duration_s + 2 * cfg.idle_timeout_s + 60) * 1e9)
         try:
-            while True:
+            while res.status == "completed":
                 now = clock.now_ns()
                 if self.stop is not None and self.stop.is_set():
                     res.status = "interrupted"

@@ -339,15 +339,19 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                    send_time_s=now / 1e9, frame_id=int(p.frame_id), frame_type=str(p.frame_type),
                    frame_last=bool(p.frame_last), dropped=dropped)
         result.packets += 1
+        seq += 1
         if dropped:
             result.dropped_packets += 1
-        else:
+            if writer is not None:
+                writer.append(**row)
+            return
+        try:
             n = max(1, min(rp.split, size // framing.MIN_MEDIA_RTP_BYTES))
             sizes = framing.split_sizes(size, n) if n > 1 else [size]
             ts = int(p.at_s * framing.RTP_CLOCK_HZ)
             for k, s in enumerate(sizes):
                 pkt = framing.encode_media(flow_id=rp.flow_id, rtp_seq=rtp_seq, rtp_timestamp=ts,
-                                           marker=bool(p.frame_last) and k == n - 1, seq=seq,
+                                           marker=bool(p.frame_last) and k == n - 1, seq=row["seq"],
                                            send_time_ns=now, piece=k, pieces=n, size_bytes=s)
                 rtp_seq += 1
                 if c.tcp:
@@ -360,9 +364,9 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
             c.last_tx = now
             last_media_ns = now
             flush(c)
-        if writer is not None:
-            writer.append(**row)
-        seq += 1
+        finally:     # the record is written after the packet is handed to the socket
+            if writer is not None:
+                writer.append(**row)
 
     try:
         while True:

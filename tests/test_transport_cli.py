@@ -1,0 +1,60 @@
+"""`tcpdelay send` / `tcpdelay recv` as a user runs them: two processes, --json, bad input."""
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from tcpdelay.records import read_records
+
+TCPDELAY = [sys.executable, "-m", "tcpdelay"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("extra", [["--transport", "udp"],
+                                   ["--connections", "2", "--scheduler", "intelligent", "--split", "2"]])
+def test_send_and_recv_commands_make_a_run(tmp_path, extra):
+    port = _free_port()
+    rx = subprocess.Popen([*TCPDELAY, "recv", "--listen", f"127.0.0.1:{port}", "--out",
+                           str(tmp_path / "rx"), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        tx = subprocess.run([*TCPDELAY, "send", "--to", f"127.0.0.1:{port}", "--profile", "voip",
+                             "--duration-s", "0.5", "--out", str(tmp_path / "tx"), "--json", *extra],
+                            capture_output=True, text=True, timeout=60)
+        out, err = rx.communicate(timeout=30)
+    finally:
+        rx.kill()
+    assert tx.returncode == 0, tx.stderr
+    assert rx.returncode == 0, err
+    sent = json.loads(tx.stdout)
+    got = json.loads(out)
+    assert sent["status"] == "completed" and sent["packets"] == 25
+    (run,) = got["runs"]
+    assert run["status"] == "completed" and run["received_packets"] == 25
+    assert run["delay"]["delay_reference"] == "one-way" and 0 < run["delay"]["delay_p50_s"] < 0.05
+    assert read_records(tmp_path / "tx", "sent").num_rows == 25
+    assert read_records(tmp_path / "rx", "received").num_rows == 25
+
+
+@pytest.mark.parametrize("args, match", [
+    (["send", "--to", "nohostport"], "HOST:PORT"),
+    (["send", "--to", "127.0.0.1:1", "--transport", "udp", "--connections", "2"], "parallel connections need"),
+    (["send", "--to", "127.0.0.1:1", "--split", "0"], "split"),
+    (["send", "--to", "127.0.0.1:1", "--profile", "voip", "--mpeg4-rate-bps", "1e6",
+      "--video-trace", __file__], "choose one"),
+    (["send", "--to", "127.0.0.1:1", "--connect-timeout-s", "0.2", "--duration-s", "0.1"], "cannot reach"),
+    (["recv", "--listen", "127.0.0.1"], "HOST:PORT"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, match):
+    proc = subprocess.run([*TCPDELAY, *args, "--out", str(tmp_path / "o")], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and match in lines[0] and "Traceback" not in proc.stderr
