@@ -90,7 +90,6 @@ BAD = [
     (BASE + ["--delayed-ack", "sometimes"], "--delayed-ack"),
     (BASE + ["--delayed-ack", "-0.1"], "--delayed-ack"),
     (BASE + ["--plot", "fig.jpg"], "plot"),
-    (BASE + ["--plot", "/nonexistent-dir/fig.png"], "cannot write"),
     (["latency", "--size-bytes", "0", "--rtt-s", "0.1", "--loss", "0.01"], "--size-bytes"),
     (["latency", "--size-bytes", "100", "--rtt-s", "0.1", "--loss", "1"], "--loss"),
     (BASE + ["--init-window", "0.5"], "--init-window"),
@@ -103,6 +102,20 @@ def _one_line(err, fragment):
     assert len(lines) == 1, err
     assert lines[0].startswith("tcpdelay: error: ") and fragment in lines[0]
     assert "Traceback" not in err
+
+
+def test_unwritable_plot_path_is_one_line(capsys, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    code, _, err = run(capsys, *BASE, "--plot", str(blocker / "fig.png"))
+    assert code == 2
+    _one_line(err, "cannot write")
+
+
+def test_plot_creates_its_folder(capsys, tmp_path):
+    path = tmp_path / "new" / "fig.png"
+    assert run(capsys, *BASE, "--plot", str(path))[0] == 0
+    assert path.exists()
 
 
 @pytest.mark.parametrize("args, fragment", BAD)

@@ -52,8 +52,10 @@ def plot_latency_vs_size(
     if ext not in FORMATS:
         raise ParameterError(f"plot: {path!s} must end in one of {', '.join(FORMATS)}")
     folder = os.path.dirname(os.path.abspath(str(path)))
-    if not os.path.isdir(folder):
-        raise ParameterError(f"plot: cannot write {path!s}: no such directory {folder}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise ParameterError(f"plot: cannot write {path!s}: {err.strerror or err}") from None
     sizes = size_grid_bytes(mss_bytes, max(max_bytes, 10 * (mark_size_bytes or 0)))
     transfer = lat.expected_latency_s(sizes, rtt_s, loss, mss_bytes=mss_bytes, handshake_included=False, **model_kwargs)
     total = lat.expected_latency_s(sizes, rtt_s, loss, mss_bytes=mss_bytes, **model_kwargs)
