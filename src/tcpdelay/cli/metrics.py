@@ -35,7 +35,7 @@ def _delay_table(res: dict) -> Table:
     rel = " (relative to the run's minimum: unsynchronized clocks)" \
         if res["delay_relative_to_min"] else ""
     t = Table(title=f"One-way delay{rel}", title_justify="left")
-    for col in ("flow", "mean", "std", "p50", "p95", "p99", "max", "jitter (RFC 3550)"):
+    for col in ("flow", "mean", "std", "p50", "p95", "p99", "max", "RFC 3550 jitter"):
         t.add_column(col, justify="right")
     for f in res["flows"]:
         d = f["delay"]
@@ -74,7 +74,7 @@ def _late_table(res: dict) -> Table:
 
 
 def _voice_table(flows: list[dict]) -> Table:
-    jb = fmt_s(res_jb) if (res_jb := flows[0]["jitter_filter"]["jitter_buffer_s"]) is not None else ""
+    jb = fmt_s(flows[0]["jitter_filter"]["jitter_buffer_s"])
     codec = flows[0]["emodel"]["codec_name"]
     t = Table(title=f"Voice: jitter filter (buffer {jb}), quality levels 0–5 (acceptable = 0–1), "
                     f"E-model MOS ({codec})", title_justify="left")
@@ -83,8 +83,8 @@ def _voice_table(flows: list[dict]) -> Table:
         t.add_column(col, justify="right")
     for f in flows:
         jf, q, best = f["jitter_filter"], f["quality"], f["emodel"]["best"]
-        t.add_row(str(f["flow_id"]), fmt_s(jf["base_delay_s"]), _pct(jf["pure_loss_rate"]), _pct(jf["delayed_loss_rate"]),
-                  _pct(q["acceptable_fraction"]), str(q["worst_level"]),
+        t.add_row(str(f["flow_id"]), fmt_s(jf["base_delay_s"]), _pct(jf["pure_loss_rate"]),
+                  _pct(jf["delayed_loss_rate"]), _pct(q["acceptable_fraction"]), str(q["worst_level"]),
                   fmt_s(best["playout_delay_s"]), f"{best['mos']:.2f}")
     return t
 
