@@ -75,16 +75,21 @@ def ro_is(*, SLR=8.0, RLR=2.0, STMR=15.0, LSTR=18.0, Ds=3.0, TELR=65.0, T=0.0, q
     Ro = 15 - 1.5 * (SLR + No)
     Xolr = OLR + 0.2 * (64 + No - RLR)
     Iolr = 20 * ((1 + (Xolr / 8) ** 8) ** (1 / 8) - Xolr / 8)
-    STMRo = -10 * _lg(10 ** (-STMR / 10) + np.exp(-T / 4) * 10 ** (-TELR / 10))
-    Ist = (12 * (1 + ((STMRo - 13) / 6) ** 8) ** (1 / 8)
-           - 28 * (1 + ((STMRo + 1) / 19.4) ** 35) ** (1 / 35)
-           - 13 * (1 + ((STMRo - 3) / 33) ** 13) ** (1 / 13) + 29)
+    Ist = sidetone_impairment(STMR, TELR, T)
     Q = 37 - 15 * _lg(qdu)
     G = 1.07 + 0.258 * Q + 0.0602 * Q ** 2
     Z = 46 / 30 - G / 40
     Y = (Ro - 100) / 15 + 46 / 8.4 - G / 9
     Iq = 15 * _lg(1 + 10 ** Y + 10 ** Z)
     return float(Ro), float(Iolr + Ist + Iq), float(No)
+
+
+def sidetone_impairment(STMR=15.0, TELR=65.0, T=0.0):
+    """``Ist`` of G.107 §7.3, from the sidetone masking rating (with the talker echo)."""
+    STMRo = -10 * _lg(10 ** (-STMR / 10) + np.exp(-T / 4) * 10 ** (-TELR / 10))
+    return (12 * (1 + ((STMRo - 13) / 6) ** 8) ** (1 / 8)
+            - 28 * (1 + ((STMRo + 1) / 19.4) ** 35) ** (1 / 35)
+            - 13 * (1 + ((STMRo - 3) / 33) ** 13) ** (1 / 13) + 29)
 
 
 def idd(Ta_ms, mT: float = 100.0, sT: float = 1.0):
@@ -98,13 +103,14 @@ def idd(Ta_ms, mT: float = 100.0, sT: float = 1.0):
 
 
 def delay_impairment(T_ms, Ta_ms, Tr_ms, *, Ro: float, No: float, RLR=2.0, TELR=65.0,
-                     WEPL=110.0, STMR=15.0, Ist: float | None = None, mT=100.0, sT=1.0):
-    """``Id = Idte + Idle + Idd`` of G.107 §7.4 (delays in ms)."""
+                     WEPL=110.0, STMR=15.0, mT=100.0, sT=1.0):
+    """``Id = Idte + Idle + Idd`` of G.107 §7.4 (delays in ms). For STMR < 9 dB, TERV is
+    replaced by TERVs = TERV + Ist/2."""
     T = np.asarray(T_ms, dtype=float)
     Tr = np.asarray(Tr_ms, dtype=float)
     TERV = TELR - 40 * _lg((1 + T / 10) / (1 + T / 150)) + 6 * np.exp(-0.3 * T ** 2)
-    if STMR < 9 and Ist is not None:
-        TERV = TERV + Ist / 2
+    if STMR < 9:
+        TERV = TERV + sidetone_impairment(STMR, TELR, T) / 2
     Re = 80 + 2.5 * (TERV - 14)
     Roe = -1.5 * (No - RLR)
     Idte = ((Roe - Re) / 2 + np.sqrt((Roe - Re) ** 2 / 4 + 100) - 1) * (1 - np.exp(-T))
