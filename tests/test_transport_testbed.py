@@ -83,15 +83,20 @@ def _hol_peaks(delay: np.ndarray, threshold_s: float) -> list[float]:
 def test_loss_gives_tcp_head_of_line_delays_and_udp_losses(tmp_path):
     link = LinkSpec(a_to_b=DirectionSpec(delay_s=L_S, loss=BernoulliLoss(p=0.03)),
                     b_to_a=DirectionSpec(delay_s=L_S))
-    tcp = preset("newreno-2008")            # fast retransmit on 3 duplicate ACKs (no RACK/TLP)
+    tcp = preset("newreno-2008")            # reno, SACK, TLP off (no probe before the repair)
     s, r, _, delay, _ = media_run(tmp_path / "tcp", link, tcp=tcp, duration_s=4.0, transport="tcp")
     assert r.received_packets == s.packets == 200    # TCP: nothing lost...
     assert s.tcp_info_end[0]["total_retrans"] >= 1
     peaks = _hol_peaks(delay, L_S + RTT_S / 2)
     assert len(peaks) >= 1                           # ...but delayed
-    bound = L_S + RTT_S + 3 * 0.02                   # L + RTT + 3/f = 210 ms
-    # a loss repaired by fast retransmit costs at least one RTT and about RTT + 3/f
-    assert L_S + RTT_S - 0.01 <= np.median(peaks) <= bound + 0.06, peaks
+    # A loss repaired by fast retransmit costs the lost packet RTT + the time to detect it:
+    # 3/f with the three-duplicate-ACK rule of the 2008 stacks (L + RTT + 3/f = 210 ms), or
+    # max(1/f, RTT/4) with RACK's time-based detection (RFC 8985), which the kernels of 2025
+    # use even with tcp_recovery = 0 (measured here: ~175-190 ms). Either is in this range;
+    # no repair (no HOL) or a timeout (RTO >= 1 s at this point) is not.
+    lo = L_S + RTT_S + 0.02 - 0.01                   # L + RTT + 1/f, 10 ms slack
+    hi = L_S + RTT_S + 3 * 0.02 + 0.04               # L + RTT + 3/f, 40 ms slack
+    assert lo <= np.median(peaks) <= hi, peaks
     # packets behind the lost one drain one interval apart (head-of-line blocking)
     assert np.sum(delay > L_S + RTT_S / 2) > len(peaks)
 
