@@ -112,6 +112,20 @@ def test_first_window_takes_one_round_when_full():
     assert tr.slow_start_time_s(10, 0.0, 0.2, 10, 1, 4) == tr.slow_start_time_s(10, 0.0, 0.2, 4, 1, 4)
 
 
+def test_a_transfer_takes_at_least_one_round():
+    # One segment, w1 = 10, gamma = 2: the paper's eq (15) gives log_2(1/10 + 1) = 0.1375 rounds,
+    # but the last ACK is back only after a full RTT: floored at one round.
+    assert tr.slow_start_time_s(1, 0.0, 0.1, 10, 1, min_rounds=0) == pytest.approx(0.1 * math.log2(1.1))
+    assert tr.slow_start_time_s(1, 0.0, 0.1, 10, 1) == pytest.approx(0.1)
+    # with loss the floor is weighted by 1 - p (the first segment may be lost: eq 20 pays that):
+    # d = 1, p = 0.5: E[d_ss] = 0.5 * 0.5 / 0.5 = 0.5; log_2(0.05 + 1) = 0.0704 < 0.5 -> 0.5 round
+    assert tr.slow_start_time_s(1, 0.5, 0.1, 10, 1) == pytest.approx(0.05)
+    # the floor never binds once slow start needs more than a round
+    assert tr.slow_start_time_s(45, 0.0, 0.1, 1, 2, min_rounds=0) == tr.slow_start_time_s(45, 0.0, 0.1, 1, 2)
+    with pytest.raises(ParameterError):
+        tr.slow_start_time_s(1, 0.0, 0.1, min_rounds=2)
+
+
 def test_delayed_ack_costs():
     assert tr.delayed_ack_mean_s("none") == 0
     assert tr.delayed_ack_mean_s("bsd") == pytest.approx(0.1)

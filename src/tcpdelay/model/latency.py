@@ -47,6 +47,7 @@ def expected_latency_s(
     max_window=np.inf,
     delayed_ack="none",
     handshake_included: bool = True,
+    min_rounds=1.0,
 ):
     """Expected latency in seconds, vectorised over every array argument (broadcast together).
 
@@ -56,7 +57,9 @@ def expected_latency_s(
     d = tr.segments_for(size_bytes, mss_bytes)
     t0 = tp.default_t0_s(rtt_s) if t0_s is None else t0_s
     max_window = np.inf if max_window is None else max_window
-    t = tr.transfer_time_s(d, loss, rtt_s, t0, init_window, acks_per_segment, max_window, delayed_ack)
+    t = tr.transfer_time_s(
+        d, loss, rtt_s, t0, init_window, acks_per_segment, max_window, delayed_ack, min_rounds=min_rounds
+    )
     if not handshake_included:
         return t
     pr = loss if loss_reverse is None else loss_reverse
@@ -80,6 +83,7 @@ def latency(
     max_window=math.inf,
     delayed_ack="none",
     percentiles=DEFAULT_PERCENTILES,
+    min_rounds=1.0,
 ) -> dict:
     """Latency of one transfer of ``size_bytes`` over one path (scalar parameters).
 
@@ -109,6 +113,10 @@ def latency(
         Cost of the first delayed ACK (default none).
     percentiles : sequence of float, optional
         Percentile levels to report (default 50, 90, 99).
+    min_rounds : float, optional
+        Floor of the slow-start round count, times ``1 - p`` (default 1: a transfer takes at
+        least one RTT; 0 reproduces the paper's eq 15 exactly). See
+        :func:`tcpdelay.model.transfer.slow_start_time_s`.
 
     Returns
     -------
@@ -138,12 +146,16 @@ def latency(
     w_max = math.inf if max_window is None else float(max_window)
     d = float(tr.segments_for(size_bytes, mss))
 
-    comp = tr.transfer_components(d, p_f, rtt, t0, init_window, acks_per_segment, w_max, delayed_ack)
+    comp = tr.transfer_components(
+        d, p_f, rtt, t0, init_window, acks_per_segment, w_max, delayed_ack, min_rounds=min_rounds
+    )
     h_mean = float(handshake.handshake_mean_s(rtt, p_f, p_r, syn_timeout_s, syn_retries, synack_retries))
     h_approx = float(handshake.handshake_mean_approx_s(rtt, p_f, p_r, syn_timeout_s))
     h_ok = float(handshake.handshake_success_probability(p_f, p_r, syn_retries, synack_retries))
 
-    t_dist = ld.transfer_distribution(d, p_f, rtt, t0, init_window, acks_per_segment, w_max, delayed_ack)
+    t_dist = ld.transfer_distribution(
+        d, p_f, rtt, t0, init_window, acks_per_segment, w_max, delayed_ack, min_rounds=min_rounds
+    )
     tot_dist = ld.add_handshake(t_dist, rtt, p_f, p_r, syn_timeout_s, syn_retries, synack_retries)
 
     transfer_mean = float(comp["transfer_mean_s"])

@@ -180,6 +180,8 @@ def transfer_distribution(
     w_max=np.inf,
     delayed_ack="none",
     tail=DEFAULT_TAIL,
+    *,
+    min_rounds=1.0,
 ) -> LatencyDistribution:
     """Distribution of the data-transfer latency (Section II-E) for scalar parameters.
 
@@ -190,7 +192,7 @@ def transfer_distribution(
     t0 = float(tp.default_t0_s(rtt)) if t0_s is None else float(checks.positive("t0_s", t0_s))
     lo, hi = tr.delayed_ack_bounds_s(delayed_ack)
     k, w, p_k, cut = loss_scenarios(d, p, tail)
-    t_k = tr.transfer_time_s(d, p_k, rtt, t0, w1, b, w_max, "none")
+    t_k = tr.transfer_time_s(d, p_k, rtt, t0, w1, b, w_max, "none", min_rounds=min_rounds)
     return LatencyDistribution(np.atleast_1d(t_k).astype(float), w, lo, hi, cut)
 
 

@@ -38,6 +38,8 @@ Readings of the paper that differ from its printed text (see docs/models/latency
   to ``d`` as ``p -> 0``, as the text requires). We use the sum.
 * eq (20): the timeout probability is evaluated at the window slow start actually reaches,
   ``min(E[W_ss], W_max)`` (at least 1), rather than at the uncapped ``E[W_ss]``.
+* eq (15): the continuous round count is floored at ``(1 - p)`` rounds, because a transfer
+  that fits in the first window still takes one RTT (``min_rounds=0`` restores the paper).
 """
 
 from __future__ import annotations
@@ -116,6 +118,16 @@ def delayed_ack_mean_s(spec) -> float:
     return 0.5 * (lo + hi)
 
 
+def _min_rounds(value) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"min_rounds: {value!r} is not a number") from None
+    if not 0.0 <= v <= 1.0:
+        raise ParameterError(f"min_rounds: {value!r} must lie in [0, 1]")
+    return v
+
+
 def _common(d, p, rtt_s, w1, b, w_max):
     d = checks.at_least("segments", d, 1.0)
     p = checks.probability("loss", p)
@@ -130,11 +142,13 @@ def _common(d, p, rtt_s, w1, b, w_max):
 
 def _expected_slow_start_data(d, p):
     # sum_{k=0}^{d-1} (1-p)^k p k + (1-p)^d d = (1-p)(1-(1-p)^d)/p; -> d as p -> 0.
-    lossy = p > 0
+    # For p d < 1e-6 the series d - p d (d+1)/2 (error ~ (p d)^2 d / 6) avoids the loss of
+    # precision of expm1/log1p at tiny and subnormal p.
+    lossy = p * d >= 1e-6
     ps = np.where(lossy, p, 0.5)
     with np.errstate(over="ignore", invalid="ignore"):
         val = (1.0 - ps) * -np.expm1(d * np.log1p(-ps)) / ps
-    return np.where(lossy, np.minimum(val, d), d)
+    return np.where(lossy, np.minimum(val, d), d - p * d * (d + 1.0) / 2.0)
 
 
 def expected_slow_start_data(d, p):
@@ -170,8 +184,8 @@ def slow_start_data_to_reach(window, w1=DEFAULT_INIT_WINDOW, b=DEFAULT_ACKS_PER_
     return ((g * w - w1) / (g - 1.0))[()]
 
 
-def _slow_start_rounds(dss, w1, g, wm):
-    """eq (15) in rounds for ``dss`` segments; eqs (9), (12)–(14)."""
+def _slow_start_rounds(dss, w1, g, wm, p=0.0, min_rounds=1.0):
+    """eq (15) in rounds for ``dss`` segments; eqs (9), (12)–(14); at least ``min_rounds (1-p)``."""
     ln_g = np.log(g)
     w_ss = dss * (g - 1.0) / g + w1 / g  # eq (11)
     capped = w_ss > wm
@@ -180,10 +194,13 @@ def _slow_start_rounds(dss, w1, g, wm):
     d1 = (g * wm_f - w1) / (g - 1.0)  # eq (12)
     r1 = np.log(wm_f / w1) / ln_g + 1.0  # eq (13)
     r2 = (dss - d1) / wm_f  # eq (14)
-    return np.where(capped, r1 + r2, free), w_ss
+    rounds = np.where(capped, r1 + r2, free)
+    return np.maximum(rounds, min_rounds * (1.0 - p)), w_ss
 
 
-def slow_start_time_s(d, p, rtt_s, w1=DEFAULT_INIT_WINDOW, b=DEFAULT_ACKS_PER_SEGMENT, w_max=np.inf):
+def slow_start_time_s(
+    d, p, rtt_s, w1=DEFAULT_INIT_WINDOW, b=DEFAULT_ACKS_PER_SEGMENT, w_max=np.inf, *, min_rounds=1.0
+):
     """``E[T_ss]``, the expected duration of the initial slow start, eq (15).
 
     Parameters
@@ -197,17 +214,30 @@ def slow_start_time_s(d, p, rtt_s, w1=DEFAULT_INIT_WINDOW, b=DEFAULT_ACKS_PER_SE
     w1, b, w_max : array_like, optional
         Initial window (segments), segments per ACK (``gamma = 1 + 1/b``), window cap
         (segments, ``inf`` for none).
+    min_rounds : float, optional
+        Floor on the round count, applied as ``min_rounds (1 - p)`` (default 1; 0 gives the
+        paper's eq 15 exactly). See Notes.
 
     Returns
     -------
     ndarray or float
         ``RTT log_gamma(E[d_ss](gamma-1)/w1 + 1)`` when ``E[W_ss] <= W_max``, else
         ``RTT [log_gamma(W_max/w1) + 1 + (E[d_ss] - (gamma W_max - w1)/(gamma-1)) / W_max]``.
-        The two branches meet where ``E[W_ss] = W_max``. The round count is continuous, as in
-        the paper, so a transfer that fits in the first window takes less than one RTT here.
+        The two branches meet where ``E[W_ss] = W_max``.
+
+    Notes
+    -----
+    The paper's round count is continuous: for ``E[d_ss] < w1`` it is below one round
+    (``log_2(1/10 + 1) = 0.14`` RTT for one segment with ``w1 = 10``), yet the transfer ends only
+    when the ACK of its last segment is back, a full RTT after it was sent. So the count is
+    floored at one round, weighted by ``1 - p``, the probability that the first segment gets
+    through (if it is lost, slow start sends nothing and eq 20 charges the timeout). The floor
+    only binds when everything expected in slow start fits in the first window; it keeps
+    latency non-decreasing in ``p``.
     """
     d, p, rtt, w1, b, wm = _common(d, p, rtt_s, w1, b, w_max)
-    rounds, _ = _slow_start_rounds(_expected_slow_start_data(d, p), w1, 1.0 + 1.0 / b, wm)
+    floor = _min_rounds(min_rounds)
+    rounds, _ = _slow_start_rounds(_expected_slow_start_data(d, p), w1, 1.0 + 1.0 / b, wm, p, floor)
     return (rtt * rounds)[()]
 
 
@@ -281,6 +311,8 @@ def transfer_components(
     b=DEFAULT_ACKS_PER_SEGMENT,
     w_max=np.inf,
     delayed_ack="none",
+    *,
+    min_rounds=1.0,
 ):
     """All terms of eq (25) at once (arrays broadcast together).
 
@@ -290,13 +322,14 @@ def transfer_components(
         ``slow_start_segments`` (``E[d_ss]``, eq 5), ``slow_start_window`` (``E[W_ss]``,
         eq 11, uncapped), ``slow_start_s`` (eq 15), ``first_loss_s`` (eq 20), ``remainder_s``
         (eq 24), ``delayed_ack_s`` (``E[T_delay]``), ``transfer_mean_s`` (eq 25, their sum).
+        ``min_rounds`` floors the slow-start round count (see :func:`slow_start_time_s`).
     """
     d, p, rtt, w1, b, wm = _common(d, p, rtt_s, w1, b, w_max)
     t0 = tp.default_t0_s(rtt) if t0_s is None else checks.positive("t0_s", t0_s)
     t_delay = delayed_ack_mean_s(delayed_ack)
     g = 1.0 + 1.0 / b
     dss = _expected_slow_start_data(d, p)
-    rounds, w_ss = _slow_start_rounds(dss, w1, g, wm)
+    rounds, w_ss = _slow_start_rounds(dss, w1, g, wm, p, _min_rounds(min_rounds))
     t_ss = rtt * rounds
     t_loss = _first_loss(d, p, rtt, t0, w1, g, wm, dss)
     t_ca = _remainder(d, p, rtt, t0, b, wm, dss)
@@ -323,10 +356,14 @@ def transfer_time_s(
     b=DEFAULT_ACKS_PER_SEGMENT,
     w_max=np.inf,
     delayed_ack="none",
+    *,
+    min_rounds=1.0,
 ):
     """``E[T]``, the expected data-transfer latency in seconds, eq (25).
 
     See :func:`transfer_components` for the terms. With ``p = 0`` this is eq (15) (plus the
     delayed-ACK cost); for large ``d`` it approaches ``d / R`` with ``R`` of eq (22).
     """
-    return transfer_components(d, p, rtt_s, t0_s, w1, b, w_max, delayed_ack)["transfer_mean_s"]
+    return transfer_components(d, p, rtt_s, t0_s, w1, b, w_max, delayed_ack, min_rounds=min_rounds)[
+        "transfer_mean_s"
+    ]
