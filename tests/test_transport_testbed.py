@@ -12,8 +12,10 @@ import pytest
 
 from tcpdelay.errors import EnvironmentNotSupported
 from tcpdelay.records import read_records, read_run_metadata
-from tcpdelay.traffic import CbrSource
-from tcpdelay.transport import ReceiverConfig, RunParams, SenderConfig, run_receiver, run_sender
+from tcpdelay.traffic import CbrSource, VoipOnOffSource
+from tcpdelay.transport import (
+    ReceiverConfig, RunParams, SenderConfig, TcpOptions, run_receiver, run_sender,
+)
 
 try:
     from tcpdelay.testbed import (
@@ -39,11 +41,15 @@ PORT = 5000
 
 
 def media_run(run_dir, link, *, source=VOIP, tcp=None, seed=1, **kw):
-    """One run: receiver in host rx (right), sender in host tx (left); records in run_dir."""
+    """One run: receiver in host rx (right), sender in host tx (left); records in run_dir.
+
+    ``kw``: RunParams and SenderConfig fields (``tcp_options_nodelay`` for TcpOptions)."""
     spec = TestbedSpec(hosts=(HostSpec(name="tx", side="left", **({"tcp": tcp} if tcp else {})),
                               HostSpec(name="rx", side="right", **({"tcp": tcp} if tcp else {}))),
                        link=link, seed=seed)
     sender_kw = {k: kw.pop(k) for k in list(kw) if k in SenderConfig.__dataclass_fields__}
+    if "tcp_options_nodelay" in kw:
+        sender_kw["tcp"] = TcpOptions(nodelay=kw.pop("tcp_options_nodelay"))
     with Testbed(spec) as tb:
         tx, rx = tb.hosts["tx"], tb.hosts["rx"]
         handle = rx.spawn(run_receiver, ReceiverConfig(listen_host=rx.address, listen_port=PORT,
@@ -147,3 +153,47 @@ def test_proactive_drop_bounds_the_backlog_of_an_overloaded_path(tmp_path):
     assert sum(sent.column("dropped").to_pylist()) == s1.dropped_packets
     assert set(np.array(sent.column("connection"))[np.array(sent.column("dropped"))]) == {-1}
     assert np.percentile(d1, 95) < 0.6 * np.percentile(d0, 95)
+
+
+def test_nagle_holds_small_packets_back_and_nodelay_does_not(tmp_path):
+    """§8.1: with Nagle's algorithm a 172-byte packet waits while an earlier one is
+    unacknowledged, so on a 100 ms RTT most packets wait for an ACK."""
+    link = LinkSpec.symmetric(delay_s=L_S)
+    _, _, _, on, _ = media_run(tmp_path / "nagle", link, duration_s=2.0, tcp_options_nodelay=False)
+    _, _, _, off, _ = media_run(tmp_path / "nodelay", link, duration_s=2.0)
+    assert abs(np.median(off) - L_S) < 0.005
+    assert np.median(on) > L_S + 0.03               # measured ~104 ms: about half an RTT more
+    assert np.mean(on > L_S + 0.02) > 0.5
+
+
+def _spurt_start_delays(run_dir, gap_s=0.5, window_s=0.2):
+    """Delays of the packets sent in the first ``window_s`` of every talk spurt after a silence
+    of more than ``gap_s`` (the first spurt, slow start of the connection, excluded)."""
+    t = read_records(run_dir, "received")
+    send = t.column("send_time_s").to_numpy()
+    delay = t.column("recv_time_s").to_numpy() - send
+    order = np.argsort(send)
+    send, delay = send[order], delay[order]
+    starts = send[1:][np.diff(send) > gap_s]
+    return [delay[(send >= s) & (send < s + window_s)] for s in starts]
+
+
+def test_keepalive_keeps_the_window_open_across_silences(tmp_path):
+    """§8.2 "Idle periods": after a silence longer than the RTO, Linux restarts the window at
+    the initial window (slow start after idle, the newreno-2008 preset: IW3), so the first
+    packets of a talk spurt (5 per RTT here) wait for ACKs. Keep-alives every RTT/3 keep the
+    connection from going idle, and the spurts start without that delay."""
+    link = LinkSpec.symmetric(delay_s=L_S)
+    tcp = preset("newreno-2008")
+    src = VoipOnOffSource(172, 0.02)
+    media_run(tmp_path / "off", link, source=src, tcp=tcp, duration_s=7.5, seed=1)
+    s, r, _, _, _ = media_run(tmp_path / "on", link, source=src, tcp=tcp, duration_s=7.5, seed=1,
+                              keepalive=True)
+    assert s.keepalive_packets > 0 and r.keepalive_packets == s.keepalive_packets
+    off = _spurt_start_delays(tmp_path / "off")
+    on = _spurt_start_delays(tmp_path / "on")
+    assert len(off) == len(on) >= 2                  # the same spurts (same seed)
+    late = L_S + 0.03
+    hit_off = sum(bool(np.any(d > late)) for d in off)
+    hit_on = sum(bool(np.any(d > late)) for d in on)
+    assert hit_off >= 2 and hit_on < hit_off, (hit_off, hit_on)
