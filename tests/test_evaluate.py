@@ -19,3 +19,14 @@ def test_evaluate_writes_report_and_json(tmp_path):
     lossy = [p for p in paths if p["loss"] > 0]
     assert all(p["pftk_bps"] > 0 for p in lossy)
     assert all(p["pftk_bps"] is None for p in paths if p["loss"] == 0)  # unbounded without loss
+    transfers = doc["latency"]["transfers"]
+    assert len(transfers) == 12 * 3
+    # more loss never makes the expected latency shorter, on any path and size
+    for size in {t["size_bytes"] for t in transfers}:
+        for rtt in {t["rtt_s"] for t in transfers}:
+            series = sorted((t["loss"], t["total_mean_s"]) for t in transfers
+                            if t["size_bytes"] == size and t["rtt_s"] == rtt)
+            means = [m for _, m in series]
+            assert means == sorted(means), (size, rtt, series)
+            # no transfer beats one RTT of handshake plus one RTT of data
+            assert means[0] >= 2 * rtt * 0.999

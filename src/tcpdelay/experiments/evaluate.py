@@ -70,8 +70,50 @@ def _throughput_figure():
     return fig
 
 
+#: Transfer sizes for the latency table (bytes).
+LATENCY_SIZES_BYTES = (10_000, 100_000, 1_000_000)
+
+
+def latency_part(report: Report) -> dict:
+    """Expected latency and its 90th percentile (Cardwell et al. eq 25 and Section II-E) of
+    short transfers over the default paths, and latency/throughput against size per RTT."""
+    import tempfile
+
+    from tcpdelay.model.latency import latency
+    from tcpdelay.report.latency_plots import plot_latency_vs_size
+
+    rows, data = [], []
+    for rtt in DEFAULT_RTTS_S:
+        for p in DEFAULT_LOSSES:
+            row = [f"{rtt * 1e3:g} ms", f"{p * 100:g} %"]
+            for size in LATENCY_SIZES_BYTES:
+                res = latency(size, rtt, p, mss_bytes=MSS_BYTES)
+                data.append({"size_bytes": size, "rtt_s": rtt, "loss": p,
+                             "total_mean_s": res["total_mean_s"], "p90_s": res["percentiles_s"]["90"]})
+                row.append(f"{res['total_mean_s']:.3g} / {res['percentiles_s']['90']:.3g}")
+            rows.append(row)
+
+    sec = report.section("Latency of short TCP transfers")
+    sec.paragraph(
+        "Expected time to open a connection and transfer a file (mean / 90th percentile, seconds), "
+        "from the model of Cardwell, Savage and Anderson, 'Modeling TCP Latency' (INFOCOM 2000): "
+        "handshake (eqs 1-4), slow start (eq 15), first loss (eq 20), the remainder at the PFTK "
+        "rate (eq 24) and the distribution over loss scenarios (Section II-E). Initial window 10 "
+        "segments, T0 = RTT + 200 ms, SYN timeout 1 s, no delayed ACKs.")
+    sec.table(["RTT", "loss", *(f"{s / 1e3:g} kB (s)" for s in LATENCY_SIZES_BYTES)], rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        for rtt in DEFAULT_RTTS_S:
+            png = Path(tmp) / f"lat-{rtt}.png"
+            plot_latency_vs_size(png, rtt_s=rtt, loss=0.01, mss_bytes=MSS_BYTES, max_bytes=1e8)
+            sec.png(png.read_bytes(), f"RTT {rtt * 1e3:g} ms, loss 1 %: latency and effective "
+                                      "throughput against transfer size, next to the steady-state models "
+                                      "(Cardwell et al. Fig 2).")
+    return {"transfers": data}
+
+
 PARTS: list[tuple[str, Callable[[Report], dict]]] = [
     ("throughput", throughput_part),
+    ("latency", latency_part),
 ]
 
 

@@ -62,13 +62,18 @@ class Section:
         return self
 
     def figure(self, fig, caption: str = "") -> "Section":
-        """Embed a matplotlib figure (closed afterwards)."""
-        import matplotlib.pyplot as plt
-
+        """Embed a matplotlib figure (a pyplot figure is closed afterwards)."""
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        self.items.append(Figure(buf.getvalue(), caption))
+        if getattr(fig, "number", None) is not None:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+        return self.png(buf.getvalue(), caption)
+
+    def png(self, data: bytes, caption: str = "") -> "Section":
+        """Embed a PNG image given as bytes."""
+        self.items.append(Figure(data, caption))
         return self
 
 
