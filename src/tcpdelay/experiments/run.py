@@ -19,11 +19,12 @@
    the link emulator's counters and ``run.json``, and every applicable metric of
    :func:`tcpdelay.metrics.summary.summarize_run` (``metrics.json``).
 
-Timing: the emulator's clock starts when the testbed comes up; the run's ``t0`` is
-:data:`LEAD_S` seconds later (measured with the emulator's own ``elapsed_s`` counter), and the
-outages of the scenario (seconds from ``t0``) are shifted by the same lead, so they land where
-the scenario puts them relative to the media. All hosts share CLOCK_MONOTONIC, so one-way delays
-are exact.
+Timing: the emulator's clock starts when the testbed comes up. When the link's behaviour
+depends on that clock (outages, a delivery trace), the run's ``t0`` is :data:`LEAD_S` seconds
+later (measured with the emulator's own ``elapsed_s`` counter) and the outages of the scenario
+(seconds from ``t0``) are shifted by the same lead, so they land where the scenario puts them
+relative to the media; otherwise ``t0`` is as soon as every process is started. All hosts share
+CLOCK_MONOTONIC, so one-way delays are exact.
 """
 
 from __future__ import annotations
@@ -338,16 +339,23 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
     started = time.time()
     with Testbed(spec) as tb:
         t_emu = _emulator_start(tb)
-        t0 = t_emu + LEAD_S
         _write_json(rd / ENVIRONMENT_FILE, environment(tb, plan))
         mover.start()
         try:
+            _start_receivers(tb, scenario, plan, rd, handles)
+            if _timed_link(scenario):
+                t0 = t_emu + LEAD_S  # the outage schedule / trace was set relative to this
+            else:
+                t0 = time.monotonic() + 0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross))
             _start_all(tb, scenario, plan, rd, t0, handles)
             if time.monotonic() > t0:
-                raise ParameterError(f"setting up the run took longer than its {LEAD_S:g} s lead; "
-                                     "too many flows for this machine?")
+                raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
+                                     f"start {t0 - t_emu:.2f} s after the emulator's; too many flows for this machine?")
             _wait_all(handles, results, t0, scenario.duration_s, on_progress)
             counters = tb.link_counters()
+        except BaseException:
+            _interrupt({k: h for k, h in handles.items() if k not in results})
+            raise
         finally:
             mover.stop.set()
             mover.join()
@@ -401,12 +409,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _start_all(tb, scenario: Scenario, plan: RunPlan, rd: Path, t0: float, handles: dict) -> None:
-    from tcpdelay.traffic import bulk, page_load, response_server, udp_background, web_onoff
-    from tcpdelay.transport import ReceiverConfig, RunParams, SenderConfig, TcpOptions
+def _timed_link(scenario: Scenario) -> bool:
+    """Whether the link's behaviour depends on time since the emulator started (outages, a
+    delivery trace): then t0 is a fixed lead after the emulator's start."""
+    return any(d.outages or d.trace for d in (scenario.path.direction("forward"), scenario.path.direction("reverse")))
 
-    end = t0 + scenario.duration_s
-    # Receiving ends and servers first.
+
+def _start_receivers(tb, scenario: Scenario, plan: RunPlan, rd: Path, handles: dict) -> None:
+    from tcpdelay.transport import ReceiverConfig, TcpOptions
+
     for m in plan.media:
         f = m.flow
         fd = rd / "flows" / str(m.flow_id)
@@ -416,6 +427,14 @@ def _start_all(tb, scenario: Scenario, plan: RunPlan, rd: Path, t0: float, handl
                              runs=1, idle_timeout_s=max(10.0, 2 * scenario.duration_s), tcp=rx_opts,
                              handshake_timeout_s=10.0, udp_linger_s=1.0)
         handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg)
+
+
+def _start_all(tb, scenario: Scenario, plan: RunPlan, rd: Path, t0: float, handles: dict) -> None:
+    from tcpdelay.traffic import bulk, page_load, response_server, udp_background, web_onoff
+    from tcpdelay.transport import RunParams, SenderConfig, TcpOptions
+
+    end = t0 + scenario.duration_s
+    # Servers and sinks first (clients retry connecting until they are up).
     servers = sorted({c.server for c in plan.cross if c.kind != "udp"})
     for host in servers:
         handles[f"server:{host}"] = tb.hosts[host].spawn(
@@ -463,6 +482,22 @@ def _start_all(tb, scenario: Scenario, plan: RunPlan, rd: Path, t0: float, handl
             h = tb.hosts[c.server].spawn(udp_background.send, sink, c.port, rate_bps=x.rate_bps, duration_s=dur,
                                          packet_size_bytes=x.packet_size_bytes, start_at=start_at)
         handles[f"cross:{c.flow_id}"] = h
+
+
+def _interrupt(handles: dict, grace_s: float = 2.0) -> None:
+    """Ask every process of the run still running (``handles`` not yet collected, so their pids
+    are still ours) to stop — SIGINT, as Ctrl-C would — and give them ``grace_s`` to write what
+    they hold (the last record parts) before the testbed kills what is left."""
+    import contextlib
+    import signal
+
+    for h in handles.values():
+        with contextlib.suppress(ProcessLookupError, OSError):
+            os.kill(h.pid, signal.SIGINT)
+    deadline = time.monotonic() + grace_s
+    for h in handles.values():
+        with contextlib.suppress(Exception):
+            h.result(timeout_s=max(0.01, deadline - time.monotonic()))
 
 
 def _wait_all(handles: dict, results: dict, t0: float, duration_s: float,

@@ -1,0 +1,69 @@
+"""Every scenario shipped in experiments/, in its tiny form: valid, and run through the testbed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.scenario import grid, load_scenario
+from tcpdelay.experiments.tiny import MAX_TRANSFER_BYTES, tiny_form
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "experiments").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_tiny_form_keeps_the_scenario_and_fits_in_its_duration(path):
+    sc = load_scenario(path)
+    t = tiny_form(sc, 2.0)
+    assert t.duration_s == 2.0 and t.seed_list == (sc.seed_list[0],) and not t.sweep
+    assert [f.profile for f in t.flows] == [f.profile for f in sc.flows]
+    assert [f.tcp for f in t.flows] == [f.tcp for f in sc.flows]
+    assert t.path.direction("forward").loss == sc.path.direction("forward").loss or sc.sweep
+    for c in t.cross:
+        assert c.start_s + c.start_spread_s < 2.0
+        assert (getattr(c, "size_bytes", None) or 0) <= MAX_TRANSFER_BYTES
+    for o in t.path.direction("forward").outages:
+        assert o.at_s + o.duration_s <= 2.0
+
+
+def test_tiny_form_scales_times_and_picks_cells():
+    sc = load_scenario(ROOT / "experiments" / "audio-page-load.toml")   # 25 s, page load at 10-12 s
+    t = tiny_form(sc, 5.0)
+    page = t.cross[0]
+    assert page.start_s == pytest.approx(2.0) and page.start_spread_s == pytest.approx(0.4)
+    assert page.total_bytes == MAX_TRANSFER_BYTES and page.connections == 1      # cell 0: n = 1
+    assert tiny_form(sc, 5.0, cell=5).cross[0].connections == 6
+    assert len(grid(sc)) == 6
+    with pytest.raises(ParameterError, match="cell: 6 is not in 0..5"):
+        tiny_form(sc, 5.0, cell=6)
+    outage = load_scenario(ROOT / "experiments" / "voip-outage.toml")   # 15 s, outages at 4 and 10 s
+    o = tiny_form(outage, 3.0).path.direction("forward").outages
+    assert [(x.at_s, x.duration_s) for x in o] == [pytest.approx((0.8, 0.2)), pytest.approx((2.0, 0.2))]
+
+
+def _testbed_unavailable() -> str | None:
+    from tcpdelay.testbed.netns import unavailable_reason
+
+    return unavailable_reason()
+
+
+@pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")
+@pytest.mark.testbed
+@pytest.mark.slow
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_runs_in_tiny_form(path, tmp_path):
+    from tcpdelay.experiments.run import run_scenario
+    from tcpdelay.records import read_records
+
+    sc = tiny_form(load_scenario(path), 1.5)
+    totals = run_scenario(sc, sc.seed_list[0], tmp_path)
+    assert totals["errors"] == [] and "metrics_error" not in totals
+    # UDP through the outages of voip-outage loses a fifth of its packets; nothing else loses half.
+    assert totals["packets_sent"] > 0 and totals["packets_received"] > 0.5 * totals["packets_sent"]
+    received = read_records(tmp_path, "received")
+    assert set(received["flow_id"].to_pylist()) == set(range(totals["media_flows"]))
+    for f in totals["flows"]:
+        assert f["delay_mean_s"] is not None and f["delay_mean_s"] > 0
