@@ -275,3 +275,59 @@ def test_a_run_directory_with_records_is_not_reused(tmp_path):
         send(rx2, VOIP, out_dir=str(tmp_path / "tx"), duration_s=0.1)
     rx2.stop.set()
     rx2.join()
+
+
+def test_a_stalled_receiver_bounds_the_application_queue_and_drains_out(tmp_path):
+    """A receiver that accepts the run and then never reads: the sender's application queue
+    stops at max_queue_bytes (later packets are skipped and recorded as dropped) and the run
+    ends with drain-timeout instead of hanging."""
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(4)
+    port = lst.getsockname()[1]
+    conns = []
+
+    def fake_receiver():
+        ctl, _ = lst.accept()
+        control.recv(ctl, 5)
+        ctl.sendall(control.encode({"type": "accept", "version": 1, "token": "ab" * 16,
+                                    "clock": "shared-monotonic"}))
+        data, _ = lst.accept()
+        conns.extend([ctl, data])          # keep them open, read nothing
+
+    t = threading.Thread(target=fake_receiver, daemon=True)
+    t.start()
+    cfg = SenderConfig("127.0.0.1", port, run=RunParams(duration_s=1.0), out_dir=str(tmp_path),
+                       tcp=TcpOptions(sndbuf_bytes=4096), max_queue_bytes=65536,
+                       drain_timeout_s=0.5)
+    res = run_sender(cfg, CbrSource(1446, 0.002))
+    t.join(5)
+    for c in conns + [lst]:
+        c.close()
+    assert res.status == "drain-timeout"
+    assert res.queue_full_packets > 0 and res.dropped_packets == 0
+    assert res.queued_bytes_at_end <= 65536
+    sent = read_records(tmp_path, "sent")
+    assert sent.num_rows == res.packets
+    assert sum(sent.column("dropped").to_pylist()) == res.queue_full_packets
+
+
+def test_in_order_gap_that_never_fills_is_skipped_not_held_for_ever(tmp_path, monkeypatch):
+    from tcpdelay.transport import receiver as receiver_mod
+    monkeypatch.setattr(receiver_mod, "MAX_HELD_PACKETS", 5)
+    rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=5)
+    with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1, "run_id": "gap",
+                           "params": RunParams(duration_s=5, delivery="in-order").to_dict()},
+                     pad_to=control.REQUEST_PAD_BYTES)
+        accept, _ = control.recv(ctl, 5)
+        with socket.create_connection(("127.0.0.1", rx.port)) as data:
+            data.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
+            for seq in range(1, 11):         # seq 0 never comes
+                data.sendall(frame(encode_media(flow_id=0, rtp_seq=seq, rtp_timestamp=0, marker=True,
+                                                seq=seq, send_time_ns=time.monotonic_ns(), size_bytes=100)))
+        control.send(ctl, {"type": "end"}, pad_to=control.REQUEST_PAD_BYTES)
+        (rr,) = rx.join()
+    assert read_records(tmp_path, "received").column("seq").to_pylist() == list(range(1, 11))
+    assert any("0..0 never came" in e for e in rr.errors) and rr.held_at_end == 0

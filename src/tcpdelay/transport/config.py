@@ -107,7 +107,10 @@ class SenderConfig:
     on every connection (``keepalive_rtt_s`` is the RTT used until TCP has measured one, and
     always for UDP). ``out_dir``: the run directory for the "sent" records and run.json
     (None = no records). ``drain_timeout_s``: after the last packet, how long to wait for the
-    application queues to empty and for the receiver's summary.
+    application queues to empty and for the receiver's summary. ``max_queue_bytes``: the
+    application queue of a connection never grows beyond this; a packet that would not fit is
+    skipped and recorded as dropped (``queue_full_packets``), so a source far above the path's
+    capacity cannot exhaust memory.
     """
     to_host: str
     to_port: int
@@ -122,6 +125,7 @@ class SenderConfig:
     run_id: str | None = None
     connect_timeout_s: float = 5.0
     drain_timeout_s: float = 10.0
+    max_queue_bytes: int = 64 * 2**20
 
     def __post_init__(self):
         check_host_port("to", self.to_host, self.to_port)
@@ -137,6 +141,7 @@ class SenderConfig:
         _positive("connect_timeout_s", self.connect_timeout_s, upper=3600)
         _positive("drain_timeout_s", self.drain_timeout_s, upper=3600)
         _int_in("seed", self.seed, 0, 2**63 - 1)
+        _int_in("max_queue_bytes", self.max_queue_bytes, 65536, 2**40)
         if self.run_id is not None and not _RUN_ID.match(self.run_id):
             raise ParameterError(f"run_id: {self.run_id!r} must be 1-64 of A-Z a-z 0-9 _ . -")
 

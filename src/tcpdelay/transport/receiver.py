@@ -20,6 +20,8 @@ What is recorded ("received", :mod:`tcpdelay.records`), per media packet:
 - ``delivery="in-order"`` (TCP only): the receiver reorders across connections by sequence
   number and records a packet when every earlier one has been delivered (its time is then the
   read time of the packet that filled the gap): the delay of a strictly in-order application.
+  A gap that is still open with :data:`MAX_HELD_PACKETS` packets waiting behind it is skipped
+  (and noted in ``errors``), so a sender that never fills it cannot exhaust memory.
 - keep-alives are counted, not recorded. A duplicate (UDP) is counted, not recorded twice.
 
 The receiver writes only the control answers, each no longer than the request it answers;
@@ -45,6 +47,7 @@ from tcpdelay.transport.runmeta import update_run_metadata
 from tcpdelay.transport.sockopts import apply_buffers
 
 MAX_PARTIAL_PACKETS = 4096
+MAX_HELD_PACKETS = 65536
 RECV_BUFFER_BYTES = 256 * 1024
 _UDP_BATCH = 256
 _POLL_S = 0.2
@@ -265,12 +268,16 @@ class _Run:
         if not self.in_order:
             self._record(conn, seq, size, send_ns, t_ns)
             return
-        if seq != self.next_seq:
-            self.held[seq] = (conn, size, send_ns)
-            return
-        self._record(conn, seq, size, send_ns, t_ns)
-        nxt = seq + 1
         held = self.held
+        held[seq] = (conn, size, send_ns)
+        if seq != self.next_seq:
+            if len(held) <= MAX_HELD_PACKETS:
+                return
+            skip_to = min(held)       # a gap that never fills must not hold memory for ever
+            self.res.errors.append(f"in-order: sequence numbers {self.next_seq}..{skip_to - 1} "
+                                   f"never came; skipped with {len(held)} packets waiting")
+            self.next_seq = skip_to
+        nxt = self.next_seq
         while nxt in held:
             c, s, ns = held.pop(nxt)
             self._record(c, nxt, s, ns, t_ns)

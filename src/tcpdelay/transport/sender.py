@@ -28,8 +28,6 @@ written so far are kept (:class:`~tcpdelay.records.RecordWriter` flushes as it g
 
 from __future__ import annotations
 
-import errno
-import os
 import secrets
 import selectors
 import socket
@@ -74,6 +72,7 @@ class SenderResult:
     elapsed_s: float = 0.0
     packets: int = 0            # produced by the source
     dropped_packets: int = 0    # proactive drop
+    queue_full_packets: int = 0  # dropped because the application queue was at max_queue_bytes
     queued_bytes_at_end: int = 0  # left in the application queues when the run ended
     keepalive_packets: int = 0
     rtp_packets: int = 0        # media RTP packets written (pieces count one each)
@@ -91,7 +90,7 @@ class SenderResult:
 class _Conn:
     """One media connection: its socket and its application queue."""
 
-    __slots__ = ("index", "sock", "tcp", "out", "dgrams", "last_tx", "packets")
+    __slots__ = ("index", "sock", "tcp", "out", "dgrams", "dgram_bytes", "last_tx", "packets")
 
     def __init__(self, index: int, sock: socket.socket, tcp: bool):
         self.index = index
@@ -99,11 +98,12 @@ class _Conn:
         self.tcp = tcp
         self.out = bytearray()          # TCP: framed bytes not yet taken by the socket
         self.dgrams: deque = deque()    # UDP: datagrams not yet taken by the socket
+        self.dgram_bytes = 0
         self.last_tx = 0                # ns of the last write (media or keep-alive)
         self.packets = 0
 
     def queued_bytes(self) -> int:
-        return len(self.out) if self.tcp else sum(len(d) for d in self.dgrams)
+        return len(self.out) if self.tcp else self.dgram_bytes
 
     def idle(self) -> bool:
         return not self.out and not self.dgrams
@@ -285,12 +285,12 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                 while c.dgrams:
                     n = c.sock.send(c.dgrams[0])
                     result.wire_bytes += n
-                    c.dgrams.popleft()
+                    c.dgram_bytes -= len(c.dgrams.popleft())
         except _BLOCKED:
             pass
         except ConnectionRefusedError:
             if not c.tcp:        # ICMP port unreachable from an earlier datagram: keep going
-                c.dgrams.popleft()
+                c.dgram_bytes -= len(c.dgrams.popleft())
             else:
                 raise
         want_write(c, not c.idle())
@@ -331,17 +331,21 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
         ci = scheduler.pick(v)
         c = conns[ci]
         dropped = False
+        size = int(p.size_bytes)
         if bound_s is not None:
             unsent = v[ci].unsent_bytes
             dropped = unsent > 0 and implied_delay_s(c, unsent) > bound_s
-        size = int(p.size_bytes)
+            if dropped:
+                result.dropped_packets += 1
+        if not dropped and c.queued_bytes() + size > cfg.max_queue_bytes:
+            dropped = True
+            result.queue_full_packets += 1
         row = dict(flow_id=rp.flow_id, connection=-1 if dropped else ci, seq=seq, size_bytes=size,
                    send_time_s=now / 1e9, frame_id=int(p.frame_id), frame_type=str(p.frame_type),
                    frame_last=bool(p.frame_last), dropped=dropped)
         result.packets += 1
         seq += 1
         if dropped:
-            result.dropped_packets += 1
             if writer is not None:
                 writer.append(**row)
             return
@@ -358,6 +362,7 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                     c.out += framing.frame(pkt)
                 else:
                     c.dgrams.append(pkt)
+                    c.dgram_bytes += len(pkt)
             result.rtp_packets += n
             c.packets += 1
             result.per_connection_packets[ci] += 1
@@ -402,6 +407,7 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                             c.out += framing.frame(ka)
                         else:
                             c.dgrams.append(ka)
+                            c.dgram_bytes += len(ka)
                         c.last_tx = now
                         result.keepalive_packets += 1
                         flush(c)
@@ -456,7 +462,9 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                            "rtp_packets": result.rtp_packets,
                            "keepalive_packets": result.keepalive_packets},
                      pad_to=control.REQUEST_PAD_BYTES)
-        summary, _ = control.recv(ctl, cfg.drain_timeout_s + 5.0)
+        # the receiver answers once it has read everything; after a drain timeout it may never
+        summary, _ = control.recv(ctl, 2.0 if result.status == "drain-timeout"
+                                  else cfg.drain_timeout_s + 5.0)
         if summary.get("type") == "summary":
             result.receiver = {k: v for k, v in summary.items() if k != "type"}
         else:
