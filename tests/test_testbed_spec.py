@@ -108,3 +108,11 @@ def test_cli_flags_build_a_spec_over_a_config_file(tmp_path):
     assert spec.link.a_to_b.delay_s == 0.03 and spec.link.a_to_b.rate_bps == 5e6
     assert spec.link.b_to_a.loss == BernoulliLoss(p=0.01)
     assert all(h.tcp.congestion_control == "bbr" and h.tcp.initcwnd_segments == 3 for h in spec.hosts)
+
+
+def test_emulator_options_pass_through_but_cannot_override_the_testbed():
+    spec = TestbedSpec(emulator_options={"spin_us": 100, "events_format": "jsonl"})
+    cfg = emulator_config(spec, ("a", "ta"), ("b", "tb"), "/run/tcpdelay/abc123")
+    assert cfg["spin_us"] == 100 and cfg["events_format"] == "jsonl" and cfg["a"]["tun"] == "ta"
+    with pytest.raises(ParameterError, match="may not set a_to_b, seed"):
+        emulator_config(TestbedSpec(emulator_options={"seed": 2, "a_to_b": {}}), ("a", "ta"), ("b", "tb"), "/x")

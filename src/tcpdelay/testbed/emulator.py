@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tcpdelay.errors import EnvironmentNotSupported
+from tcpdelay.errors import EnvironmentNotSupported, ParameterError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed.spec import TestbedSpec
 
@@ -42,7 +42,13 @@ def find_binary() -> str:
 
 def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], state_dir: str) -> dict:
     """The emulator's JSON configuration for ``spec``; ``a``/``b`` are (netns, tun) pairs."""
+    reserved = {"a", "b", "ready_file", "counters_file", "a_to_b", "b_to_a", "seed", "realtime", "events_file", "mtu"}
+    clash = reserved & set(spec.emulator_options)
+    if clash:
+        raise ParameterError(f"emulator_options may not set {', '.join(sorted(clash))}: "
+                             "the testbed sets them (from TestbedSpec.link, seed, realtime, events_file, mtu_bytes)")
     return {
+        **spec.emulator_options,
         "a": {"netns": a[0], "tun": a[1]},
         "b": {"netns": b[0], "tun": b[1]},
         "seed": spec.seed,

@@ -12,7 +12,7 @@ left-to-right ("data") direction, ``b_to_a`` the right-to-left ("ACK") direction
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -232,6 +232,9 @@ class TestbedSpec(_Model):
     seed: int = Field(default=1, ge=0, le=2**63 - 1)
     realtime: bool = True
     events_file: str | None = None
+    #: Further top-level keys of the emulator's configuration (docs/emulator.md), passed as
+    #: given, e.g. ``{"spin_us": 50, "events_format": "jsonl"}``; the emulator validates them.
+    emulator_options: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _hosts(self) -> "TestbedSpec":
