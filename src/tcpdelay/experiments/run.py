@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.scenario import (
-    CBR_PROFILES, BulkCross, Flow, PageLoadCross, ResolvedDirection, Scenario, Tcp, UdpCross,
+    BulkCross, Flow, PageLoadCross, ResolvedDirection, Scenario, Tcp, UdpCross,
     WebOnOffCross, dump_scenario,
 )
 

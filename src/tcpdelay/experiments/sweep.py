@@ -299,11 +299,31 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
     return result
 
 
+_STOP = None  # in a worker: the sweep's "stop" event (set when the sweep is interrupted)
+
+
+class _Cancelled(Exception):
+    """A unit the sweep no longer wants (it was interrupted before the unit started)."""
+
+
+def _init_worker(stop) -> None:
+    global _STOP
+    _STOP = stop
+
+
+def _run_unit_in_worker(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, cell_id_: str) -> dict:
+    if _STOP is not None and _STOP.is_set():
+        raise _Cancelled()
+    return run_unit(runner, scenario, seed, run_dir, cell_id_)
+
+
 def _run_parallel(todo: list[Unit], runner: CellRunner, jobs: int, bar: Progress, task, done) -> None:
     # "spawn": workers start clean (no inherited threads or locks from the progress display).
     ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(run_unit, runner, u.cell.scenario, u.seed, str(u.run_dir), u.cell.id): u
+    stop = ctx.Event()
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
+                                initargs=(stop,)) as pool:
+        futures = {pool.submit(_run_unit_in_worker, runner, u.cell.scenario, u.seed, str(u.run_dir), u.cell.id): u
                    for u in todo}
         bar.update(task, description=f"{len(todo)} runs, {jobs} at a time")
         try:
@@ -314,5 +334,8 @@ def _run_parallel(todo: list[Unit], runner: CellRunner, jobs: int, bar: Progress
                     raise err
                 done(unit, err)
         except BaseException:
+            # Units already queued to a worker must not start; running ones got the same Ctrl-C
+            # (same process group) and stop, cleaning their testbeds up.
+            stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
