@@ -130,11 +130,13 @@ def _source(profile: str, silences: bool, mpeg4_rate_bps: float | None, video_tr
 @click.option("--run-id", default=None, help="Name of the run [default: UTC time + random].")
 @click.option("--connect-timeout-s", type=POSITIVE, default=5.0, show_default=True)
 @click.option("--drain-timeout-s", type=POSITIVE, default=10.0, show_default=True)
+@click.option("--max-queue-bytes", type=click.IntRange(65536, 2**40), default=64 * 2**20, show_default=True,
+              help="Bound of each connection's application queue; packets beyond it are skipped.")
 @json_option
 def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport, duration_s,
              connections, scheduler, split, delivery, proactive_drop_delay_s, keepalive, nagle,
              congestion, notsent_lowat_bytes, sndbuf_bytes, rcvbuf_bytes, flow_id, seed, out,
-             run_id, connect_timeout_s, drain_timeout_s, as_json):
+             run_id, connect_timeout_s, drain_timeout_s, max_queue_bytes, as_json):
     """Send a media flow to a `tcpdelay recv` over TCP (RFC 4571) or UDP (RTP)."""
     from tcpdelay.transport import RunParams, SenderConfig, TcpOptions, parse_host_port, run_sender
     import secrets
@@ -153,7 +155,8 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
                        rcvbuf_bytes=rcvbuf_bytes),
         proactive_drop_delay_s=proactive_drop_delay_s, keepalive=keepalive, seed=seed,
         out_dir=out or str(Path("results") / run_id), run_id=run_id,
-        connect_timeout_s=connect_timeout_s, drain_timeout_s=drain_timeout_s)
+        connect_timeout_s=connect_timeout_s, drain_timeout_s=drain_timeout_s,
+        max_queue_bytes=max_queue_bytes)
     with _stop_on_sigterm() as stop, _progress(not as_json, f"send {run_id}", duration_s) as prog:
         res = run_sender(cfg, source, stop=stop, on_progress=prog)
     doc = res.to_dict()
@@ -164,6 +167,7 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
                 ("clock", res.clock), ("source", res.source),
                 ("transport", f"{res.transport}, {res.connections} connection(s), {res.scheduler}, split-{res.split}"),
                 ("packets", str(res.packets)), ("dropped (proactive)", str(res.dropped_packets)),
+                ("dropped (queue full)", str(res.queue_full_packets)),
                 ("keep-alives", str(res.keepalive_packets)),
                 ("received (receiver)", str(rcv.get("received_packets", "—"))),
                 ("elapsed", fmt_s(res.elapsed_s))]
