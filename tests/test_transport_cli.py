@@ -58,3 +58,28 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, match):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and match in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_delay_summary_is_relative_to_the_minimum_without_a_shared_clock(tmp_path):
+    from tcpdelay.cli.media import delay_summary
+    from tcpdelay.records import RecordWriter
+    from tcpdelay.transport import clock
+
+    with RecordWriter(tmp_path, "received") as w:
+        for seq, d in enumerate([1000.25, 1000.30, 1000.45]):   # clocks 1000 s apart
+            w.append(flow_id=0, connection=0, seq=seq, size_bytes=172, send_time_s=seq * 0.02,
+                     recv_time_s=seq * 0.02 + d)
+    rel = delay_summary(tmp_path, clock.UNSYNCHRONIZED)
+    assert rel["delay_reference"] == "relative-to-minimum"
+    assert rel["delay_min_s"] == 0 and abs(rel["delay_max_s"] - 0.20) < 1e-9
+    assert abs(rel["delay_p50_s"] - 0.05) < 1e-9
+    one_way = delay_summary(tmp_path, clock.SHARED)
+    assert one_way["delay_reference"] == "one-way" and abs(one_way["delay_min_s"] - 1000.25) < 1e-9
+
+
+def test_clock_is_shared_only_with_the_same_kernel():
+    from tcpdelay.transport import clock
+
+    assert clock.clock_for_peer(clock.boot_id()) == clock.SHARED
+    assert clock.clock_for_peer("00000000-0000-0000-0000-000000000000") == clock.UNSYNCHRONIZED
+    assert clock.clock_for_peer("") == clock.UNSYNCHRONIZED
