@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from typing import Iterator
 
@@ -25,7 +24,6 @@ NETNS_DIR = "/run/netns"
 CLONE_NEWNET = 0x40000000
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_setns_lock = threading.Lock()
 
 
 def require_testbed_environment() -> None:

@@ -235,6 +235,7 @@ class Testbed:
         self._calls: list[CallHandle] = []
         self._namespaces: list[str] = []
         self._old_sigterm = None
+        self._owner_pid = os.getpid()
         self._closed = True
 
     # -- context manager --------------------------------------------------------------------
@@ -250,6 +251,7 @@ class Testbed:
         nsutil.require_testbed_environment()
         binary = find_binary() if self.start_link else None  # fail before creating anything
         self._install_sigterm()
+        self._owner_pid = os.getpid()
         self._closed = False
         try:
             self._build(binary)
@@ -338,7 +340,7 @@ class Testbed:
         self.run_id = runs.new_run_id()
         self.state_dir = runs.state_dir(self.run_id)
         self._created = time.time()
-        os.makedirs(self.state_dir, exist_ok=True)
+        self._save_state()  # owner recorded first: a concurrent `clean` leaves this run alone
         n = self._pick_subnet()
         self.subnet = f"10.{n}.0.0/16"
         rid, spec = self.run_id, self.spec
@@ -427,8 +429,8 @@ class Testbed:
 
     def close(self) -> None:
         """Remove everything this run created; safe to call twice. Signals wait until done."""
-        if self._closed:
-            return
+        if self._closed or os.getpid() != self._owner_pid:
+            return  # a forked child leaving the `with` block must not tear down its parent's run
         main = threading.current_thread() is threading.main_thread()
         blocked = {signal.SIGINT, signal.SIGTERM}
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked) if main else None
