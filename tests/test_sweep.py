@@ -170,3 +170,44 @@ def test_one_writer_per_directory_and_jobs_checked(tmp_path):
     with pytest.raises(ParameterError, match="jobs: 0 must be an integer >= 1"):
         run_sweep(scenario(), tmp_path, loss_runner, jobs=0, progress=False)
     assert default_jobs() >= 1
+
+
+SLEEPY = '''
+import json, sys, time
+from pathlib import Path
+from tcpdelay.experiments.scenario import parse_scenario
+from tcpdelay.experiments.sweep import run_sweep
+
+def sleepy(sc, seed, run_dir):
+    time.sleep(20)
+
+if __name__ == "__main__":
+    sc = parse_scenario({"duration_s": 5, "flows": [{"profile": "voip"}],
+                         "sweep": {"path.rtt_s": [0.01, 0.02, 0.03, 0.04]}})
+    run_sweep(sc, sys.argv[1], sleepy, jobs=2, progress=False)
+'''
+
+
+@pytest.mark.slow
+def test_interrupted_parallel_sweep_stops_at_once_and_starts_nothing_new(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "sleepy.py").write_text(SLEEPY)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "sleepy.py"), str(out)], start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(list(out.glob("cells/*/seed-1"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    t = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole process group
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t < 5, "the sweep waited for its runs instead of stopping"
+    assert "KeyboardInterrupt" in err
+    started = list(out.glob("cells/*/seed-1"))
+    assert len(started) == 2  # the two running units; the queued ones never started
+    assert all((d / FAILED).exists() and not (d / COMPLETE).exists() for d in started)
