@@ -15,7 +15,10 @@ Request (network byte order, 32 bytes)::
     cc      10 bytes congestion control for the response, NUL-padded ("" = the host's default)
 
 Every response is bounded: by ``size``, by ``dur``, by the server's own ``max_response_bytes``
-and by the server's deadline, whichever comes first. Segment sizes are set by the client: it
+and by the server's deadline, whichever comes first. A timed response (``dur``) is time on the
+wire: the server keeps at most :data:`NOTSENT_WRITES` writes unsent in the kernel
+(``TCP_NOTSENT_LOWAT``), so it does not fill a socket buffer ahead of what TCP can send and
+then keep sending it after the duration ended. Segment sizes are set by the client: it
 sets ``TCP_MAXSEG`` before connecting, so its SYN advertises that MSS and the server's segments
 are no larger (how the web generator gets its small packets).
 
@@ -40,6 +43,9 @@ assert REQUEST.size == 32
 MAX_WRITE_BYTES = 65_535
 MAX_CONNECTIONS = 1024
 CHUNK_BYTES = 256 * 1024
+TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
+#: Writes a timed response may keep unsent in the kernel (TCP_NOTSENT_LOWAT).
+NOTSENT_WRITES = 4
 #: Linux subtracts the 12-byte timestamp option from the advertised MSS (tcp_timestamps = 1).
 TIMESTAMP_OPTION_BYTES = 12
 
@@ -121,6 +127,11 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
             if cc:
                 tcp_state.set_congestion_control(conn, cc)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if dur:
+                # A timed response means time on the wire: keep at most a few writes unsent in
+                # the kernel, so sending stops close to when the duration ends (not a socket
+                # buffer later).
+                conn.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_WRITES * write)
             limit = min(size or max_response_bytes, max_response_bytes)
             stop = min(deadline, time.monotonic() + dur) if dur else deadline
             conn.settimeout(0.05)  # bounded sends: the deadline is checked between them
