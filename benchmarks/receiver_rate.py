@@ -6,8 +6,9 @@ Three measurements, printed as a table (``--json`` for one JSON object):
    a 1446-byte RTP packet plus the 2-byte RFC 4571 length) at ``--rate-bps`` (default 100 Mb/s,
    8633 packets/s) for ``--duration-s`` to ``run_receiver`` in another process, which
    timestamps and records every packet (Parquet). Reported: packets sent and received, the
-   received rate, the loopback delay (p50, p99, max: a receiver that falls behind shows a
-   growing delay), and the receiver's CPU time per packet.
+   received rate, the loopback delay (p50, p99, max, and the median over the first and the
+   last fifth of the run: a receiver that falls behind shows a growing delay), and the
+   receiver's CPU time per packet.
 2. flood — the same receiver fed as fast as one TCP connection on loopback carries
    pre-encoded packets: the most packets per second it records (its headroom over 1.).
 3. timestamp overhead — what taking a packet's timestamp costs (one CLOCK_MONOTONIC read) and
@@ -75,7 +76,12 @@ def paced(rate_bps: float, duration_s: float) -> dict:
         rx = result_q.get(timeout=60)
         proc.join(10)
         t = read_records(d, "received")
-        delay = t.column("recv_time_s").to_numpy() - t.column("send_time_s").to_numpy()
+        send = t.column("send_time_s").to_numpy()
+        delay = t.column("recv_time_s").to_numpy() - send
+        order = np.argsort(send)
+        fifth = max(1, len(order) // 5)
+        first_p50 = float(np.median(delay[order[:fifth]]))
+        last_p50 = float(np.median(delay[order[-fifth:]]))
     span = (rx["last_s"] - rx["first_s"]) or float("nan")
     return {
         "rate_bps_asked": rate_bps, "packets_per_s_asked": rate_bps / (WIRE_BYTES * 8),
@@ -84,6 +90,7 @@ def paced(rate_bps: float, duration_s: float) -> dict:
         "received_rate_bps": rx["received_packets"] * WIRE_BYTES * 8 / span,
         "delay_p50_s": float(np.percentile(delay, 50)), "delay_p99_s": float(np.percentile(delay, 99)),
         "delay_max_s": float(delay.max()),
+        "delay_p50_first_fifth_s": first_p50, "delay_p50_last_fifth_s": last_p50,
         "receiver_cpu_s": rx["cpu_s"], "receiver_cpu_per_packet_s": rx["cpu_s"] / max(1, rx["received_packets"]),
         "status": res.status,
     }
@@ -164,12 +171,15 @@ def main(argv=None) -> int:
         print(json.dumps(out, indent=2))
         return 0
     p, f = out["paced"], out["flood"]
+    grew = p["delay_p50_last_fifth_s"] - p["delay_p50_first_fifth_s"]
+    verdict = "keeps up: no growing backlog" if grew < 1e-3 else f"FALLS BEHIND: +{grew * 1e3:.1f} ms"
     rows = [
         ("machine", f"{out['cpus']} CPUs, load average {out['loadavg_1min']:.2f} (shared machine: noisy)"),
         ("paced: asked", f"{p['rate_bps_asked'] / 1e6:.1f} Mb/s = {p['packets_per_s_asked']:.0f} packets/s of {WIRE_BYTES} B"),
         ("paced: sent / received", f"{p['sent_packets']} / {p['received_packets']} ({p['status']})"),
         ("paced: received", f"{p['received_packets_per_s']:.0f} packets/s = {p['received_rate_bps'] / 1e6:.1f} Mb/s"),
         ("paced: delay p50 / p99 / max", f"{p['delay_p50_s'] * 1e3:.2f} / {p['delay_p99_s'] * 1e3:.2f} / {p['delay_max_s'] * 1e3:.2f} ms"),
+        ("paced: delay p50, first / last fifth", f"{p['delay_p50_first_fifth_s'] * 1e3:.2f} / {p['delay_p50_last_fifth_s'] * 1e3:.2f} ms ({verdict})"),
         ("paced: receiver CPU per packet", f"{p['receiver_cpu_per_packet_s'] * 1e6:.1f} µs"),
         ("flood: received", f"{f['received_packets_per_s']:.0f} packets/s = {f['received_rate_bps'] / 1e6:.0f} Mb/s ({f['received_packets']} of {f['sent_packets']})"),
         ("flood: receiver CPU per packet", f"{f['receiver_cpu_per_packet_s'] * 1e6:.1f} µs"),
