@@ -220,3 +220,28 @@ def test_tcpdelay_sweep_two_cells_in_parallel(tmp_path):
     for r in doc["runs"]:
         assert Path(r["run_dir"]).parent.name == r["cell_id"]
         assert read_records(r["run_dir"], "received").num_rows > 0
+
+
+def test_cli_refuses_bad_input_and_a_missing_backend_with_one_line(tmp_path, capsys, monkeypatch):
+    from tcpdelay.cli import main
+
+    def cli(*args) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as exc:
+            main(list(args))
+        out, err = capsys.readouterr()
+        return exc.value.code, out, err
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('duration_s = 3\n[[flows]]\nprofile = "voip2"\n')
+    code, out, err = cli("run", str(bad), "--out", str(tmp_path / "o1"))
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines() == [
+        "tcpdelay: error: bad.toml: flows[0].profile: 'voip2' is not one of voip, voip-low, ivideo, "
+        "ivideo-low, video, video-low, audio-16k, voip-onoff, mpeg4-tes, video-trace"]
+    good = tmp_path / "good.toml"
+    good.write_text('duration_s = 3\n[[flows]]\nprofile = "voip"\n')
+    monkeypatch.setenv("TCPDELAY_LINK", str(tmp_path / "no-such-emulator"))
+    for cmd in ("run", "sweep"):
+        code, out, err = cli(cmd, str(good), "--out", str(tmp_path / "o2"))
+        assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("tcpdelay: error:")
+    assert not (tmp_path / "o2").exists()  # refused before writing anything

@@ -18,9 +18,13 @@ def _default_out(path: str, scenario: Scenario) -> Path:
 
 
 def _runner():
-    # Imported here: the testbed backend is only needed when something runs.
+    """The testbed backend, after checking that it can run here (before anything is written)."""
     from tcpdelay.experiments.run import run_scenario
+    from tcpdelay.testbed import require_testbed_environment
+    from tcpdelay.testbed.emulator import find_binary
 
+    require_testbed_environment()
+    find_binary()
     return run_scenario
 
 
@@ -88,7 +92,8 @@ def run_cmd(scenario_file, out_dir, as_json):
     the repetitions already complete. Needs root and /dev/net/tun."""
     scenario = load_scenario(scenario_file)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
-    res = run_sweep(scenario, out, _runner(), jobs=1, console=Console(stderr=True), flat=True)
+    runner = _runner()
+    res = run_sweep(scenario, out, runner, jobs=1, console=Console(stderr=True), flat=True)
     doc = _result("run", scenario_file, scenario, res, 1, True)
     emit(doc, as_json, _human(doc))
     return 1 if res.failed else 0
@@ -109,7 +114,8 @@ def sweep_cmd(scenario_file, out_dir, jobs, as_json):
     scenario = load_scenario(scenario_file)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
     jobs = jobs or default_jobs()
-    res = run_sweep(scenario, out, _runner(), jobs=jobs, console=Console(stderr=True))
+    runner = _runner()
+    res = run_sweep(scenario, out, runner, jobs=jobs, console=Console(stderr=True))
     doc = _result("sweep", scenario_file, scenario, res, jobs, False)
     emit(doc, as_json, _human(doc))
     return 1 if res.failed else 0
