@@ -57,7 +57,8 @@ def _human(res: dict):
         flat = res["command"] == "run"
         table = Table(title=f"{res['command']} {res['scenario'] or res['scenario_file']}: {res['out_dir']}",
                       title_justify="left")
-        cols = ["seed", "status", "media packets sent / received", "drops on the link", "run directory"]
+        cols = ["seed", "status", "media packets sent / received", "delay mean / p95 per flow",
+                "drops on the link", "run directory"]
         if not flat:
             cols = ["parameters"] + cols
         for col in cols:
@@ -68,7 +69,9 @@ def _human(res: dict):
             drops = s.get("link_drops") or {}
             dr = " ".join(f"{d}: {v.get('total')}" for d, v in drops.items() if v) if drops else ""
             status = {"complete": "[green]complete[/green]", "failed": "[red]failed[/red]"}.get(r["status"], r["status"])
-            row = [str(r["seed"]), status, pk, dr, str(Path(r["run_dir"]).relative_to(res["out_dir"]))]
+            delays = " ".join(f"{fmt_s(f['delay_mean_s'])} / {fmt_s(f['delay_p95_s'])}"
+                              for f in s.get("flows", []) if f.get("delay_mean_s") is not None)
+            row = [str(r["seed"]), status, pk, delays, dr, str(Path(r["run_dir"]).relative_to(res["out_dir"]))]
             if not flat:
                 row = [" ".join(f"{k}={v}" for k, v in r["overrides"].items()) or "-"] + row
             table.add_row(*row)
