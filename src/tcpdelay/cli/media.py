@@ -107,17 +107,17 @@ def _source(profile: str, silences: bool, mpeg4_rate_bps: float | None, video_tr
 @click.option("--transport", type=TRANSPORT_CHOICE, default="tcp", show_default=True)
 @click.option("--duration-s", type=POSITIVE, default=60.0, show_default=True)
 @click.option("--connections", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Parallel TCP connections (papers/000 §7.2).")
+              help="Parallel TCP connections (Brosh et al. §7.2).")
 @click.option("--scheduler", type=click.Choice(["blind", "intelligent"]), default="blind", show_default=True,
               help="blind = round robin; intelligent = least unsent data, not in recovery/timeout.")
 @click.option("--split", type=click.IntRange(1, 255), default=1, show_default=True,
-              help="split-N: each packet as N smaller RTP packets (papers/000 §7.1).")
+              help="split-N: each packet as N smaller RTP packets (Brosh et al. §7.1).")
 @click.option("--delivery", type=click.Choice(["read", "in-order"]), default="read", show_default=True,
               help="What the receiver records: read time, or in-order delivery across connections.")
 @click.option("--proactive-drop-delay-s", type=POSITIVE, default=None,
               help="Skip a packet when the unsent backlog implies a delay above this (TCP).")
 @click.option("--keepalive/--no-keepalive", default=False, show_default=True,
-              help="3 small packets per RTT during silences (papers/000 §8.2).")
+              help="3 small packets per RTT during silences (Brosh et al. §8.2).")
 @click.option("--nagle", is_flag=True, help="Leave Nagle's algorithm on (TCP_NODELAY off) to measure its cost.")
 @click.option("--congestion", default=None, help="TCP_CONGESTION of every media connection (reno, cubic, bbr, ...).")
 @click.option("--notsent-lowat-bytes", type=click.IntRange(1, 2**31 - 1), default=None)
@@ -209,8 +209,8 @@ def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, udp_linger_
         if not as_json:
             click.echo(f"tcpdelay recv: listening on {addr[0]}:{addr[1]} (TCP and UDP)", err=True)
 
-    with _stop_on_sigterm() as stop:
-        results = run_receiver(cfg, stop=stop, on_ready=ready)
+    with _stop_on_sigterm() as stop, _progress(not as_json, "recv", 1.0) as prog:
+        results = run_receiver(cfg, stop=stop, on_ready=ready, on_progress=prog)
     docs = []
     for r in results:
         d = r.to_dict()

@@ -221,7 +221,7 @@ class FrameParser:
 
 
 def split_sizes(size_bytes: int, pieces: int) -> list[int]:
-    """Sizes of the ``pieces`` RTP packets of split-N (papers/000 §7.1): as equal as possible,
+    """Sizes of the ``pieces`` RTP packets of split-N (Brosh et al., §7.1): as equal as possible,
     adding up to ``size_bytes`` so the flow's byte rate is unchanged. Raises
     :class:`ParameterError` when a piece would be smaller than :data:`MIN_MEDIA_RTP_BYTES`."""
     if not 1 <= pieces <= MAX_PIECES:

@@ -1,4 +1,5 @@
-"""Which parallel connection carries the next media packet (papers/000 §7.2 and §8.2).
+"""Which parallel connection carries the next media packet (Brosh et al., "The
+Delay-Friendliness of TCP for Real-Time Traffic", §7.2 and §8.2).
 
 - :class:`BlindScheduler` — delay-agnostic round robin over the N connections.
 - :class:`IntelligentScheduler` — delay-aware: the connection with the least unsent data that

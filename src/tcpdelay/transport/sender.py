@@ -11,8 +11,9 @@
    connection; with proactive drop it may be skipped; it is split into N pieces with split-N;
    the pieces are appended to that connection's application queue, which is written to the
    socket as far as the socket takes it without blocking. The rest waits for the socket to
-   become writable, so the application never stalls on a full socket (papers/000 §8.1).
-4. Keep-alive (papers/000 §8.2, "Idle periods"): while the source is silent (no packet for more
+   become writable, so the application never stalls on a full socket (Brosh et al., "The
+   Delay-Friendliness of TCP for Real-Time Traffic", §8.1).
+4. Keep-alive (Brosh et al., §8.2, "Idle periods"): while the source is silent (no packet for more
    than 1.5 packet intervals), every connection whose queue is empty gets a 12-byte keep-alive
    RTP packet every RTT/3 (RTT: TCP's smoothed estimate, ``keepalive_rtt_s`` until there is
    one and always for UDP), but never more often than one per media packet interval (on a

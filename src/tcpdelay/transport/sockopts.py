@@ -1,10 +1,11 @@
-"""Per-connection socket knobs of the delay-friendly guidelines (papers/000 §8.1).
+"""Per-connection socket knobs of the delay-friendly guidelines of
+Brosh et al., "The Delay-Friendliness of TCP for Real-Time Traffic", §8.1.
 
 :class:`TcpOptions` names what a media connection sets on its socket, each with the system call
 that applies it (``setsockopt(2)``, tcp(7), socket(7)):
 
 - ``nodelay`` — TCP_NODELAY, on by default: Nagle's algorithm (RFC 896; RFC 1122 §4.2.3.4)
-  holds small writes back until earlier data is acknowledged, which papers/000 §3 and §8.1 say
+  holds small writes back until earlier data is acknowledged, which Brosh et al. (§3, §8.1) say
   a real-time sender must disable. Set it to False to measure what Nagle costs.
 - ``congestion`` — TCP_CONGESTION, the congestion control of this connection (reno, cubic,
   bbr, ... as the kernel allows).
