@@ -10,6 +10,7 @@ from rich.table import Table
 
 from tcpdelay.cli.common import emit, fmt_s, json_option
 from tcpdelay.experiments.scenario import Scenario, load_scenario
+from tcpdelay.experiments.tiny import tiny_form
 from tcpdelay.experiments.sweep import COMPLETE, FAILED, SweepResult, default_jobs, expand, run_sweep, units
 
 
@@ -87,13 +88,19 @@ def _human(res: dict):
 @click.argument("scenario_file", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output directory [default: out/<scenario name>]; one seed-<s>/ run directory per repetition.")
+@click.option("--tiny-s", type=click.FloatRange(min=0.5, max=600), default=None,
+              help="Run the scenario's tiny form instead: its first sweep cell, one repetition, "
+                   "every start, stop and outage scaled into this many seconds, transfers capped "
+                   "(a quick check; see docs/experiments/README.md).")
 @json_option
-def run_cmd(scenario_file, out_dir, as_json):
+def run_cmd(scenario_file, out_dir, tiny_s, as_json):
     """Run SCENARIO_FILE (TOML; docs/experiments/README.md) on the emulation testbed: each
     repetition once, its [sweep] ignored. Writes per-packet records (Parquet), per-flow
     summaries, the scenario and the environment into OUT/seed-<s>/ as it goes. A rerun skips
     the repetitions already complete. Needs root and /dev/net/tun."""
     scenario = load_scenario(scenario_file)
+    if tiny_s is not None:
+        scenario = tiny_form(scenario, tiny_s)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
     runner = _runner()
     res = run_sweep(scenario, out, runner, jobs=1, console=Console(stderr=True), flat=True)
