@@ -148,6 +148,8 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
             res = _serve(config, lst, udp, ctl, peer, stop, on_progress, single=not per_run)
             if res is not None:
                 results.append(res)
+                if res.status == "interrupted":
+                    break
     except KeyboardInterrupt:
         pass
     finally:
@@ -381,9 +383,8 @@ class _Run:
                             break
                 if res.status != "completed":
                     break
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:      # the run ends, its result is returned (and no next run)
             res.status = "interrupted"
-            raise
         finally:
             res.elapsed_s = (clock.now_ns() - t_start) / 1e9
             res.incomplete_packets += len(self.partial)
