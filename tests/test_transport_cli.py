@@ -83,3 +83,51 @@ def test_clock_is_shared_only_with_the_same_kernel():
     assert clock.clock_for_peer(clock.boot_id()) == clock.SHARED
     assert clock.clock_for_peer("00000000-0000-0000-0000-000000000000") == clock.UNSYNCHRONIZED
     assert clock.clock_for_peer("") == clock.UNSYNCHRONIZED
+
+
+def test_signals_end_both_commands_cleanly_and_keep_the_records(tmp_path):
+    """SIGTERM to the sender, then SIGINT to the receiver: each prints its result with status
+    interrupted / sender-disconnected, exits 1, and keeps what it recorded."""
+    import signal
+    import time
+
+    port = _free_port()
+    rx = subprocess.Popen([*TCPDELAY, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(tmp_path / "rx"),
+                           "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tx = subprocess.Popen([*TCPDELAY, "send", "--to", f"127.0.0.1:{port}", "--duration-s", "30",
+                           "--out", str(tmp_path / "tx"), "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not list((tmp_path / "tx").glob("run.json")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        tx.send_signal(signal.SIGTERM)
+        tx_out, _ = tx.communicate(timeout=20)
+        rx_out, _ = rx.communicate(timeout=20)     # the sender's departure ends the run
+    finally:
+        tx.kill()
+        rx.kill()
+    assert tx.returncode == 1 and rx.returncode == 1
+    sent = json.loads(tx_out)
+    (run,) = json.loads(rx_out)["runs"]
+    assert sent["status"] == "interrupted" and sent["packets"] >= 20
+    assert run["status"] == "sender-disconnected"
+    assert read_records(tmp_path / "tx", "sent").num_rows == sent["packets"]
+    assert read_records(tmp_path / "rx", "received").num_rows == run["received_packets"] >= 20
+
+
+def test_sigint_ends_a_waiting_receiver(tmp_path):
+    import signal
+    import time
+
+    port = _free_port()
+    rx = subprocess.Popen([*TCPDELAY, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(tmp_path / "rx"),
+                           "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        rx.send_signal(signal.SIGINT)
+        out, err = rx.communicate(timeout=20)
+    finally:
+        rx.kill()
+    assert json.loads(out)["runs"] == [] and rx.returncode == 1, err
