@@ -423,7 +423,7 @@ impl Config {
         };
         let max_packets =
             top.whole("max_packets", 16, 10_000_000, "a whole number of packets in [16, 1e7]")?.unwrap_or(200_000) as u32;
-        let spin_us = top.whole("spin_us", 0, 1000, "a whole number of microseconds in [0, 1000]")?.unwrap_or(0) as u32;
+        let spin_us = top.whole("spin_us", 0, 1000, "a whole number of microseconds in [0, 1000]")?.unwrap_or(100) as u32;
         let pcap_snaplen =
             top.whole("pcap_snaplen", 20, 262_144, "a whole number of bytes in [20, 262144]")?.unwrap_or(65_535) as u32;
         let cfg = Config {
@@ -585,7 +585,7 @@ fn flag_table() -> Vec<(String, String, Kind, &'static str)> {
         ("events-format".into(), "events_format".into(), Kind::Str, "csv (default) or jsonl"),
         ("mtu".into(), "mtu".into(), Kind::Num, "largest packet in bytes (default 1500)"),
         ("max-packets".into(), "max_packets".into(), Kind::Num, "packets held at most, both directions (default 200000)"),
-        ("spin-us".into(), "spin_us".into(), Kind::Num, "busy-wait this long before a due time (default 0)"),
+        ("spin-us".into(), "spin_us".into(), Kind::Num, "busy-wait this long before a due time (default 100)"),
         ("pcap-snaplen".into(), "pcap_snaplen".into(), Kind::Num, "bytes of each packet kept in pcaps (default 65535)"),
     ];
     let dir_keys: &[(&str, Kind, &'static str)] = &[

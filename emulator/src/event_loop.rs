@@ -18,7 +18,8 @@ use crate::pool::PacketPool;
 use crate::sys;
 use serde_json::{json, Value};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use crate::writer::BackgroundWriter;
+use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 
 const READ_BATCH: usize = 64;
@@ -30,7 +31,7 @@ pub struct Direction {
     pub link: Link,
     pub line: DelayLine,
     pub counters: DirCounters,
-    pub pcap: Option<PcapWriter<BufWriter<File>>>,
+    pub pcap: Option<PcapWriter<BackgroundWriter>>,
     pub next_id: u64,
     pub src: RawFd,
     pub dst: RawFd,
@@ -39,7 +40,7 @@ pub struct Direction {
 pub struct Emulator {
     pub dirs: [Direction; 2],
     pub pool: PacketPool,
-    pub events: Option<EventWriter<BufWriter<File>>>,
+    pub events: Option<EventWriter<BackgroundWriter>>,
     pub mtu: u32,
     pub spin_ns: u64,
     pub counters_file: Option<String>,
@@ -56,7 +57,7 @@ impl Emulator {
     pub fn new(
         dirs: [Direction; 2],
         cfg: &Config,
-        events: Option<EventWriter<BufWriter<File>>>,
+        events: Option<EventWriter<BackgroundWriter>>,
         realtime_active: bool,
     ) -> Emulator {
         let slot = cfg.mtu as usize + 64;
@@ -108,9 +109,19 @@ impl Emulator {
                     }
                     let wait = due - now;
                     if wait <= self.spin_ns {
-                        if !self.any_readable() {
-                            while self.now() < due {
-                                std::hint::spin_loop();
+                        // Busy-wait for the due time, leaving early to read if a TUN has
+                        // packets (a poll with zero timeout per turn).
+                        let mut ready = [false; 2];
+                        while self.now() < due {
+                            ready = self.readable();
+                            if ready[0] || ready[1] {
+                                break;
+                            }
+                            std::hint::spin_loop();
+                        }
+                        for (d, r) in ready.iter().enumerate() {
+                            if *r {
+                                self.read_batch(d);
                             }
                         }
                         continue;
@@ -134,12 +145,16 @@ impl Emulator {
         Ok(())
     }
 
-    fn any_readable(&self) -> bool {
+    /// Which sources have packets waiting (non-blocking).
+    fn readable(&self) -> [bool; 2] {
         let mut fds = [
             libc::pollfd { fd: self.dirs[0].src, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.dirs[1].src, events: libc::POLLIN, revents: 0 },
         ];
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, 0) > 0 }
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, 0) } <= 0 {
+            return [false; 2];
+        }
+        [fds[0].revents & libc::POLLIN != 0, fds[1].revents & libc::POLLIN != 0]
     }
 
     fn handle_signals(&mut self, sigfd: RawFd) {

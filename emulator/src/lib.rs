@@ -4,7 +4,7 @@
 //! Modules, one concern each: `config` (flags and files, validation), `netns`
 //! and `tun` (attaching to the devices), `link` (a direction's pipeline) built
 //! from `outage`, `loss`, `queue`, `rate`, `trace` and `delay`; `pool` (packet
-//! buffers), `pcap`, `events`, `counters` (observability), `sys` (Linux calls),
+//! buffers), `pcap`, `events`, `counters` (observability), `sys` (Linux calls), `writer` (files written off the loop),
 //! `event_loop`.
 
 pub mod config;
@@ -24,3 +24,4 @@ pub mod rng;
 pub mod sys;
 pub mod trace;
 pub mod tun;
+pub mod writer;

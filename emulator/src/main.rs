@@ -4,7 +4,6 @@
 //! open the output files and run the event loop until SIGTERM/SIGINT.
 
 use std::fs::File;
-use std::io::BufWriter;
 use std::process::exit;
 use tcpdelay_link::config::{self, Config, DirectionConfig};
 use tcpdelay_link::counters::DirCounters;
@@ -19,10 +18,10 @@ use tcpdelay_link::queue::DropTailQueue;
 use tcpdelay_link::rate::RateShaper;
 use tcpdelay_link::rng::{stream, Rng};
 use tcpdelay_link::trace::TraceShaper;
+use tcpdelay_link::writer::BackgroundWriter;
 use tcpdelay_link::{netns, sys, tun};
 
 const PROG: &str = "tcpdelay-link";
-const FILE_BUFFER: usize = 1 << 20;
 
 fn usage_error(msg: &str) -> ! {
     eprintln!("{PROG}: {msg}");
@@ -49,9 +48,9 @@ fn build_link(d: &DirectionConfig, seed: u64, loss_stream: u64, jitter_stream: u
     }
 }
 
-fn create(key: &str, path: &str) -> BufWriter<File> {
+fn create(key: &str, path: &str) -> BackgroundWriter {
     match File::create(path) {
-        Ok(f) => BufWriter::with_capacity(FILE_BUFFER, f),
+        Ok(f) => BackgroundWriter::new(f),
         Err(e) => usage_error(&format!("{key}: cannot create {path}: {e}")),
     }
 }
@@ -77,6 +76,9 @@ fn main() {
         fatal("the parent process exited before the emulator started");
     }
     sys::tight_timer_slack();
+    // Block the signals before any thread starts (writer threads inherit the mask),
+    // so they all arrive through the signalfd.
+    let sigfd = sys::signal_fd().unwrap_or_else(|e| fatal(&format!("signalfd: {e}")));
 
     // Attach to the devices (each inside its namespace). A missing namespace or
     // device is a configuration error: exit 2, nothing has moved yet.
@@ -95,7 +97,6 @@ fn main() {
                 .unwrap_or_else(|e| usage_error(&format!("{key}: cannot write {p}: {e}")))
         })
     };
-    let sigfd = sys::signal_fd().unwrap_or_else(|e| fatal(&format!("signalfd: {e}")));
 
     let mut realtime_active = false;
     if cfg.realtime {
