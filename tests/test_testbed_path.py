@@ -113,3 +113,46 @@ def test_dumbbell_flows_share_one_bottleneck_and_sockets_live_in_hosts():
         c = tb.link_counters()
         assert c["a_to_b"]["peak_queue_packets"] <= 200
     assert tb.final_counters["a_to_b"]["packets_out"] >= c["a_to_b"]["packets_out"]
+
+
+def _udp_sink(port, duration_s):
+    import time as _t
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", port))
+    s.settimeout(0.2)
+    arrivals, end = [], _t.monotonic() + duration_s
+    while _t.monotonic() < end:
+        try:
+            s.recv(64)
+            arrivals.append(_t.monotonic())
+        except socket.timeout:
+            pass
+    return arrivals
+
+
+def _udp_source(dst, port, count, interval_s):
+    import time as _t
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for i in range(count):
+        s.sendto(i.to_bytes(4, "big"), (dst, port))
+        _t.sleep(interval_s)
+
+
+def test_outage_silences_the_link_and_the_pcap_records_what_was_delivered(tmp_path):
+    pcap = tmp_path / "a_to_b.pcap"
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=0.001, outages=({"at_s": 0.6, "duration_s": 0.5},),
+                                         pcap_file=str(pcap)),
+                    b_to_a=DirectionSpec(delay_s=0.001))
+    with Testbed(TestbedSpec(link=link)) as tb:
+        left, right = tb.hosts["left0"], tb.hosts["right0"]
+        rx = right.spawn(_udp_sink, 7200, 2.2)
+        left.call(_udp_source, right.address, 7200, 150, 0.01)
+        arrivals = rx.result(timeout_s=10)
+        c = tb.link_counters()["a_to_b"]
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    assert 0.45 <= max(gaps) <= 0.6, max(gaps)  # one silence of about the outage's length
+    assert 35 <= c["drops"]["outage"] <= 55  # ~50 datagrams at 100/s fell into it
+    assert len(arrivals) + c["drops"]["outage"] == 150
+    data = pcap.read_bytes()
+    assert data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d")  # pcap magic
+    assert len(data) > 24 + len(arrivals) * (16 + 20 + 8)  # header + a record per delivered datagram

@@ -133,14 +133,16 @@ def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets
     tb["supervisor_pid"] = proc.pid
 
     def human(console):
-        console.print(f"testbed [bold]{tb['run_id']}[/bold] is up ({tb['topology']}, {tb['subnet']}); "
-                      f"stop it with: tcpdelay testbed down {tb['run_id']}")
+        console.print(f"testbed [bold]{tb['run_id']}[/bold] is up ({tb['topology']}, {tb['subnet']})")
         for name, h in tb["hosts"].items():
-            console.print(f"  {name:8s} {h['address']:15s} ip netns exec {h['netns']} ...   "
-                          f"cc={h['tcp'].get('congestion_control')} initcwnd={h['tcp'].get('initcwnd_segments') or 'kernel'}")
+            console.print(f"  {name:8s} {h['address']:13s} cc={h['tcp'].get('congestion_control')} "
+                          f"initcwnd={h['tcp'].get('initcwnd_segments') or 'kernel'}  "
+                          f"ip netns exec {h['netns']} ...")
         a, b = spec.link.a_to_b, spec.link.b_to_a
-        console.print(f"  link left->right: delay {fmt_s(a.delay_s)}, rate {fmt_bps(a.rate_bps) if a.rate_bps else 'unlimited'}, "
-                      f"loss {a.loss.model}; right->left: delay {fmt_s(b.delay_s)}")
+        for label, d in (("left->right", a), ("right->left", b)):
+            console.print(f"  {label}: delay {fmt_s(d.delay_s)}, rate "
+                          f"{fmt_bps(d.rate_bps) if d.rate_bps else 'unlimited'}, loss {d.loss.model}")
+        console.print(f"stop it with: tcpdelay testbed down {tb['run_id']}")
 
     emit(tb, as_json, human)
 
