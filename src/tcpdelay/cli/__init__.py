@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "metrics",
     "media",
     "experiments",
+    "report",
 )
 
 

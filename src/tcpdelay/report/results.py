@@ -1,0 +1,403 @@
+"""Results of ``tcpdelay run`` / ``tcpdelay sweep`` as tables and plots (``tcpdelay report``).
+
+:func:`load_results` reads a results directory of any of three shapes (see
+docs/experiments/README.md, "Output"):
+
+- a *sweep* directory (``sweep.json``, ``cells/<id>/seed-<s>/``),
+- a *run* directory of ``tcpdelay run`` (``seed-<s>/`` run directories),
+- one run directory (``complete.json`` / ``failed.json`` / ``run.json`` / records).
+
+Every run with records is measured again from its per-packet records with
+:func:`tcpdelay.metrics.summary.summarize_flows` (the same numbers as its ``metrics.json``, plus
+the quality levels over time); a run without records (failed early) is listed with its error.
+
+:func:`aggregate_cell` joins the repetitions of a cell per media flow: the delay statistics
+(mean, standard deviation, percentiles) and the late fractions over the *pooled* packets of every
+repetition — as Brosh et al. §5.1 average their ten five-minute runs — with the spread of the
+per-run means; loss over the pooled packets; the per-run figures that have no pooled form
+(E-model MOS, share of acceptable quality, RTPI, goodput, Jain's index) as the mean over the
+repetitions.
+
+:func:`build_report` adds the tables and figures to a :class:`tcpdelay.report.html.Report` and
+returns the same figures as plain data (the JSON of ``tcpdelay report --json``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.metrics import delay as dl
+from tcpdelay.metrics.summary import MetricOptions
+
+#: Playout delays (s) whose late fraction the tables show (all of them go into the JSON and plots).
+TABLE_PLAYOUT_DELAYS_S = (0.1, 0.2, 0.4)
+#: Playout delays (s) of the late-fraction plots and the JSON.
+PLOT_PLAYOUT_DELAYS_S = tuple(np.round(np.concatenate([np.arange(0.02, 0.2, 0.01),
+                                                         np.arange(0.2, 1.0, 0.05),
+                                                         np.arange(1.0, 5.01, 0.25)]), 4).tolist())
+#: Bin of the quality-over-time series (s).
+QUALITY_BIN_S = 0.5
+#: Curves per figure (more cells are drawn in several figures).
+CURVES_PER_FIGURE = 10
+
+COMPLETE = "complete.json"
+FAILED = "failed.json"
+
+
+@dataclass
+class FlowRun:
+    """One media flow of one run: its per-packet delays (NaN = not received) and metrics."""
+
+    flow_id: int
+    name: str
+    delay_s: np.ndarray
+    send_time_s: np.ndarray
+    dropped: np.ndarray
+    metrics: dict
+
+
+@dataclass
+class RunData:
+    seed: int | None
+    run_dir: Path
+    status: str
+    """complete | failed | incomplete (no complete.json: interrupted or still running)"""
+    error: str | None = None
+    flows: list[FlowRun] = field(default_factory=list)
+    jain_index: float | None = None
+    wall_s: float | None = None
+
+
+@dataclass
+class CellData:
+    id: str
+    label: str
+    overrides: dict
+    runs: list[RunData]
+
+
+@dataclass
+class Results:
+    path: Path
+    kind: str
+    """sweep | run (a tcpdelay run directory with seed-*/) | single (one run directory)"""
+    name: str
+    cells: list[CellData]
+
+
+def _seed_of(path: Path) -> int | None:
+    m = re.fullmatch(r"seed-(-?\d+)", path.name)
+    return int(m.group(1)) if m else None
+
+
+def _is_run_dir(path: Path) -> bool:
+    return any((path / n).exists() for n in (COMPLETE, FAILED, "run.json", "received", "sent"))
+
+
+def _seed_dirs(path: Path) -> list[Path]:
+    dirs = [p for p in path.glob("seed-*") if p.is_dir() and _seed_of(p) is not None]
+    return sorted(dirs, key=lambda p: _seed_of(p))
+
+
+def load_results(path: str | os.PathLike, opts: MetricOptions | None = None) -> Results:
+    """Read every run under ``path`` (a sweep, a ``tcpdelay run`` directory or one run)."""
+    root = Path(path)
+    if not root.exists():
+        raise ParameterError(f"RESULTS: {str(root)!r} does not exist")
+    if not root.is_dir():
+        raise ParameterError(f"RESULTS: {str(root)!r} is not a directory (give a run or sweep "
+                             "directory written by tcpdelay run / tcpdelay sweep)")
+    opts = opts or MetricOptions(series=True, series_bin_s=QUALITY_BIN_S)
+    index = root / "sweep.json"
+    if index.is_file():
+        try:
+            doc = json.loads(index.read_text())
+            cells_doc = doc["cells"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ParameterError(f"RESULTS: {str(index)!r} is not a sweep index ({err})") from None
+        cells = []
+        for c in cells_doc:
+            cdir = root / "cells" / str(c["id"])
+            runs = [_load_run(d, opts) for d in _seed_dirs(cdir)] if cdir.is_dir() else []
+            cells.append(CellData(str(c["id"]), c.get("label") or "-", dict(c.get("overrides") or {}), runs))
+        return Results(root, "sweep", str(doc.get("name") or root.name), cells)
+    seeds = _seed_dirs(root)
+    if seeds:
+        return Results(root, "run", _scenario_name(root), [
+            CellData("-", "-", {}, [_load_run(d, opts) for d in seeds])])
+    if _is_run_dir(root):
+        return Results(root, "single", _scenario_name(root), [CellData("-", "-", {}, [_load_run(root, opts)])])
+    raise ParameterError(f"RESULTS: {str(root)!r} is neither a sweep directory (sweep.json), a run "
+                         "directory (seed-*/) nor one run (complete.json, records)")
+
+
+def _scenario_name(path: Path) -> str:
+    sc = path / "scenario.toml"
+    if sc.is_file():
+        import tomllib
+
+        try:
+            return str(tomllib.loads(sc.read_text()).get("name") or path.name)
+        except (OSError, ValueError):
+            pass
+    return path.name
+
+
+def _flow_names(run_dir: Path) -> dict[int, str]:
+    f = run_dir / "flows.parquet"
+    if not f.is_file():
+        return {}
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(f).to_pylist()
+    except Exception:  # a damaged summary file only loses the names
+        return {}
+    return {int(r["flow_id"]): str(r["name"]) for r in rows if r.get("kind") in (None, "media")}
+
+
+def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
+    from tcpdelay.metrics.packets import load_flows
+    from tcpdelay.metrics.summary import summarize_flows
+
+    seed = _seed_of(run_dir)
+    status, error, wall = "incomplete", None, None
+    if (run_dir / COMPLETE).is_file():
+        status = "complete"
+        try:
+            wall = json.loads((run_dir / COMPLETE).read_text()).get("wall_s")
+        except (OSError, ValueError):
+            pass
+    elif (run_dir / FAILED).is_file():
+        status = "failed"
+        try:
+            error = json.loads((run_dir / FAILED).read_text()).get("error")
+        except (OSError, ValueError):
+            error = "failed.json unreadable"
+    run = RunData(seed, run_dir, status, error, wall_s=wall)
+    if status != "complete":
+        return run  # partial records of an interrupted or failed run are not a result
+    try:
+        flows, meta = load_flows(run_dir)
+    except ParameterError as err:
+        run.status, run.error = "failed", str(err)
+        return run
+    names = _flow_names(run_dir)
+    summary = summarize_flows(flows, meta, opts)
+    for fp, m in zip(flows, summary["flows"]):
+        run.flows.append(FlowRun(fp.flow_id, names.get(fp.flow_id, f"flow{fp.flow_id}"),
+                                 fp.delay_s, fp.send_time_s, fp.dropped, m))
+    run.jain_index = summary["fairness"]["jain_index_goodput"]
+    return run
+
+
+def _mean(values) -> float | None:
+    v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
+    return float(np.mean(v)) if v else None
+
+
+def aggregate_cell(cell: CellData) -> list[dict]:
+    """Per media flow of ``cell``: its repetitions joined (see the module doc)."""
+    by_flow: dict[int, list[FlowRun]] = {}
+    for run in cell.runs:
+        if run.status == "complete":
+            for f in run.flows:
+                by_flow.setdefault(f.flow_id, []).append(f)
+    out = []
+    for fid in sorted(by_flow):
+        frs = by_flow[fid]
+        delays = np.concatenate([f.delay_s for f in frs]) if frs else np.zeros(0)
+        dropped = np.concatenate([f.dropped for f in frs]) if frs else np.zeros(0, bool)
+        on_wire = int(np.count_nonzero(~dropped))
+        received = int(np.count_nonzero(np.isfinite(delays)))
+        run_means = [f.metrics["delay"]["mean_s"] for f in frs if f.metrics["delay"]["mean_s"] is not None]
+        voice = [f.metrics for f in frs if "emodel" in f.metrics]
+        out.append({
+            "flow_id": fid,
+            "name": frs[0].name,
+            "runs": len(frs),
+            "packets": int(delays.size),
+            "received": received,
+            "loss_rate": (on_wire - received) / on_wire if on_wire else None,
+            "delay": dl.delay_stats(delays),
+            "run_mean_delay_s": {"min": min(run_means) if run_means else None,
+                                 "max": max(run_means) if run_means else None,
+                                 "std": float(np.std(run_means)) if run_means else None},
+            "late": {"playout_delay_s": list(PLOT_PLAYOUT_DELAYS_S),
+                     "late_fraction": dl.late_fraction(delays, PLOT_PLAYOUT_DELAYS_S).tolist()
+                     if delays.size else None},
+            "mos": _mean(v["emodel"]["best"]["mos"] for v in voice) if voice else None,
+            "acceptable_quality_fraction": _mean(v["quality"]["acceptable_fraction"] for v in voice)
+            if voice else None,
+            "rtpi": _mean(f.metrics["rtpi"].get("rtpi") for f in frs),
+            "goodput_bps": _mean(f.metrics["goodput_bps"] for f in frs),
+            "tcp_retransmissions": sum(int(f.metrics["tcp_retransmissions"] or 0) for f in frs)
+            if any(f.metrics["tcp_retransmissions"] is not None for f in frs) else None,
+        })
+    return out
+
+
+def late_at(agg: dict, playout_s: float) -> float | None:
+    """The aggregated late fraction at one of :data:`PLOT_PLAYOUT_DELAYS_S`."""
+    lf = agg["late"]["late_fraction"]
+    if lf is None:
+        return None
+    i = int(np.argmin(np.abs(np.asarray(agg["late"]["playout_delay_s"]) - playout_s)))
+    return lf[i]
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x * 1e3:.1f}"
+
+
+def _pct(x: float | None, digits: int = 2) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f}"
+
+
+def _num(x: float | None, fmt: str = ".3g") -> str:
+    return "—" if x is None or not math.isfinite(x) else format(x, fmt)
+
+
+def _kbps(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x / 1e3:.1f}"
+
+
+def cell_label(cell: CellData) -> str:
+    return cell.label if cell.overrides else "-"
+
+
+def build_report(results: Results, report) -> dict:
+    """Add the results' sections to ``report`` (a :class:`tcpdelay.report.html.Report`) and
+    return the data (``tcpdelay report --json``)."""
+    from tcpdelay.report import results_plots as rp
+
+    runs = [r for c in results.cells for r in c.runs]
+    counts = {s: sum(r.status == s for r in runs) for s in ("complete", "failed", "incomplete")}
+    sec = report.section("Overview")
+    sec.paragraph(
+        f"Results of {results.name!r} in {results.path} ({'a sweep' if results.kind == 'sweep' else 'a run'}): "
+        f"{len(results.cells)} cell(s), {len(runs)} run(s) — {counts['complete']} complete, "
+        f"{counts['failed']} failed, {counts['incomplete']} incomplete (interrupted or still running; "
+        "left out). Delays are one-way, from the sender's write to the receiver's read, on one clock. "
+        "Per cell, the delay statistics and late fractions are over the pooled packets of every "
+        "repetition; MOS, acceptable quality, RTPI, goodput and Jain's index are means over the repetitions.")
+    if counts["failed"]:
+        sec.paragraph("Failed runs: " + "; ".join(
+            f"{r.run_dir}: {r.error}" for r in runs if r.status == "failed"), note=True)
+
+    cells_out = []
+    cell_rows = []
+    for cell in results.cells:
+        aggs = aggregate_cell(cell)
+        jain = _mean(r.jain_index for r in cell.runs if r.status == "complete")
+        cells_out.append({
+            "id": cell.id, "label": cell.label, "overrides": cell.overrides,
+            "runs": [{"seed": r.seed, "status": r.status, "run_dir": str(r.run_dir), "error": r.error,
+                      "wall_s": r.wall_s} for r in cell.runs],
+            "flows": aggs, "jain_index_goodput": jain,
+        })
+        for a in aggs:
+            d = a["delay"]
+            cell_rows.append([cell_label(cell), a["name"], a["runs"], a["packets"], _pct(a["loss_rate"]),
+                              _ms(d["mean_s"]), _ms(d["std_s"]), _ms(d.get("p95_s")), _ms(d.get("p99_s")),
+                              _ms(d["max_s"]),
+                              *(_pct(late_at(a, x)) for x in TABLE_PLAYOUT_DELAYS_S),
+                              _num(a["mos"], ".2f"), _pct(a["acceptable_quality_fraction"], 1),
+                              _num(a["rtpi"], ".3f"), _kbps(a["goodput_bps"]),
+                              "—" if a["tcp_retransmissions"] is None else a["tcp_retransmissions"],
+                              _num(jain, ".3f")])
+    sec = report.section("Per cell (repetitions joined)" if results.kind == "sweep" else "Summary (repetitions joined)")
+    sec.table(["parameters", "flow", "runs", "packets", "loss %", "mean ms", "std ms", "p95 ms",
+               "p99 ms", "max ms", *(f"late % @{x * 1e3:g} ms" for x in TABLE_PLAYOUT_DELAYS_S),
+               "MOS", "acceptable %", "RTPI", "goodput kb/s", "TCP retrans", "Jain"], cell_rows,
+              "Late: share of the packets sent that arrive after a fixed playout delay (from the send "
+              "time); MOS: E-model at the best of the metrics' playout delays; acceptable: share of "
+              "packets at quality levels 0–1 (voice flows).")
+
+    run_rows = []
+    for cell in results.cells:
+        for r in cell.runs:
+            if r.status != "complete":
+                run_rows.append([cell_label(cell), r.seed, r.status, "", "", "", "", "", "", "", r.error or ""])
+                continue
+            for f in r.flows:
+                m = f.metrics
+                run_rows.append([cell_label(cell), r.seed, r.status, f.name, _pct(m["packets"]["loss_rate"]),
+                                 _ms(m["delay"]["mean_s"]), _ms(m["delay"]["std_s"]), _ms(m["delay"].get("p95_s")),
+                                 _num(m.get("emodel", {}).get("best", {}).get("mos"), ".2f"),
+                                 _kbps(m["goodput_bps"]), ""])
+    report.section("Per run").table(
+        ["parameters", "seed", "status", "flow", "loss %", "mean ms", "std ms", "p95 ms", "MOS",
+         "goodput kb/s", "error"], run_rows)
+
+    sec = report.section("Figures")
+    figures = 0
+    names = sorted({(f.flow_id, f.name) for c in results.cells for r in c.runs for f in r.flows})
+    for fid, name in names:
+        series = []
+        for cell in results.cells:
+            agg = next((a for a in aggregate_cell_cached(cells_out, cell) if a["flow_id"] == fid), None)
+            ds = [f.delay_s for r in cell.runs if r.status == "complete" for f in r.flows if f.flow_id == fid]
+            if agg and ds:
+                series.append((cell_label(cell), np.concatenate(ds), agg))
+        for chunk in _chunks(series, CURVES_PER_FIGURE):
+            sec.figure(rp.delay_cdf_figure([(lbl, d) for lbl, d, _ in chunk], title=f"flow {name}"),
+                       f"Delay CDF of flow {name!r} (pooled repetitions), one curve per cell.")
+            sec.figure(rp.late_fraction_figure([(lbl, a["late"]["playout_delay_s"], a["late"]["late_fraction"])
+                                                for lbl, _, a in chunk], title=f"flow {name}"),
+                       f"Late fraction of flow {name!r} against the playout delay (Brosh et al. Fig 23 style).")
+            figures += 2
+        q = []
+        for cell in results.cells:
+            first = next((r for r in cell.runs if r.status == "complete"), None)
+            fr = next((f for f in first.flows if f.flow_id == fid), None) if first else None
+            ot = (fr.metrics.get("quality") or {}).get("over_time") if fr else None
+            if ot is not None and len(ot["bin_start_s"]):
+                q.append((f"{cell_label(cell)} seed {first.seed}", np.asarray(ot["bin_start_s"]),
+                          np.asarray(ot["mean_level"]), np.asarray(ot["worst_level"])))
+        for chunk in _chunks(q, 6):
+            sec.figure(rp.quality_over_time_figure(chunk, bin_s=QUALITY_BIN_S, title=f"flow {name}"),
+                       f"Quality level over time of flow {name!r} (first complete repetition of each cell; "
+                       f"levels of the loss periods, 0 best, 5 worst; mean and worst per {QUALITY_BIN_S:g} s).")
+            figures += 1
+    if not figures:
+        sec.paragraph("No complete run with media records: nothing to plot.", note=True)
+    return {"results": str(results.path), "kind": results.kind, "name": results.name,
+            "runs": counts, "table_playout_delays_s": list(TABLE_PLAYOUT_DELAYS_S), "cells": cells_out,
+            "figures": figures}
+
+
+def aggregate_cell_cached(cells_out: list[dict], cell: CellData) -> list[dict]:
+    for c in cells_out:
+        if c["id"] == cell.id and c["label"] == cell.label:
+            return c["flows"]
+    return aggregate_cell(cell)
+
+
+def _chunks(items: list, n: int) -> list[list]:
+    return [items[i:i + n] for i in range(0, len(items), n)] if items else []
+
+
+def write_report(path: str | os.PathLike, out: str | os.PathLike | None = None) -> dict:
+    """Load ``path``, build its report and write it to ``out`` (default ``path/report.html``)."""
+    from tcpdelay.report.html import Report
+
+    results = load_results(path)
+    report = Report(f"tcpdelay results: {results.name}")
+    data = build_report(results, report)
+    target = Path(out) if out is not None else results.path / "report.html"
+    if target.exists() and target.is_dir():
+        raise ParameterError(f"--out: {str(target)!r} is a directory; give a file name")
+    try:
+        data["report_path"] = str(report.write(target))
+    except OSError as err:
+        raise ParameterError(f"--out: cannot write {str(target)!r}: {err.strerror or err}") from None
+    return data

@@ -1,0 +1,145 @@
+"""``tcpdelay report``: a sweep laid out by hand from records with known delays (numbers worked
+out by hand), and a real tiny run through the testbed."""
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tcpdelay.cli import main
+from tcpdelay.records import RecordWriter, write_run_metadata
+from tcpdelay.report.results import aggregate_cell, load_results, write_report
+
+
+def _run(run_dir, delays, *, lost=(), flow_name="voip", status="complete"):
+    """One run directory: 174-byte packets every 20 ms with the given delays (seq i gets
+    delays[i]); seqs in ``lost`` never arrive."""
+    run_dir.mkdir(parents=True)
+    with RecordWriter(run_dir, "sent", writer_id="s") as ws, RecordWriter(run_dir, "received", writer_id="r") as wr:
+        for seq, d in enumerate(delays):
+            t = 100.0 + seq * 0.02
+            ws.append(flow_id=0, connection=0, seq=seq, size_bytes=174, send_time_s=t,
+                      frame_id=-1, frame_type="", frame_last=True, dropped=False)
+            if seq not in lost:
+                wr.append(flow_id=0, connection=0, seq=seq, size_bytes=174, send_time_s=t, recv_time_s=t + d)
+    write_run_metadata(run_dir, {"clock": "shared-monotonic", "duration_s": len(delays) * 0.02})
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"flow_id": pa.array([0], pa.int32()), "name": [flow_name], "kind": ["media"]}),
+                   run_dir / "flows.parquet")
+    if status == "complete":
+        (run_dir / "complete.json").write_text(json.dumps({"seed": 1, "wall_s": 1.5, "summary": {}}))
+    elif status == "failed":
+        (run_dir / "failed.json").write_text(json.dumps({"error": "RuntimeError: boom"}))
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    """Cell a (loss 1 %): seed 1 = 100 packets at 50 ms; seed 2 = 100 packets, 90 at 50 ms and
+    10 at 250 ms, seq 0 lost. Cell b (loss 5 %): seed 1 = 100 packets at 60 ms plus one failed
+    seed 2 and one incomplete seed 3 (both left out of the numbers)."""
+    out = tmp_path / "sweep"
+    cells = [{"id": "aaaaaaaaaaaa", "index": 0, "overrides": {"path.loss.p": 0.01}, "label": "path.loss.p=0.01"},
+             {"id": "bbbbbbbbbbbb", "index": 1, "overrides": {"path.loss.p": 0.05}, "label": "path.loss.p=0.05"}]
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"name": "by-hand", "seeds": [1, 2], "cells": cells}))
+    a = out / "cells" / "aaaaaaaaaaaa"
+    _run(a / "seed-1", [0.05] * 100)
+    _run(a / "seed-2", [0.05] * 90 + [0.25] * 10, lost={0})
+    b = out / "cells" / "bbbbbbbbbbbb"
+    _run(b / "seed-1", [0.06] * 100)
+    _run(b / "seed-2", [0.06] * 100, status="failed")
+    _run(b / "seed-3", [0.06] * 100, status="incomplete")
+    return out
+
+
+def test_aggregate_pools_repetitions(sweep_dir):
+    res = load_results(sweep_dir)
+    assert res.kind == "sweep" and [c.id for c in res.cells] == ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]
+    a, b = (aggregate_cell(c) for c in res.cells)
+    (fa,), (fb,) = a, b
+    # 199 received delays: 189 at 50 ms, 10 at 250 ms
+    assert fa["name"] == "voip" and fa["runs"] == 2 and fa["packets"] == 200 and fa["received"] == 199
+    assert fa["delay"]["mean_s"] == pytest.approx((189 * 0.05 + 10 * 0.25) / 199)
+    assert fa["delay"]["p95_s"] == pytest.approx(np.percentile([0.05] * 189 + [0.25] * 10, 95))
+    assert fa["loss_rate"] == pytest.approx(1 / 200)
+    late = dict(zip(fa["late"]["playout_delay_s"], fa["late"]["late_fraction"]))
+    assert late[0.1] == pytest.approx(10 / 200) and late[0.3] == 0.0
+    assert fa["run_mean_delay_s"]["min"] == pytest.approx(0.05)
+    assert fa["run_mean_delay_s"]["max"] == pytest.approx((89 * 0.05 + 10 * 0.25) / 99)
+    # the failed and the incomplete repetition of cell b are left out
+    assert fb["runs"] == 1 and fb["delay"]["mean_s"] == pytest.approx(0.06) and fb["loss_rate"] == 0.0
+    assert [r.status for r in res.cells[1].runs] == ["complete", "failed", "incomplete"]
+
+
+def test_report_html_and_json(sweep_dir, tmp_path, capsys):
+    out = tmp_path / "r" / "report.html"
+    assert main_code(["report", str(sweep_dir), "--out", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["runs"] == {"complete": 3, "failed": 1, "incomplete": 1}
+    assert doc["report_path"] == str(out) and doc["figures"] >= 3
+    assert doc["cells"][0]["flows"][0]["delay"]["count"] == 199
+    html = out.read_text()
+    # self-contained: every image embedded, nothing fetched from elsewhere
+    assert html.count("data:image/png;base64,") == doc["figures"]
+    assert not re.search(r"(src|href)=['\"](https?:|//)", html)
+    assert "RuntimeError: boom" in html and "path.loss.p=0.05" in html
+
+
+def main_code(args):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    return exc.value.code
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p / "nothing-here", "does not exist"),
+    (lambda p: (p / "f.txt").write_text("x") and p / "f.txt", "is not a directory"),
+    (lambda p: p, "neither a sweep directory"),
+])
+def test_bad_results_one_line(tmp_path, capsys, make, message):
+    target = make(tmp_path)
+    assert main_code(["report", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_single_run_and_run_directory(tmp_path):
+    _run(tmp_path / "r" / "seed-4", [0.03] * 50)
+    doc = write_report(tmp_path / "r")
+    assert doc["kind"] == "run" and doc["cells"][0]["runs"][0]["seed"] == 4
+    assert (tmp_path / "r" / "report.html").is_file()
+    one = write_report(tmp_path / "r" / "seed-4", tmp_path / "one.html")
+    assert one["kind"] == "single" and one["cells"][0]["flows"][0]["delay"]["mean_s"] == pytest.approx(0.03)
+
+
+def _testbed_unavailable():
+    from tcpdelay.testbed.netns import unavailable_reason
+
+    return unavailable_reason()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")
+def test_report_of_a_real_tiny_run(tmp_path):
+    """tcpdelay run (tiny form of the §5.1 scenario) then tcpdelay report, as a user would."""
+    out = tmp_path / "run"
+    exe = [sys.executable, "-m", "tcpdelay"]
+    run = subprocess.run([*exe, "run", "experiments/voip-random-loss.toml", "--tiny-s", "3", "--out", str(out),
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)["runs"][0]["summary"]["flows"][0]
+    rep = subprocess.run([*exe, "report", str(out), "--json"], capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    flow = json.loads(rep.stdout)["cells"][0]["flows"][0]
+    assert flow["name"] == "voip" and flow["runs"] == 1
+    # the report's numbers are the run's own (one repetition: pooled = the run)
+    assert flow["delay"]["mean_s"] == pytest.approx(summary["delay_mean_s"], rel=1e-9)
+    assert flow["delay"]["p95_s"] == pytest.approx(summary["delay_p95_s"], rel=1e-9)
+    # the first cell of the scenario: RTT 20 ms, so no packet arrives before 10 ms
+    assert flow["delay"]["min_s"] >= 0.010 and flow["packets"] >= 140
+    assert (out / "report.html").stat().st_size > 10_000
