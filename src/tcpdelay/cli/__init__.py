@@ -19,12 +19,14 @@ from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
 COMMAND_MODULES = (
     "throughput",
     "latency",
+    "delay",
     "evaluate",
     "testbed",
     "metrics",
     "media",
     "experiments",
     "report",
+    "validate",
 )
 
 

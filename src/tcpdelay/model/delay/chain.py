@@ -1,0 +1,338 @@
+"""State space and transition matrix of the CBR-over-TCP delay chain (vectorized).
+
+Brosh et al., "The Delay-Friendliness of TCP for Real-Time Traffic": Section 4 (eqs 1-5),
+Table 2 (classification), Table 6 (transitions), Appendix A.1 (random / correlated loss,
+byte-limited queue), A.2 (limited transmit), A.3 (state space).
+
+State ``(w, B, l)``: window ``w`` in segments, backlog ``B`` in whole packets, ``l`` = 0 (no loss
+pending), 1 (fast recovery pending) or, with ``w = 0``, the timeout back-off stage 1..6.
+Index layout: non-timeout states ``(l*W + w-1)*(Bm+1) + B`` for l in {0, 1}, w in 1..W, then
+timeout states ``2*W*(Bm+1) + (l-1)*(Bm+1) + B``.
+
+Every transition is an *edge* carrying, besides its probability and duration, the packets it
+delivers as ``n`` packets with delays ``L + c·RTT + (j0 + jstep·(i-1))/f`` for i = 1..n (eq 1)
+and the backlog part ``jb/f`` of each delay (Figure 17b). Fractional target backlogs are
+rounded to whole packets after the edge is formed (``backlog_rounding``), so an edge's packets
+are counted once even when it splits between two target states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import comb
+from scipy.stats import binom
+
+from tcpdelay.model.delay.params import MAX_BACKOFF_STAGE, DelayParams
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class StateSpace:
+    """Indexing of the truncated state space (Appendix A.3): ``6·(Bm+1) + 2·W·(Bm+1)`` states."""
+
+    W: int
+    Bm: int
+
+    @property
+    def n_nonto(self) -> int:
+        return 2 * self.W * (self.Bm + 1)
+
+    @property
+    def n(self) -> int:
+        return self.n_nonto + MAX_BACKOFF_STAGE * (self.Bm + 1)
+
+    def index(self, w, B, l):
+        """Index of states (vectorized); ``w == 0`` means a timeout state with stage ``l``."""
+        w = np.asarray(w, dtype=np.int64)
+        B = np.asarray(B, dtype=np.int64)
+        l = np.asarray(l, dtype=np.int64)
+        nb = self.Bm + 1
+        nonto = (l * self.W + w - 1) * nb + B
+        to = self.n_nonto + (l - 1) * nb + B
+        return np.where(w > 0, nonto, to)
+
+    def decode(self, idx):
+        """``(w, B, l)`` arrays of state indices."""
+        idx = np.asarray(idx, dtype=np.int64)
+        nb = self.Bm + 1
+        is_to = idx >= self.n_nonto
+        B = np.where(is_to, (idx - self.n_nonto) % nb, idx % nb)
+        blk = idx // nb
+        w = np.where(is_to, 0, blk % self.W + 1)
+        l = np.where(is_to, (idx - self.n_nonto) // nb + 1, blk // self.W)
+        return w, B, l
+
+
+@dataclass
+class Edges:
+    """Transitions before rounding: one row per (source, event)."""
+
+    src: np.ndarray       # source state index
+    w2: np.ndarray        # target window (0: timeout)
+    Bf: np.ndarray        # target backlog in packets, before rounding
+    l2: np.ndarray        # target l
+    prob: np.ndarray      # transition probability
+    time_s: np.ndarray    # duration of the transition (eq 5)
+    n: np.ndarray         # packets delivered (eq 2), may be fractional with count_fresh_packets
+    c: np.ndarray         # 1 if the delays include an RTT of loss recovery (eq 1, s' in FR)
+    j0: np.ndarray        # first delay offset in packet intervals 1/f
+    jstep: np.ndarray     # 0: all n packets share j0; 1: offsets j0, j0+1, ...
+    jb: np.ndarray        # backlog part of each packet's delay, in packet intervals
+    is_loss: np.ndarray   # 0 none, 1 fast retransmit, 2 timeout (a loss event detected)
+
+
+def _binom_pmf(k, n, p):
+    return binom.pmf(k, n, p) if p > 0 else (np.asarray(k) == 0).astype(float)
+
+
+def random_loss_probs(w: np.ndarray, p: float, limited_transmit: bool):
+    """Fast-retransmit probability of a round of ``w`` segments with independent losses.
+
+    SACK-style recovery (Sikdar et al., the paper's [37]): a round with ``1 <= i <= w-3``
+    losses delivers at least 3 segments, hence 3 duplicate ACKs. Limited transmit (RFC 3042,
+    derived from the mechanism, Appendix A.2): with ``i = w-1`` losses the one duplicate ACK
+    releases a new segment whose ACK releases another; both must arrive, ``(1-p)^2``. With
+    ``i = w-2`` the two duplicate ACKs release two new segments of which one must arrive,
+    ``1-p^2``.
+    """
+    w = np.asarray(w, dtype=float)
+    ok = (1.0 - p) ** w
+    fr = np.where(w >= 4, binom.cdf(w - 3, w, p) - ok, 0.0) if p > 0 else np.zeros_like(w)
+    if limited_transmit and p > 0:
+        fr = fr + np.where(w > 1, _binom_pmf(w - 1, w, p) * (1 - p) ** 2, 0.0)
+        fr = fr + np.where(w > 2, _binom_pmf(w - 2, w, p) * (1 - p * p), 0.0)
+    fr = np.clip(fr, 0.0, 1.0)
+    to = np.clip(1.0 - ok - fr, 0.0, 1.0)
+    return ok, fr, to
+
+
+def random_loss_probs_al(w: np.ndarray, p: float, limited_transmit: bool):
+    """As :func:`random_loss_probs` for an application-limited state, where the first segment
+    of the window is the lost one: ``P_w(i)`` becomes ``p·P_{w-1}(i-1)`` (Appendix A.1).
+    Returns (fast retransmit, timeout); no loss has probability ``1 - p``."""
+    w = np.asarray(w, dtype=float)
+    if p <= 0:
+        z = np.zeros_like(w)
+        return z, z.copy()
+    fr = np.where(w >= 4, p * binom.cdf(w - 4, w - 1, p), 0.0)
+    if limited_transmit:
+        fr = fr + np.where(w > 1, p * _binom_pmf(w - 2, w - 1, p) * (1 - p) ** 2, 0.0)
+        fr = fr + np.where(w > 2, p * _binom_pmf(w - 3, w - 1, p) * (1 - p * p), 0.0)
+    fr = np.clip(fr, 0.0, p)
+    return fr, p - fr
+
+
+def _pftk_h(k: np.ndarray, p: float, limited_transmit: bool) -> np.ndarray:
+    """Probability that a loss is detected by timeout when ``k`` segments of the lossy round
+    got through (PFTK Section 2.2): k <= 2 give too few duplicate ACKs; for k >= 3 PFTK's
+    next-round term sum_{m<=2} C(k,m)(1-p)^m p^(k-m). With limited transmit, k = 1 needs its two
+    new segments to arrive (timeout ``1-(1-p)^2``) and k = 2 one of them (timeout ``p``)."""
+    k = np.asarray(k, dtype=float)
+    h = np.zeros_like(k)
+    for m in range(3):
+        h += np.where(k >= 3, comb(k, m) * (1 - p) ** m * p ** np.maximum(k - m, 0), 0.0)
+    if limited_transmit:
+        h = np.where(k == 0, 1.0, h)
+        h = np.where(k == 1, 1.0 - (1 - p) ** 2, h)
+        h = np.where(k == 2, p, h)
+    else:
+        h = np.where(k <= 2, 1.0, h)
+    return h
+
+
+def correlated_timeout_given_loss(w: np.ndarray, p: float, limited_transmit: bool) -> np.ndarray:
+    """PFTK's Q̂(w) = sum_k A(w,k) h(k), with A(w,k) = (1-p)^k p / (1-(1-p)^w), k = 0..w-1,
+    the probability that exactly k segments of a lossy round get through before the first loss
+    (Padhye et al., SIGCOMM 1998; Cardwell et al. eq 17 is its closed form without limited
+    transmit)."""
+    w = np.asarray(w, dtype=np.int64)
+    if p <= 0:
+        return np.where(w <= 3, 1.0, 0.0) if not limited_transmit else np.zeros(w.shape)
+    wmax = int(w.max()) if w.size else 1
+    k = np.arange(wmax)
+    hk = _pftk_h(k, p, limited_transmit)
+    ak = (1 - p) ** k * p  # unnormalized A(w, k)
+    cum = np.concatenate([[0.0], np.cumsum(ak * hk)])
+    return cum[w] / -np.expm1(w * np.log1p(-p))
+
+
+def correlated_loss_probs(w, p, limited_transmit):
+    w = np.asarray(w, dtype=np.int64)
+    ok = (1.0 - p) ** w.astype(float)
+    q = correlated_timeout_given_loss(w, p, limited_transmit)
+    to = (1.0 - ok) * q
+    return ok, (1.0 - ok) - to, to
+
+
+def correlated_loss_probs_al(w, p, limited_transmit):
+    """Application-limited: the first segment is lost (prob ``p``) and ``A(w,k)`` becomes
+    ``p·A(w-1, k-1)``; the j = k-1 segments of the remaining w-1 that get through give the
+    duplicate ACKs. Returns (fast retransmit, timeout)."""
+    w = np.asarray(w, dtype=np.int64)
+    if p <= 0:
+        z = np.zeros(w.shape)
+        return z, z.copy()
+    q = np.ones(w.shape)
+    big = w >= 2
+    q[big] = correlated_timeout_given_loss(w[big] - 1, p, limited_transmit)
+    to = p * q
+    return p - to, to
+
+
+def segment_loss(params: DelayParams, segment_bytes: float) -> float:
+    """Loss probability of a segment on the wire (Appendix A.1): ``p`` for a packet-limited
+    queue, ``p·M_s/MSS`` for a byte-limited one."""
+    if params.queue == "bytes":
+        return min(params.loss * segment_bytes / params.mss_bytes, params.loss)
+    return params.loss
+
+
+def build_edges(params: DelayParams, space: StateSpace) -> Edges:
+    """All transitions of Table 6, vectorized over states."""
+    f, rtt, L = params.rate_pps, params.rtt_s, params.one_way_s
+    r = params.r
+    k = params.packets_per_segment
+    t0f = params.t0_s * f
+    W, Bm = space.W, space.Bm
+    lt = params.limited_transmit
+    p_nl = segment_loss(params, params.mss_bytes)
+    p_al = segment_loss(params, params.packet_bytes)
+    if params.loss_model == "random":
+        nl_probs = random_loss_probs
+        al_probs = random_loss_probs_al
+    else:
+        nl_probs = correlated_loss_probs
+        al_probs = correlated_loss_probs_al
+
+    ws = np.arange(1, W + 1)
+    ok_w, fr_w, to_w = nl_probs(ws, p_nl, lt)
+    alfr_w, alto_w = al_probs(ws, p_al, lt)
+
+    parts: list[dict] = []
+
+    def add(src, w2, Bf, l2, prob, t, n=0.0, c=0, j0=0.0, jstep=0, jb=0.0, is_loss=0):
+        m = np.size(src)
+        if m == 0:
+            return
+        parts.append(dict(
+            src=np.asarray(src, np.int64), w2=np.broadcast_to(np.asarray(w2, np.int64), (m,)),
+            Bf=np.broadcast_to(np.asarray(Bf, float), (m,)), l2=np.broadcast_to(np.asarray(l2, np.int64), (m,)),
+            prob=np.broadcast_to(np.asarray(prob, float), (m,)), time_s=np.broadcast_to(np.asarray(t, float), (m,)),
+            n=np.broadcast_to(np.asarray(n, float), (m,)), c=np.broadcast_to(np.asarray(c, np.int8), (m,)),
+            j0=np.broadcast_to(np.asarray(j0, float), (m,)), jstep=np.broadcast_to(np.asarray(jstep, np.int8), (m,)),
+            jb=np.broadcast_to(np.asarray(jb, float), (m,)), is_loss=np.broadcast_to(np.asarray(is_loss, np.int8), (m,)),
+        ))
+
+    # Non-timeout states with l = 0: (w, B) grid.
+    wg, Bg = np.meshgrid(ws, np.arange(Bm + 1), indexing="ij")
+    wg, Bg = wg.ravel(), Bg.ravel()
+    src0 = space.index(wg, Bg, 0)
+    al = (Bg == 0) & (wg >= r - _EPS)
+
+    # (a) application-limited: one packet per step of 1/f.
+    wa, sa = wg[al], src0[al]
+    add(sa, wa, 0.0, 0, 1.0 - p_al, 1.0 / f, n=1.0)
+    w_fr_al = max(1, min(W, int(np.floor((r + 3) / 2 + _EPS))))
+    b_fr_al = 3.0 if params.al_fr_backlog == "table" else 0.0
+    add(sa, w_fr_al, b_fr_al, 1, alfr_w[wa - 1], rtt + 3.0 / f, n=3.0, c=1, j0=1.0, jstep=1, is_loss=1)
+    add(sa, 0, t0f, 1, alto_w[wa - 1], params.t0_s, is_loss=2)
+
+    # (b) network-limited, loss-free l = 0 (CA or SS): one round of RTT.
+    nl = ~al
+    wn, Bn, sn = wg[nl], Bg[nl].astype(float), src0[nl]
+    cap = wn * k
+    b_ok = np.maximum(0.0, Bn + r - cap)
+    grow = np.where(wn > r / 2, wn + 1, 2 * wn)
+    if params.growth_requires_backlog:
+        grow = np.where(b_ok > _EPS, grow, wn)
+    grow = np.minimum(grow, W)
+    n_ok = np.floor(np.minimum(Bn, cap) + _EPS)
+    _add_loss_free(add, params, sn, grow, Bn, b_ok, cap, n_ok, ok_w[wn - 1], rtt, r)
+    # fast retransmit: window inflation by 3 duplicate ACKs, eq (1) delays.
+    cap3 = (wn + 3) * k
+    n_fr = np.floor(np.minimum(Bn, cap3) + _EPS)
+    w_fr = np.minimum(W, np.maximum(1, (wn + 3) // 2))
+    add(sn, w_fr, np.maximum(0.0, Bn + r - cap3), 1, fr_w[wn - 1], rtt,
+        n=n_fr, c=1, j0=Bn + 4.0, jstep=1, jb=Bn, is_loss=1)
+    add(sn, 0, Bn + t0f, 1, to_w[wn - 1], params.t0_s, is_loss=2)
+
+    # (c) fast recovery l = 1: one round, then loss-free with the same window.
+    src1 = space.index(wg, Bg, 1)
+    Bf1 = Bg.astype(float)
+    cap = wg * k
+    _add_loss_free(add, params, src1, wg, Bf1, np.maximum(0.0, Bf1 + r - cap), cap,
+                   np.floor(np.minimum(Bf1, cap) + _EPS), 1.0, rtt, r)
+
+    # (d) timeout stages l = 1..6 with w = 0.
+    Bt = np.arange(Bm + 1)
+    for l in range(1, MAX_BACKOFF_STAGE + 1):
+        st = space.index(np.zeros_like(Bt), Bt, l)
+        Btf = Bt.astype(float)
+        _add_loss_free(add, params, st, 1, Btf, np.maximum(0.0, Btf + r - k), k,
+                       np.floor(np.minimum(Btf, k) + _EPS), 1.0 - p_nl, rtt, r)
+        backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
+        add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s, is_loss=0)
+
+    cat = {key: np.concatenate([np.asarray(pt[key]) for pt in parts]) for key in parts[0]}
+    keep = cat["prob"] > 0
+    return Edges(**{key: v[keep] for key, v in cat.items()})
+
+
+def _add_loss_free(add, params, src, w2, B, b_next, cap, n_backlog, prob, rtt, r):
+    """A loss-free round: the backlogged packets that fit in the window leave with delay
+    ``L + B/f`` (eq 1, third case). With ``count_fresh_packets`` the packets that arrive during
+    the round and fit in the rest of the window are counted too, with delay ``L``."""
+    add(src, w2, b_next, 0, prob, rtt, n=n_backlog, c=0, j0=B, jstep=0, jb=B)
+    if params.count_fresh_packets:
+        fresh = np.maximum(0.0, np.minimum(B + r, cap) - np.minimum(B, cap))
+        # zero-probability twin edge: carries packets, no probability mass of its own
+        add(src, w2, b_next, 0, prob, 0.0, n=fresh, c=0, j0=0.0, jstep=0, jb=0.0)
+
+
+@dataclass
+class Chain:
+    """The transition matrix and its edges."""
+
+    params: DelayParams
+    space: StateSpace
+    edges: Edges
+    Q: sp.csr_matrix          # row-stochastic, all states of ``space``
+    clipped: np.ndarray       # per edge: its target backlog exceeded the bound
+    packet_edge: np.ndarray   # per edge: False for the packet-only twins (count_fresh_packets)
+
+
+def build_chain(params: DelayParams) -> Chain:
+    """Build Q (Table 6) with ``backlog_rounding`` applied to fractional target backlogs."""
+    space = StateSpace(W=int(params.max_window), Bm=int(params.backlog_bound_packets))
+    e = build_edges(params, space)
+    twin = e.time_s == 0.0  # packet-only twins of loss-free edges
+    Bf = e.Bf
+    if params.backlog_rounding == "split":
+        lo = np.floor(Bf + _EPS)
+        frac = np.clip(Bf - lo, 0.0, 1.0)
+        frac = np.where(frac < 1e-9, 0.0, frac)
+    elif params.backlog_rounding == "nearest":
+        lo = np.floor(Bf + 0.5)
+        frac = np.zeros_like(Bf)
+    else:
+        lo = np.floor(Bf + _EPS)
+        frac = np.zeros_like(Bf)
+    hi = lo + 1
+    clipped = hi * (frac > 0) > space.Bm
+    clipped |= lo > space.Bm
+    lo_i = np.minimum(lo, space.Bm).astype(np.int64)
+    hi_i = np.minimum(hi, space.Bm).astype(np.int64)
+    dst_lo = space.index(e.w2, lo_i, e.l2)
+    dst_hi = space.index(e.w2, hi_i, e.l2)
+    real = ~twin
+    rows = np.concatenate([e.src[real], e.src[real]])
+    cols = np.concatenate([dst_lo[real], dst_hi[real]])
+    vals = np.concatenate([(e.prob * (1 - frac))[real], (e.prob * frac)[real]])
+    nz = vals > 0
+    Q = sp.csr_matrix((vals[nz], (rows[nz], cols[nz])), shape=(space.n, space.n))
+    Q.sum_duplicates()
+    return Chain(params=params, space=space, edges=e, Q=Q, clipped=clipped, packet_edge=real)

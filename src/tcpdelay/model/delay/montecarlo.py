@@ -1,0 +1,230 @@
+"""An independent Monte Carlo walk of the delay chain — a check of the solver.
+
+This module re-derives every transition of Table 6 for one state at a time with plain
+``math`` (no NumPy, no shared code with :mod:`.chain` apart from the parameter object), walks
+the chain for many steps and records every delivered packet's delay. Its estimates must agree
+with :func:`tcpdelay.model.delay.predict` within their confidence intervals; the tests check
+that, and also compare each row of the sparse matrix with :func:`transitions` state by state.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tcpdelay.model.delay.params import MAX_BACKOFF_STAGE, DelayParams
+
+EPS = 1e-9
+
+
+def _pmf(i: int, n: int, p: float) -> float:
+    if i < 0 or i > n:
+        return 0.0
+    return math.comb(n, i) * p**i * (1 - p) ** (n - i)
+
+
+def _fr_random(w: int, p: float, lt: bool) -> float:
+    """P(fast retransmit) for a round of w segments: 1..w-3 losses, plus limited transmit."""
+    s = sum(_pmf(i, w, p) for i in range(1, w - 2))
+    if lt:
+        if w > 1:
+            s += _pmf(w - 1, w, p) * (1 - p) ** 2
+        if w > 2:
+            s += _pmf(w - 2, w, p) * (1 - p * p)
+    return s
+
+
+def _fr_random_al(w: int, p: float, lt: bool) -> float:
+    """First segment lost: p * P_{w-1}(i-1) for i = 1..w-3, plus limited transmit."""
+    s = sum(p * _pmf(i - 1, w - 1, p) for i in range(1, w - 2))
+    if lt:
+        if w > 1:
+            s += p * _pmf(w - 2, w - 1, p) * (1 - p) ** 2
+        if w > 2:
+            s += p * _pmf(w - 3, w - 1, p) * (1 - p * p)
+    return s
+
+
+def _h(k: int, p: float, lt: bool) -> float:
+    if k <= 2:
+        if not lt:
+            return 1.0
+        return (1.0, 1.0 - (1 - p) ** 2, p)[k]
+    return sum(math.comb(k, m) * (1 - p) ** m * p ** (k - m) for m in range(3))
+
+
+def _q_hat(w: int, p: float, lt: bool) -> float:
+    """PFTK: P(timeout | a loss in a round of w), sum_k A(w,k) h(k)."""
+    if p <= 0:
+        return 0.0
+    norm = 1 - (1 - p) ** w
+    return sum((1 - p) ** k * p / norm * _h(k, p, lt) for k in range(w))
+
+
+@dataclass(frozen=True)
+class Move:
+    prob: float
+    w: int
+    backlog: float   # target backlog in packets before rounding
+    l: int
+    time_s: float
+    delays: tuple    # delays of the packets delivered
+    backlog_parts: tuple
+
+
+class Walker:
+    """Transitions of single states, and a random walk over them."""
+
+    def __init__(self, params: DelayParams):
+        self.p = params
+        self.W = int(params.max_window)
+        self.Bm = int(params.backlog_bound_packets)
+        self.k = params.mss_bytes / params.packet_bytes
+        self.r = params.rate_pps * params.rtt_s
+        if params.queue == "bytes":
+            self.p_nl = params.loss
+            self.p_al = min(params.loss, params.loss * params.packet_bytes / params.mss_bytes)
+        else:
+            self.p_nl = self.p_al = params.loss
+        self.transitions = lru_cache(maxsize=None)(self._transitions)
+
+    def _probs_nl(self, w: int):
+        p, lt = self.p_nl, self.p.limited_transmit
+        ok = (1 - p) ** w
+        if self.p.loss_model == "random":
+            fr = _fr_random(w, p, lt)
+        else:
+            fr = (1 - ok) * (1 - _q_hat(w, p, lt))
+        return ok, fr, max(0.0, 1 - ok - fr)
+
+    def _probs_al(self, w: int):
+        p, lt = self.p_al, self.p.limited_transmit
+        if self.p.loss_model == "random":
+            fr = _fr_random_al(w, p, lt)
+        else:
+            fr = p * (1 - (_q_hat(w - 1, p, lt) if w >= 2 else 1.0))
+        return fr, p - fr
+
+    def _loss_free(self, w2, B, cap, prob):
+        P, f = self.p, self.p.rate_pps
+        n = math.floor(min(B, cap) + EPS)
+        delays = [P.one_way_s + B / f] * n
+        parts = [B / f] * n
+        fresh = 0.0
+        if P.count_fresh_packets:
+            fresh = max(0.0, min(B + self.r, cap) - min(B, cap))
+        return Move(prob, w2, max(0.0, B + self.r - cap), 0, P.rtt_s, tuple(delays), tuple(parts)), fresh
+
+    def _transitions(self, w: int, B: int, l: int):
+        """[(Move, fresh_packet_weight)] out of state (w, B, l)."""
+        P = self.p
+        f, rtt, L, r, k = P.rate_pps, P.rtt_s, P.one_way_s, self.r, self.k
+        t0f = P.t0_s * f
+        out = []
+        if w == 0:  # timeout stage l
+            out.append(self._loss_free(1, B, k, 1 - self.p_nl))
+            backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
+            out.append((Move(self.p_nl, 0, B + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE),
+                             backoff * P.t0_s, (), ()), 0.0))
+        elif l == 1:  # fast recovery
+            out.append(self._loss_free(w, B, w * k, 1.0))
+        elif B == 0 and w >= r - EPS:  # application-limited
+            fr, to = self._probs_al(w)
+            out.append((Move(1 - self.p_al, w, 0.0, 0, 1 / f, (L,), (0.0,)), 0.0))
+            wfr = max(1, min(self.W, math.floor((r + 3) / 2 + EPS)))
+            bfr = 3.0 if P.al_fr_backlog == "table" else 0.0
+            out.append((Move(fr, wfr, bfr, 1, rtt + 3 / f,
+                             tuple(L + rtt + i / f for i in (1, 2, 3)), (0.0, 0.0, 0.0)), 0.0))
+            out.append((Move(to, 0, t0f, 1, P.t0_s, (), ()), 0.0))
+        else:  # network-limited, loss-free so far
+            ok, fr, to = self._probs_nl(w)
+            w_next = w + 1 if w > r / 2 else 2 * w
+            if P.growth_requires_backlog and not (B + r - w * k > EPS):
+                w_next = w
+            out.append(self._loss_free(min(w_next, self.W), B, w * k, ok))
+            cap3 = (w + 3) * k
+            n = math.floor(min(B, cap3) + EPS)
+            out.append((Move(fr, max(1, min(self.W, (w + 3) // 2)), max(0.0, B + r - cap3), 1, rtt,
+                             tuple(L + rtt + B / f + (3 + i) / f for i in range(1, n + 1)),
+                             (B / f,) * n), 0.0))
+            out.append((Move(to, 0, B + t0f, 1, P.t0_s, (), ()), 0.0))
+        return [(m, fr_) for m, fr_ in out if m.prob > 0]
+
+    def round_backlog(self, b: float, rng: random.Random) -> int:
+        mode = self.p.backlog_rounding
+        if mode == "nearest":
+            v = math.floor(b + 0.5)
+        else:
+            v = math.floor(b + EPS)
+            if mode == "split" and b - v > 1e-9 and rng.random() < b - v:
+                v += 1
+        return min(v, self.Bm)
+
+    def start(self) -> tuple[int, int, int]:
+        return (max(1, math.ceil(self.r - EPS)), 0, 0)
+
+
+@dataclass
+class WalkResult:
+    delays: dict           # delay (rounded to 1 ns) -> packet weight
+    batch_means: list      # packet-weighted mean delay per batch
+    packets: float
+    steps: int
+
+    @property
+    def mean_s(self) -> float:
+        return sum(d * c for d, c in self.delays.items()) / self.packets
+
+    def cdf(self, x: float) -> float:
+        return sum(c for d, c in self.delays.items() if d <= x + 1e-12) / self.packets
+
+    def mean_ci_halfwidth(self, z: float = 3.0) -> float:
+        """``z`` standard errors of the mean from batch means (the walk is correlated)."""
+        m = len(self.batch_means)
+        mu = sum(self.batch_means) / m
+        var = sum((b - mu) ** 2 for b in self.batch_means) / (m - 1)
+        return z * math.sqrt(var / m)
+
+
+def walk(params: DelayParams, steps: int = 200_000, batches: int = 40, seed: int = 1,
+         burn_in: int = 2_000) -> WalkResult:
+    """Walk the chain for ``steps`` transitions after ``burn_in``; batch means over equal
+    numbers of steps give the confidence interval of the mean."""
+    rng = random.Random(seed)
+    wk = Walker(params)
+    state = wk.start()
+    delays: dict = {}
+    per_batch = steps // batches
+    batch_means = []
+    total_packets = 0.0
+    acc_d = acc_n = 0.0
+    for step in range(burn_in + per_batch * batches):
+        moves = wk.transitions(*state)
+        u = rng.random()
+        acc = 0.0
+        chosen = moves[-1]
+        for mv in moves:
+            acc += mv[0].prob
+            if u < acc:
+                chosen = mv
+                break
+        mv, fresh = chosen
+        if step >= burn_in:
+            for d in mv.delays:
+                key = round(d, 9)
+                delays[key] = delays.get(key, 0.0) + 1.0
+                acc_d += d
+            acc_n += len(mv.delays)
+            if fresh > 0:
+                key = round(params.one_way_s, 9)
+                delays[key] = delays.get(key, 0.0) + fresh
+                acc_d += fresh * params.one_way_s
+                acc_n += fresh
+            if (step - burn_in + 1) % per_batch == 0:
+                batch_means.append(acc_d / acc_n if acc_n else 0.0)
+                total_packets += acc_n
+                acc_d = acc_n = 0.0
+        state = (mv.w, wk.round_backlog(mv.backlog, rng), mv.l)
+    return WalkResult(delays, batch_means, total_packets, per_batch * batches)

@@ -1,0 +1,162 @@
+"""One call from path parameters to a delay distribution: :func:`predict`.
+
+Designed so that comparing the model with a measurement is one call: pass the measured RTT,
+loss rate and (optionally) one-way delay and T0, get a :class:`DelayPrediction` whose
+``cdf``/``quantile``/``late_fraction`` can be set against measured per-packet delays.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.model.delay.chain import build_chain
+from tcpdelay.model.delay.distribution import DelayPrediction, chain_statistics, packet_distribution
+from tcpdelay.model.delay.params import DelayParams
+from tcpdelay.model.delay.profiles import Profile, custom_profile, get_profile
+from tcpdelay.model.delay.solve import solve_chain
+from tcpdelay.model.throughput import pftk_segments_per_s
+
+
+def tcp_throughput_bps(params: DelayParams) -> float:
+    """PFTK eq (22) throughput of full segments (no receiver-window limit), in bits/s."""
+    seg = float(pftk_segments_per_s(params.loss, params.rtt_s, params.t0_s, 1, np.inf))
+    return seg * params.mss_bytes * 8.0
+
+
+def resolve_source(profile=None, rate_bps=None, packet_bytes=None) -> Profile:
+    """A :class:`Profile` from a name, a Profile, or a custom rate and packet size."""
+    if profile is not None:
+        if rate_bps is not None or packet_bytes is not None:
+            raise ParameterError("give either a profile or rate_bps and packet_bytes, not both")
+        return profile if isinstance(profile, Profile) else get_profile(str(profile))
+    if rate_bps is None or packet_bytes is None:
+        raise ParameterError("give a profile, or both rate_bps and packet_bytes")
+    return custom_profile(rate_bps, packet_bytes)
+
+
+def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction:
+    """Solve one chain (one connection), growing the backlog bound while the stationary mass
+    at it exceeds ``params.truncation_tol``."""
+    t_start = time.perf_counter()
+    tput = tcp_throughput_bps(params)
+    ratio = tput / params.rate_bps if params.rate_bps > 0 else math.inf
+    info = {
+        "rate_bps": params.rate_bps,
+        "tcp_throughput_bps": tput,
+        "throughput_ratio": ratio,
+    }
+    warnings: list[str] = []
+    unstable = not (ratio > 1.0)
+    if unstable:
+        warnings.append(
+            f"unstable: TCP's achievable throughput (PFTK, {tput:.4g} b/s) does not exceed the "
+            f"source's {params.rate_bps:.4g} b/s; the backlog, hence the delay, grows without bound")
+    if unstable and not force:
+        info.update(states=0, recurrent_states=0, truncated_mass=None, backlog_share=None,
+                    solve_s=time.perf_counter() - t_start, warnings=warnings,
+                    params=params.to_dict())
+        return DelayPrediction(np.zeros(0), np.zeros(0), True, params.one_way_s, info)
+    while True:
+        chain = build_chain(params)
+        pi, rc = solve_chain(chain)
+        stats = chain_statistics(chain, pi)
+        W, Bm = params.max_window, params.backlog_bound_packets
+        next_states = (2 * W + 6) * (2 * Bm + 1)
+        # An unstable chain (forced) always piles up at the bound: growing it would not converge.
+        if (not unstable and stats["truncated_mass"] > params.truncation_tol
+                and next_states <= params.max_states):
+            params = params.with_backlog_bound(2 * Bm)
+            continue
+        break
+    if stats["truncated_mass"] > params.truncation_tol:
+        warnings.append(
+            f"truncated: {stats['truncated_mass']:.2g} of the stationary mass sits at the backlog "
+            f"bound of {params.backlog_bound_packets} packets even at the largest chain allowed; "
+            "the upper percentiles are underestimated")
+    support, pmf, share = packet_distribution(chain, pi)
+    info.update(
+        backlog_share=share,
+        states=chain.space.n,
+        recurrent_states=int(rc.size),
+        transitions=int(chain.Q.nnz),
+        backlog_bound_packets=params.backlog_bound_packets,
+        max_window=params.max_window,
+        **stats,
+    )
+    info["solve_s"] = time.perf_counter() - t_start
+    info["warnings"] = warnings
+    info["params"] = params.to_dict()
+    return DelayPrediction(support, pmf, unstable, params.one_way_s, info)
+
+
+def predict(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, loss, one_way_s=None,
+            mss_bytes=1448, t0_s=None, loss_model="random", queue="packets",
+            limited_transmit=True, split=1, connections=1, force=False, **choices) -> DelayPrediction:
+    """Predicted per-packet delay of a CBR source over TCP (Brosh et al., Section 4).
+
+    Parameters
+    ----------
+    profile : a built-in profile name (``voip``, ``video``, ...; see
+        :data:`tcpdelay.model.delay.profiles.PROFILES`) or a :class:`Profile`; or give
+        ``rate_bps`` (on TCP, headers included) and ``packet_bytes`` instead.
+    rtt_s, loss, one_way_s, mss_bytes, t0_s, loss_model, queue, limited_transmit :
+        see :class:`~tcpdelay.model.delay.params.DelayParams`.
+    split : split-N (Section 7.1): every packet becomes N packets of a/N bytes at N·f.
+    connections : blind round-robin over N parallel connections (Section 7.2): each
+        connection is a chain at f/N; packets are spread evenly, so the delay distribution is
+        the equal mixture of the per-connection distributions.
+    force : solve even when the source's rate exceeds TCP's throughput (the result then
+        depends on the truncation bound and is flagged ``unstable``).
+    **choices : the [choice] options of :class:`DelayParams` (``al_fr_backlog``,
+        ``backlog_rounding``, ``growth_requires_backlog``, ``count_fresh_packets``,
+        ``max_window``, ``backlog_bound_packets``, ``truncation_tol``, ``max_states``).
+    """
+    src = resolve_source(profile, rate_bps, packet_bytes)
+    n_split = _count("split", split)
+    n_conn = _count("connections", connections)
+    unknown = set(choices) - set(DelayParams.__dataclass_fields__) - {"_validated"}
+    if unknown:
+        raise ParameterError(f"unknown option(s): {', '.join(sorted(unknown))}")
+    params = DelayParams(
+        rate_pps=src.rate_pps * n_split / n_conn,
+        packet_bytes=src.packet_bytes / n_split,
+        rtt_s=rtt_s, loss=loss, one_way_s=one_way_s, mss_bytes=mss_bytes, t0_s=t0_s,
+        loss_model=loss_model, queue=queue, limited_transmit=limited_transmit, **choices)
+    per_conn = solve_params(params, force=force)
+    pred = per_conn if n_conn == 1 else mixture([per_conn] * n_conn)
+    pred.info.update(profile=src.name, split=n_split, connections=n_conn,
+                     source_rate_bps=src.rate_bps, source_packet_bytes=src.packet_bytes)
+    return pred
+
+
+def mixture(parts: list[DelayPrediction], weights=None) -> DelayPrediction:
+    """Packet-weighted mixture of per-connection distributions (blind round-robin)."""
+    if not parts:
+        raise ParameterError("mixture of no distributions")
+    weights = np.full(len(parts), 1.0 / len(parts)) if weights is None else np.asarray(weights, float)
+    info = dict(parts[0].info)
+    info["per_connection"] = [p.info for p in parts]
+    if any(p.unstable for p in parts):
+        return DelayPrediction(np.zeros(0), np.zeros(0), True, parts[0].one_way_s, info)
+    keys = np.round(np.concatenate([p.support_s for p in parts]), 9)
+    mass = np.concatenate([p.pmf * w for p, w in zip(parts, weights)])
+    support, inv = np.unique(keys, return_inverse=True)
+    pmf = np.zeros(support.size)
+    np.add.at(pmf, inv, mass)
+    info["solve_s"] = sum(p.info.get("solve_s", 0.0) for p in parts)
+    info["backlog_share"] = float(np.dot(weights, [p.info["backlog_share"] for p in parts]))
+    return DelayPrediction(support, pmf / pmf.sum(), False, parts[0].one_way_s, info)
+
+
+def _count(name: str, value) -> int:
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name}: {value!r} is not an integer") from None
+    if v < 1 or v != value:
+        raise ParameterError(f"{name}: {value!r} must be an integer >= 1")
+    return v
