@@ -26,7 +26,6 @@ COMMAND_MODULES = (
     "media",
     "experiments",
     "report",
-    "validate",
 )
 
 
