@@ -5,7 +5,8 @@
 Targets: error p50 < 0.2 ms, p99 < 1.5 ms (Mahimahi's timers tick in 1 ms). The receive time is the
 kernel's timestamp (SO_TIMESTAMPNS), the send time is read just before sendto(), so the error is
 the emulator's lateness plus two passes through the kernel stacks and the echo process's wake-up.
-A zero-delay run gives that stack baseline. Also reports the emulator's own lateness counters.
+A zero-delay run gives that stack baseline; a run between two hosts on one bridge, without
+the emulator, gives the floor of the kernel and the Python endpoints alone. Also reports the emulator's own lateness counters.
 The prober and the echo run SCHED_FIFO (as the emulator does) so that, on a busy machine, the
 figures measure the link rather than how long the scheduler keeps two Python processes waiting.
 
@@ -86,23 +87,28 @@ def probe(dst: str, port: int, count: int, interval_s: float, size_bytes: int) -
     return out
 
 
-def measure(one_way_s: float, probes: int, interval_s: float, size_bytes: int, spin_us: int = 0) -> dict:
-    spec = TestbedSpec(link=LinkSpec.symmetric(delay_s=one_way_s), emulator_options={"spin_us": spin_us})
-    with Testbed(spec) as tb:
-        left, right = tb.hosts["left0"], tb.hosts["right0"]
+def measure(one_way_s: float | None, probes: int, interval_s: float, size_bytes: int, spin_us: int = 0) -> dict:
+    """``one_way_s=None``: no emulator at all, two hosts on one bridge (the kernel + Python floor)."""
+    if one_way_s is None:
+        spec, start_link, peer = TestbedSpec.dumbbell(2, 1), False, "left1"
+    else:
+        spec = TestbedSpec(link=LinkSpec.symmetric(delay_s=one_way_s), emulator_options={"spin_us": spin_us})
+        start_link, peer = True, "right0"
+    with Testbed(spec, start_link=start_link) as tb:
+        left, right = tb.hosts["left0"], tb.hosts[peer]
         srv = right.spawn(echo, PORT, probes)
         time.sleep(0.1)
         rtts = np.array(left.call(probe, right.address, PORT, probes, interval_s, size_bytes))
         srv.kill()
-        counters = tb.link_counters()
+        counters = tb.link_counters() if start_link else None
     ok = rtts[np.isfinite(rtts)]
-    err_ms = (ok - 2 * one_way_s) * 1e3
+    err_ms = (ok - 2 * (one_way_s or 0.0)) * 1e3
     return {
         "one_way_delay_s": one_way_s, "probes": probes, "answered": int(ok.size),
         "rtt_mean_s": float(ok.mean()),
         "error_ms": {"min": float(err_ms.min()), "p50": float(np.percentile(err_ms, 50)),
                      "p99": float(np.percentile(err_ms, 99)), "max": float(err_ms.max())},
-        "emulator_lateness_us": {d: counters[d]["lateness_us"] for d in ("a_to_b", "b_to_a")},
+        "emulator_lateness_us": {d: counters[d]["lateness_us"] for d in ("a_to_b", "b_to_a")} if counters else None,
     }
 
 
@@ -116,14 +122,14 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     con = Console(stderr=True)
-    cases = [("0 ms, spin 0 (baseline)", 0.0, 0), ("50 ms, spin 0", 0.050, 0),
+    cases = [("no emulator (veth)", None, 0), ("0 ms, spin 0 (baseline)", 0.0, 0), ("50 ms, spin 0", 0.050, 0),
              (f"50 ms, spin {a.spin_us} µs", 0.050, a.spin_us)]
     results = {}
     for name, delay, spin in cases:
         con.print(f"[dim]{name} ...[/dim]")
         results[name] = measure(delay, a.probes, a.interval_s, a.size_bytes, spin)
         results[name]["spin_us"] = spin
-    base_p50 = results[cases[0][0]]["error_ms"]["p50"]
+    base_p50 = results[cases[1][0]]["error_ms"]["p50"]
     for r in results.values():
         r["excess_over_baseline_ms"] = {k: r["error_ms"][k] - base_p50 for k in ("p50", "p99")}
         r["pass_raw"] = r["error_ms"]["p50"] < 0.2 and r["error_ms"]["p99"] < 1.5 and r["answered"] == r["probes"]
@@ -138,7 +144,8 @@ def main() -> int:
     for name, _, _ in cases:
         t.add_column(name, justify="right")
     t.add_column("target", justify="right")
-    lat = lambda d: lambda r: "{p50:g} / {p99:g} µs".format(**r["emulator_lateness_us"][d])  # noqa: E731
+    lat = lambda d: lambda r: ("{p50:g} / {p99:g} µs".format(**r["emulator_lateness_us"][d])  # noqa: E731
+                               if r["emulator_lateness_us"] else "—")
     rows = [("answered", lambda r: f"{r['answered']}/{r['probes']}", ""),
             ("RTT error p50", lambda r: f"{r['error_ms']['p50']:.3f} ms", "< 0.2 ms"),
             ("RTT error p99", lambda r: f"{r['error_ms']['p99']:.3f} ms", "< 1.5 ms"),
