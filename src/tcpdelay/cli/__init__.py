@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "media",
     "experiments",
     "report",
+    "validate",
 )
 
 

@@ -1,0 +1,67 @@
+"""``tcpdelay validate``: the delay model against real Linux TCP (Brosh et al. §5.1)."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from tcpdelay.cli.common import emit, json_option
+
+
+def _human(doc: dict):
+    def show(console: Console) -> None:
+        from tcpdelay.experiments.validate import TABLE_COLUMNS, table_rows
+
+        table = Table(title=f"model vs Linux TCP, Brosh et al. §5.1 ({doc['size']} size)", title_justify="left")
+        keep = [0, 1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14]
+        for i in keep:
+            table.add_column(TABLE_COLUMNS[i])
+        for row in table_rows(doc["points"]):
+            table.add_row(*(str(row[i]) for i in keep))
+        console.print(table)
+        for c in doc.get("claims") or []:
+            err = c["worst_relative_error"]
+            console.print(f"paper's claim {c['profile']} RTT {c['rtt_s'] * 1e3:g} ms up to {c['max_loss'] * 100:g} % "
+                          f"(|err| ≤ {c['bound'] * 100:g} %) on {c['stack']}: worst {err * 100:+.0f} % -> "
+                          + ("[green]holds[/green]" if c["holds"] else "[red]does not hold[/red]"))
+        sw = doc.get("sweep") or {}
+        failed = sw.get("failed") or []
+        console.print(f"{sw.get('ran', 0)} runs measured, {sw.get('skipped', 0)} already complete, "
+                      f"{len(failed)} failed; report: [bold]{doc['report_path']}[/bold]")
+        for f in failed:
+            console.print(f"[red]failed[/red] {f['label']} seed {f['seed']}: {f['error']}")
+    return show
+
+
+@click.command("validate")
+@click.option("--full", is_flag=True,
+              help="The paper's size: voip and video x 2 stacks x RTT 20/100/300 ms x loss "
+                   "0.1-10 %, 5 min x 10 runs per point (about 75 hours). Default: the reduced "
+                   "size (RTT 100 ms, loss 0.5/1/2 %, one 20 s run per point: ~5 minutes).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Output directory [default: out/validate-reduced or out/validate-full]. "
+                   "Rerunning resumes: points already measured there are kept.")
+@click.option("--jobs", type=click.IntRange(min=1, max=64), default=None,
+              help="Runs at once, each on its own testbed [default: a quarter of the CPU cores, at least 1].")
+@click.option("--duration-s", type=click.FloatRange(min=1, max=3600), default=None,
+              help="Length of each run instead of the size's (20 s reduced, 300 s full).")
+@click.option("--repetitions", type=click.IntRange(min=1, max=100), default=None,
+              help="Runs per point instead of the size's (1 reduced, 10 full).")
+@json_option
+def validate_cmd(full, out_dir, jobs, duration_s, repetitions, as_json):
+    """Measure CBR over real Linux TCP with configured random drops on the testbed and set it
+    against the delay model (Brosh et al. §5.1, Figs 5, 8, 11): mean, 95th percentile and
+    standard deviation of the delay, with the relative error, in OUT/validation.html and
+    OUT/validation.json. Needs root and /dev/net/tun."""
+    from tcpdelay.experiments.sweep import default_jobs
+    from tcpdelay.experiments.validate import run_validation
+
+    out = out_dir or ("out/validate-full" if full else "out/validate-reduced")
+    doc = run_validation(out, full=full, jobs=jobs or default_jobs(), duration_s=duration_s,
+                         repetitions=repetitions, console=Console(stderr=True))
+    emit(doc, as_json, _human(doc))
+    return 1 if (doc.get("sweep") or {}).get("failed") else 0
+
+
+COMMANDS = [validate_cmd]
