@@ -53,6 +53,8 @@ def test_dumbbell_names_hosts_and_shares_settings():
     (lambda: TestbedSpec(hosts=(HostSpec(name="a", side="left"), HostSpec(name="a", side="right"))), "unique"),
     (lambda: TestbedSpec.dumbbell(0, 1), "left=0"),
     (lambda: preset("vegas-1995"), "allowed: newreno-2008, linux-default"),
+    (lambda: parse_spec({"link": {"a_to_b": {"delay_s": -1}}}), "TestbedSpec.link.a_to_b.delay_s: Input should be greater"),
+    (lambda: parse_spec({"hosts": [{"name": "a", "side": "left", "tcp": {"sack": "maybe"}}]}), "hosts.0.tcp.sack"),
 ])
 def test_bad_values_raise_one_line_parameter_errors(make, fragment):
     with pytest.raises(ParameterError) as err:

@@ -11,6 +11,7 @@ left-to-right ("data") direction, ``b_to_a`` the right-to-left ("ACK") direction
 
 from __future__ import annotations
 
+import contextvars
 import re
 from typing import Annotated, Any, Literal, Union
 
@@ -22,14 +23,25 @@ from tcpdelay.errors import ParameterError
 HOST_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 
 
+_depth: contextvars.ContextVar[int] = contextvars.ContextVar("tcpdelay_spec_depth", default=0)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     def __init__(self, **data):
+        # Only the outermost model turns pydantic's error into one ParameterError line; nested
+        # models (pydantic calls their __init__ too) let it through so its path stays whole.
+        depth = _depth.get()
+        token = _depth.set(depth + 1)
         try:
             super().__init__(**data)
         except ValidationError as err:
+            if depth:
+                raise
             raise ParameterError(validation_message(err, type(self).__name__)) from None
+        finally:
+            _depth.reset(token)
 
 
 # --------------------------------------------------------------------------- loss models
