@@ -303,6 +303,7 @@ class Chain:
     Q: sp.csr_matrix          # row-stochastic, all states of ``space``
     clipped: np.ndarray       # per edge: its target backlog exceeded the bound
     packet_edge: np.ndarray   # per edge: False for the packet-only twins (count_fresh_packets)
+    residual: float = float("nan")  # ||pi Q - pi||_1 of the last solve
 
 
 def build_chain(params: DelayParams) -> Chain:

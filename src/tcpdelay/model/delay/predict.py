@@ -77,12 +77,15 @@ def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction
             f"truncated: {stats['truncated_mass']:.2g} of the stationary mass sits at the backlog "
             f"bound of {params.backlog_bound_packets} packets even at the largest chain allowed; "
             "the upper percentiles are underestimated")
+    if not chain.residual < 1e-6:
+        warnings.append(f"inaccurate: the stationary solve's residual is {chain.residual:.2g}")
     support, pmf, share = packet_distribution(chain, pi)
     info.update(
         backlog_share=share,
         states=chain.space.n,
         recurrent_states=int(rc.size),
         transitions=int(chain.Q.nnz),
+        residual=chain.residual,
         backlog_bound_packets=params.backlog_bound_packets,
         max_window=params.max_window,
         **stats,

@@ -47,25 +47,68 @@ def recurrent_class(Q: sp.csr_matrix, start: int) -> np.ndarray:
     return reach[labels == closed[0]]
 
 
-def stationary(Q: sp.csr_matrix) -> np.ndarray:
-    """Stationary vector of an irreducible row-stochastic sparse matrix."""
-    n = Q.shape[0]
-    if n == 1:
-        return np.ones(1)
-    A = (sp.identity(n, format="csr") - Q).T.tocsc()
-    M = A[1:, 1:]
-    rhs = -A[1:, 0].toarray().ravel()
-    x = spla.spsolve(M, rhs, permc_spec="COLAMD")
-    pi = np.concatenate([[1.0], np.asarray(x).ravel()])
+def _deflated_solve(A: sp.csc_matrix, Q: sp.csr_matrix, pivot: int) -> np.ndarray:
+    n = A.shape[0]
+    keep = np.r_[0:pivot, pivot + 1:n]
+    M = A[keep][:, keep]
+    rhs = -A[keep, pivot].toarray().ravel()
+    x = spla.spsolve(M.tocsc(), rhs, permc_spec="COLAMD")
+    pi = np.empty(n)
+    pi[pivot] = 1.0
+    pi[keep] = np.asarray(x).ravel()
     pi = np.where(pi < 0, 0.0, pi)  # round-off below zero
     return pi / pi.sum()
+
+
+def stationary(Q: sp.csr_matrix, *, pivot: int = 0, tol: float = 1e-10) -> tuple[np.ndarray, float]:
+    """Stationary vector of an irreducible row-stochastic sparse matrix and its residual
+    ``||pi Q - pi||_1`` (computed without the self-loops).
+
+    The pivot (the state whose equation is dropped and whose probability is fixed) should
+    carry much mass: fixing a nearly-empty state makes the system ill-conditioned (at tiny
+    loss rates the mass sits on application-limited states). :func:`solve_chain` pivots on
+    the application-limited start state, to which the chain returns after every loss; if the
+    residual still exceeds ``tol`` we re-solve pivoting on the heaviest state and keep the
+    better of the two.
+    """
+    n = Q.shape[0]
+    if n == 1:
+        return np.ones(1), 0.0
+    # The generator with its diagonal taken as minus the off-diagonal row sums, not 1 - q_ss:
+    # at small loss rates q_ss = 1 - p and 1 - q_ss would cancel (Grassmann, Taksar, Heyman).
+    off = Q.tolil()
+    off.setdiag(0.0)
+    off = off.tocsr()
+    off.eliminate_zeros()
+    out = np.asarray(off.sum(axis=1)).ravel()
+    A = (sp.diags(out) - off).T.tocsc()
+
+    def residual(v):
+        return float(np.abs(off.T @ v - v * out).sum())
+
+    pi = _deflated_solve(A, Q, pivot)
+    res = residual(pi)
+    if res > tol:
+        heavy = int(np.argmax(pi))
+        if heavy != pivot:
+            pi2 = _deflated_solve(A, Q, heavy)
+            res2 = residual(pi2)
+            if res2 < res:
+                pi, res = pi2, res2
+    return pi, res
 
 
 def solve_chain(chain: Chain) -> tuple[np.ndarray, np.ndarray]:
     """(pi over all states of ``chain.space``, indices of the recurrent class)."""
     rc = recurrent_class(chain.Q, start_state(chain))
     sub = chain.Q[rc][:, rc]
-    pi_rc = stationary(sub)
+    # Pivot on the application-limited state of smallest window in the class (the start state
+    # may be transient: the window can pass w0 while still backlogged).
+    w, B, l = chain.space.decode(rc)
+    al = np.flatnonzero((B == 0) & (l == 0) & (w >= chain.params.r - 1e-9))
+    pivot = int(al[np.argmin(w[al])]) if al.size else 0
+    pi_rc, residual = stationary(sub, pivot=pivot)
     pi = np.zeros(chain.space.n)
     pi[rc] = pi_rc
+    chain.residual = residual
     return pi, rc
