@@ -156,3 +156,19 @@ def test_outage_silences_the_link_and_the_pcap_records_what_was_delivered(tmp_pa
     data = pcap.read_bytes()
     assert data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d")  # pcap magic
     assert len(data) > 24 + len(arrivals) * (16 + 20 + 8)  # header + a record per delivered datagram
+
+
+def test_mahimahi_trace_sets_the_rate_and_a_byte_queue_bounds_the_backlog(tmp_path):
+    trace = tmp_path / "12mbps.trace"
+    trace.write_text("1\n")  # one 1500-byte opportunity every millisecond, looping: 12 Mb/s
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=0.005, trace_file=str(trace), queue_bytes=60_000),
+                    b_to_a=DirectionSpec(delay_s=0.005))
+    with Testbed(TestbedSpec(link=link)) as tb:
+        rx = tb.hosts["right0"].spawn(bulk.receive, 5003)
+        tb.hosts["left0"].call(bulk.send, tb.hosts["right0"].address, 5003, duration_s=2.5,
+                               congestion_control="cubic")  # loss-based: fills the queue
+        goodput = rx.result(timeout_s=30)["goodput_bps"]
+        c = tb.link_counters()["a_to_b"]
+    assert 10.5e6 <= goodput <= 12e6 * 1448 / 1500 * 1.01, goodput
+    assert 50_000 <= c["peak_queue_bytes"] <= 60_000
+    assert c["drops"]["queue"] > 0
