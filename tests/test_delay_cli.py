@@ -1,0 +1,88 @@
+"""``tcpdelay delay``, ``region`` and ``playout`` as a user runs them (real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def tcpdelay(*args):
+    return subprocess.run([sys.executable, "-m", "tcpdelay", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_delay_json_keys_and_plot(tmp_path):
+    plot = tmp_path / "cdf.png"
+    res = tcpdelay("delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.02", "--json", "--plot", str(plot))
+    assert res.returncode == 0, res.stderr
+    d = json.loads(res.stdout)
+    for key in ("mean_s", "std_s", "p50_s", "p95_s", "p99_s", "p999_s", "max_s", "truncated_mass",
+                "backlog_share", "states", "unstable", "solve_s"):
+        assert key in d, key
+    assert d["unstable"] is False
+    assert d["p50_s"] <= d["p95_s"] <= d["p99_s"] <= d["p999_s"] <= d["max_s"]
+    assert sum(d["distribution"]["probability"]) == pytest.approx(1.0)
+    assert plot.stat().st_size > 5000
+
+
+def test_delay_custom_source_split_connections_and_options():
+    res = tcpdelay("delay", "--rate-bps", "579200", "--packet-bytes", "1448", "--rtt-s", "0.3", "--loss", "0.005",
+                   "--split", "2", "--connections", "2", "--queue", "bytes", "--loss-model", "correlated",
+                   "--no-limited-transmit", "--al-fr-backlog", "eq4", "--json")
+    assert res.returncode == 0, res.stderr
+    d = json.loads(res.stdout)
+    assert d["split"] == 2 and d["connections"] == 2
+    assert d["params"]["packet_bytes"] == 724 and d["params"]["rate_pps"] == pytest.approx(50)
+
+
+def test_delay_unstable_warns_and_prints_no_numbers():
+    res = tcpdelay("delay", "--profile", "video", "--rtt-s", "0.3", "--loss", "0.01", "--json")
+    assert res.returncode == 0
+    d = json.loads(res.stdout)
+    assert d["unstable"] is True and d["mean_s"] is None and d["p95_s"] is None
+    assert "warning: unstable" in res.stderr
+    human = tcpdelay("delay", "--profile", "video", "--rtt-s", "0.3", "--loss", "0.01")
+    assert "unstable" in human.stdout and "grows without bound" in human.stdout
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["delay", "--rtt-s", "0.1", "--loss", "0.01"], "--profile"),
+    (["delay", "--profile", "voip", "--rate-bps", "1e5", "--rtt-s", "0.1", "--loss", "0.01"], "not both"),
+    (["delay", "--profile", "skype", "--rtt-s", "0.1", "--loss", "0.01"], "--profile"),
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "1"], "--loss"),
+    (["delay", "--rate-bps", "1e6", "--packet-bytes", "3000", "--rtt-s", "0.1", "--loss", "0.01"], "mss_bytes"),
+    (["region", "--profile", "voip", "--rtts-s", "0.1,abc"], "--rtts-s"),
+    (["region", "--profile", "voip", "--losses", "0.01,2"], "losses"),
+    (["playout", "--profile", "voip", "--rtt-s", "0", "--loss", "0.01"], "--rtt-s"),
+])
+def test_bad_input_one_line_exit_2(args, fragment):
+    res = tcpdelay(*args)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcpdelay: error: ") and fragment in lines[0], res.stderr
+
+
+def test_region_json_and_plot(tmp_path):
+    plot = tmp_path / "region.png"
+    res = tcpdelay("region", "--profile", "video", "--rtts-s", "0.1,0.3", "--losses", "0.001,0.005,0.03",
+                   "--json", "--plot", str(plot))
+    assert res.returncode == 0, res.stderr
+    d = json.loads(res.stdout)
+    assert d["percentile"] == 99.9 and d["bound_s"] == 5.0
+    assert {(c["rtt_s"], c["loss"]) for c in d["cells"]} == {(r, p) for r in (0.1, 0.3) for p in (0.001, 0.005, 0.03)}
+    assert d["max_loss_by_rtt"] == [{"rtt_s": 0.1, "max_loss": 0.03}, {"rtt_s": 0.3, "max_loss": 0.001}]
+    assert plot.stat().st_size > 5000
+
+
+def test_playout_json_and_plot(tmp_path):
+    plot = tmp_path / "late.png"
+    res = tcpdelay("playout", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.02", "--json", "--plot", str(plot))
+    assert res.returncode == 0, res.stderr
+    d = json.loads(res.stdout)
+    assert d["recommended_playout_s"] == pytest.approx(0.05 + 0.1 + 3 / 50)
+    lf = d["curve"]["late_fraction"]
+    assert all(a >= b - 1e-12 for a, b in zip(lf, lf[1:]))  # non-increasing in the playout delay
+    assert 0 <= d["masked_tcp_delay_fraction"] <= 1
+    assert plot.stat().st_size > 5000
