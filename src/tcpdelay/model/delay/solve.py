@@ -47,20 +47,34 @@ def recurrent_class(Q: sp.csr_matrix, start: int) -> np.ndarray:
     return reach[labels == closed[0]]
 
 
-def _deflated_solve(A: sp.csc_matrix, Q: sp.csr_matrix, pivot: int) -> np.ndarray:
+def _deflated_solve(A: sp.csc_matrix, Q: sp.csr_matrix, pivot: int, order: np.ndarray | None = None) -> np.ndarray:
+    """Fix ``pi[pivot] = 1``, drop its balance equation, solve the rest, normalize.
+
+    ``order`` (a permutation of the states) is applied before the LU factorization. With the
+    backlog-major order of :func:`solve_chain` the system is nearly block-banded in the backlog
+    and SuperLU without column reordering or pivoting (safe: the deflated generator is a
+    nonsingular M-matrix, column diagonally dominant) fills in an order of magnitude less
+    than with COLAMD.
+    """
     n = A.shape[0]
-    keep = np.r_[0:pivot, pivot + 1:n]
-    M = A[keep][:, keep]
-    rhs = -A[keep, pivot].toarray().ravel()
-    x = spla.spsolve(M.tocsc(), rhs, permc_spec="COLAMD")
+    if order is None:
+        order = np.arange(n)
+    order = order[order != pivot]
+    M = A[order][:, order].tocsc()
+    rhs = -A[order, pivot].toarray().ravel()
+    try:
+        lu = spla.splu(M, permc_spec="NATURAL", diag_pivot_thresh=0.0)
+        x = lu.solve(rhs)
+    except RuntimeError:  # a zero pivot: fall back to a fill-reducing order with pivoting
+        x = spla.spsolve(M, rhs, permc_spec="COLAMD")
     pi = np.empty(n)
     pi[pivot] = 1.0
-    pi[keep] = np.asarray(x).ravel()
+    pi[order] = np.asarray(x).ravel()
     pi = np.where(pi < 0, 0.0, pi)  # round-off below zero
     return pi / pi.sum()
 
 
-def stationary(Q: sp.csr_matrix, *, pivot: int = 0, tol: float = 1e-10) -> tuple[np.ndarray, float]:
+def stationary(Q: sp.csr_matrix, *, pivot: int = 0, order: np.ndarray | None = None, tol: float = 1e-10) -> tuple[np.ndarray, float]:
     """Stationary vector of an irreducible row-stochastic sparse matrix and its residual
     ``||pi Q - pi||_1`` (computed without the self-loops).
 
@@ -86,12 +100,12 @@ def stationary(Q: sp.csr_matrix, *, pivot: int = 0, tol: float = 1e-10) -> tuple
     def residual(v):
         return float(np.abs(off.T @ v - v * out).sum())
 
-    pi = _deflated_solve(A, Q, pivot)
+    pi = _deflated_solve(A, Q, pivot, order)
     res = residual(pi)
     if res > tol:
         heavy = int(np.argmax(pi))
         if heavy != pivot:
-            pi2 = _deflated_solve(A, Q, heavy)
+            pi2 = _deflated_solve(A, Q, heavy, order)
             res2 = residual(pi2)
             if res2 < res:
                 pi, res = pi2, res2
@@ -107,7 +121,8 @@ def solve_chain(chain: Chain) -> tuple[np.ndarray, np.ndarray]:
     w, B, l = chain.space.decode(rc)
     al = np.flatnonzero((B == 0) & (l == 0) & (w >= chain.params.r - 1e-9))
     pivot = int(al[np.argmin(w[al])]) if al.size else 0
-    pi_rc, residual = stationary(sub, pivot=pivot)
+    order = np.lexsort((w, l, B))  # backlog-major
+    pi_rc, residual = stationary(sub, pivot=pivot, order=order)
     pi = np.zeros(chain.space.n)
     pi[rc] = pi_rc
     chain.residual = residual
