@@ -1,0 +1,91 @@
+"""Benchmark of the delay model (Brosh et al. chain): time and memory per solve, and both
+default working-region grids. Plain script; prints its figures as a table.
+
+    .venv/bin/python benchmarks/delay_solve.py [--repeat 20] [--workers N]
+
+Targets (issue 3): voip RTT 100 ms 2 % < 50 ms per solve; video RTT 300 ms 1 % < 2 s and
+< 2 GB per solve; both default region grids (7 losses x 3 RTTs) < 30 s in all.
+
+Each case runs in a fresh subprocess so that its peak resident memory (ru_maxrss) is its own.
+The machine may be shared: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+CASES = [
+    # (label, kwargs, target_s)
+    ("voip  RTT 100 ms, 2 %", dict(profile="voip", rtt_s=0.1, loss=0.02), 0.05),
+    ("video RTT 300 ms, 1 % (unstable: guard)", dict(profile="video", rtt_s=0.3, loss=0.01), 2.0),
+    ("video RTT 300 ms, 1 % forced, default bound", dict(profile="video", rtt_s=0.3, loss=0.01, force=True), 2.0),
+    ("video RTT 300 ms, 1 % forced, bound 400 pkts", dict(profile="video", rtt_s=0.3, loss=0.01, force=True,
+                                                          backlog_bound_packets=400), 2.0),
+    ("video RTT 300 ms, 0.5 % (largest stable cell)", dict(profile="video", rtt_s=0.3, loss=0.005), 2.0),
+    ("video RTT 100 ms, 1 %", dict(profile="video", rtt_s=0.1, loss=0.01), 2.0),
+]
+
+_CHILD = r"""
+import json, resource, sys, time
+from tcpdelay.model.delay import predict
+kw = json.loads(sys.argv[1]); repeat = int(sys.argv[2])
+times = []
+for _ in range(repeat):
+    t = time.perf_counter(); pred = predict(**kw); times.append(time.perf_counter() - t)
+print(json.dumps({"times": times, "states": pred.info.get("states"), "recurrent": pred.info.get("recurrent_states"),
+                  "unstable": pred.unstable, "bound": pred.info.get("backlog_bound_packets"),
+                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def run_case(kw: dict, repeat: int) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(kw), str(repeat)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20, help="solves per case (median reported)")
+    ap.add_argument("--workers", type=int, default=None, help="processes for the region grids [CPU count]")
+    args = ap.parse_args()
+
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared machines inflate timings)")
+    print()
+    print(f"{'case':48s} {'states':>8s} {'recurr.':>8s} {'bound':>6s} {'median s':>9s} {'max s':>8s} {'peak MB':>8s} {'target':>7s}")
+    ok_all = True
+    for label, kw, target in CASES:
+        rep = args.repeat if "voip" in label else max(1, min(args.repeat, 3))
+        r = run_case(kw, rep)
+        med = statistics.median(r["times"])
+        ok = med < target and r["maxrss_mb"] < 2048
+        ok_all &= ok
+        print(f"{label:48s} {r['states'] or 0:8d} {r['recurrent'] or 0:8d} {r['bound'] or 0:6d} {med:9.4f} "
+              f"{max(r['times']):8.4f} {r['maxrss_mb']:8.0f} {'<' + format(target, 'g') + ' s':>7s}{'' if ok else '  MISSED'}")
+
+    from tcpdelay.model.delay.region import working_region
+
+    print()
+    total = 0.0
+    for prof in ("voip", "video"):
+        t = time.perf_counter()
+        reg = working_region(prof, workers=args.workers)
+        dt = time.perf_counter() - t
+        total += dt
+        edges = ", ".join(f"{r['rtt_s'] * 1e3:g} ms: {'none' if r['max_loss'] is None else format(r['max_loss'] * 100, 'g') + ' %'}"
+                          for r in reg["max_loss_by_rtt"])
+        print(f"region {prof:6s} 21 cells  {dt:6.2f} s   (p{reg['percentile']:g} <= {reg['bound_s']:g} s up to: {edges})")
+    print(f"both default region grids: {total:.2f} s (target < 30 s){'' if total < 30 else '  MISSED'}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if not ok_all or total >= 30:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
