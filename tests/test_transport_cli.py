@@ -119,13 +119,12 @@ def test_signals_end_both_commands_cleanly_and_keep_the_records(tmp_path):
 
 def test_sigint_ends_a_waiting_receiver(tmp_path):
     import signal
-    import time
 
     port = _free_port()
     rx = subprocess.Popen([*TCPDELAY, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(tmp_path / "rx"),
                            "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)
+        assert "listening on" in rx.stderr.readline()     # imports done, socket bound
         rx.send_signal(signal.SIGINT)
         out, err = rx.communicate(timeout=20)
     finally:

@@ -19,7 +19,6 @@ import numpy as np
 
 from tcpdelay.cli.common import POSITIVE, emit, fmt_s, json_option, key_value_table
 from tcpdelay.errors import ParameterError
-from tcpdelay.records import read_records
 
 TRANSPORT_CHOICE = click.Choice(["tcp", "udp"])
 
@@ -66,6 +65,8 @@ def delay_summary(run_dir: str | Path, clock_kind: str) -> dict:
 
     With an unsynchronized clock the delays are relative to the run's minimum (the offset of the
     two clocks is unknown), and ``delay_reference`` says so."""
+    from tcpdelay.records import read_records
+
     table = read_records(run_dir, "received")
     out = {"delay_reference": "one-way" if clock_kind == "shared-monotonic" else "relative-to-minimum",
            "packets": table.num_rows}
@@ -205,9 +206,8 @@ def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, udp_linger_
                          idle_timeout_s=idle_timeout_s, handshake_timeout_s=handshake_timeout_s,
                          udp_linger_s=udp_linger_s, tcp=TcpOptions(rcvbuf_bytes=rcvbuf_bytes))
 
-    def ready(addr):
-        if not as_json:
-            click.echo(f"tcpdelay recv: listening on {addr[0]}:{addr[1]} (TCP and UDP)", err=True)
+    def ready(addr):   # on stderr even with --json: scripts can wait for this line
+        click.echo(f"tcpdelay recv: listening on {addr[0]}:{addr[1]} (TCP and UDP)", err=True)
 
     with _stop_on_sigterm() as stop, _progress(not as_json, "recv", 1.0) as prog:
         results = run_receiver(cfg, stop=stop, on_ready=ready, on_progress=prog)
