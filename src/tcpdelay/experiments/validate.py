@@ -148,6 +148,8 @@ def _run_extras(run_dir: Path) -> dict:
         "loss_drops": (fwd.get("drops") or {}).get("loss"),
         "lateness_max_us": max(((link.get(d) or {}).get("lateness_us") or {}).get("max") or 0.0
                                for d in ("a_to_b", "b_to_a")),
+        "lateness_p99_us": max(((link.get(d) or {}).get("lateness_us") or {}).get("p99") or 0.0
+                               for d in ("a_to_b", "b_to_a")),
         "total_retrans": sum(int(s.get("total_retrans") or 0) for s in stats),
         "total_rto": sum(int(s.get("total_rto") or 0) for s in stats),
     }
@@ -177,8 +179,10 @@ def measured_points(results) -> list[dict]:
             "measured": None,
         }
         if flow and flow["delay"]["count"]:
-            point["_delays"] = np.concatenate([f.delay_s for r in cell.runs if r.status == "complete"
-                                               for f in r.flows if f.flow_id == flow["flow_id"]])
+            pairs = [(r.seed, f.delay_s) for r in cell.runs if r.status == "complete"
+                     for f in r.flows if f.flow_id == flow["flow_id"]]
+            point["_delays"] = np.concatenate([d for _, d in pairs])
+            point["_seeds"] = np.concatenate([np.full(d.size, -1 if s is None else s) for s, d in pairs])
             d = flow["delay"]
             point["measured"] = {
                 "mean_s": d["mean_s"], "p95_s": d.get("p95_s"), "p99_s": d.get("p99_s"), "std_s": d["std_s"],
@@ -190,6 +194,7 @@ def measured_points(results) -> list[dict]:
                 "tcp_rtos": sum(e.get("total_rto") or 0 for e in extras),
                 "rtos_per_drop": (sum(e.get("total_rto") or 0 for e in extras) / drops) if drops else None,
                 "emulator_lateness_max_us": max((e.get("lateness_max_us") or 0.0) for e in extras) if extras else None,
+                "emulator_lateness_p99_us": max((e.get("lateness_p99_us") or 0.0) for e in extras) if extras else None,
             }
         out.append(point)
     return out
@@ -232,6 +237,18 @@ def compare(points: list[dict]) -> list[dict]:
             "tcp_level_mean_s": relative_error(None if m["mean_s"] is None else m["mean_s"] - L,
                                                None if meas.get("mean_s") is None else meas["mean_s"] - L),
         }
+        # the model at the drop ratio the link realized (a short run's draws stray from p)
+        p["model_at_realized_loss"] = None
+        realized = meas.get("segment_drop_ratio")
+        if realized is not None and 0 < realized < 1:
+            key_r = (p["profile"], p["rtt_s"], round(realized, 6))
+            if key_r not in cache:
+                cache[key_r] = model_point(*key_r)
+            r = cache[key_r]
+            p["model_at_realized_loss"] = {
+                "loss": key_r[2], "mean_s": r["mean_s"], "p95_s": r["p95_s"], "std_s": r["std_s"],
+                "unstable": r["unstable"],
+                "relative_error_mean": relative_error(r["mean_s"], meas.get("mean_s"))}
         p["group"] = f"{p['profile']} {p['stack']} RTT {p['rtt_s'] * 1e3:g} ms"
     return points
 
@@ -270,7 +287,13 @@ def run_validation(out_dir: str | os.PathLike, *, full: bool = False, jobs: int 
     require_testbed_environment()
     find_binary()
     res = run_sweep(scenario, out_dir, run_scenario, jobs=jobs, console=console, progress=progress)
-    doc = evaluate_validation(out_dir, size="full" if full else "reduced")
+    size = "full" if full else "reduced"
+    if grid or duration_s is not None or repetitions is not None:
+        size += " (" + ", ".join(
+            [f"{k}={list(v)}" for k, v in (grid or {}).items()]
+            + ([f"duration_s={duration_s:g}"] if duration_s is not None else [])
+            + ([f"repetitions={repetitions}"] if repetitions is not None else [])) + ")"
+    doc = evaluate_validation(out_dir, size=size)
     doc["sweep"] = res.to_dict()
     _write(Path(out_dir) / "validation.json", doc)
     return doc
@@ -295,10 +318,44 @@ def evaluate_validation(out_dir: str | os.PathLike, *, size: str = "reduced") ->
         "mss_bytes": MSS_BYTES,
         "points": [{k: v for k, v in p.items() if not k.startswith("_")} for p in points],
         "claims": claim_checks(points),
+        "interpretation": interpretation(points),
     }
     add_validation_sections(report, points, doc)
     doc["report_path"] = str(report.write(html_path))
+    doc["delays_path"] = str(write_delays(out / DELAYS_FILE, points))
     return doc
+
+
+#: Every measured packet's delay, one small file (the run directories' records are the source).
+DELAYS_FILE = "validation-delays.parquet"
+
+
+def write_delays(path: Path, points: list[dict]) -> Path:
+    """One row per media packet of every point: ``profile, stack, rtt_s, loss, seed, delay_s``
+    (NaN: never received) — enough to redraw the CDFs and recompute the statistics without the
+    per-run record sets."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols: dict[str, list] = {k: [] for k in ("profile", "stack", "rtt_s", "loss", "seed", "delay_s")}
+    for p in points:
+        d = p.get("_delays")
+        if d is None:
+            continue
+        n = d.size
+        cols["profile"].append(np.full(n, p["profile"], dtype=object))
+        cols["stack"].append(np.full(n, p["stack"], dtype=object))
+        cols["rtt_s"].append(np.full(n, p["rtt_s"], dtype=float))
+        cols["loss"].append(np.full(n, p["loss"], dtype=float))
+        cols["seed"].append(np.asarray(p["_seeds"], dtype=np.int64))
+        cols["delay_s"].append(np.asarray(d, dtype=float))
+    types = {"profile": pa.string(), "stack": pa.string(), "rtt_s": pa.float64(), "loss": pa.float64(),
+             "seed": pa.int64(), "delay_s": pa.float64()}
+    table = pa.table({k: pa.array(np.concatenate(v) if v else [], type=types[k]) for k, v in cols.items()})
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+    return path
 
 
 def _duration(out: Path) -> float | None:
@@ -340,6 +397,7 @@ def table_rows(points: list[dict]) -> list[list[Any]]:
             _err(err.get("tcp_level_mean_s")),
             _ms(meas.get("p95_s")), "unstable" if unstable else _ms(mod.get("p95_s")), _err(err.get("p95_s")),
             _ms(meas.get("std_s")), "unstable" if unstable else _ms(mod.get("std_s")), _err(err.get("std_s")),
+            _realized(p),
             "—" if mod.get("throughput_ratio") is None else f"{mod['throughput_ratio']:.2f}",
             "—" if meas.get("rtos_per_drop") is None else f"{meas['rtos_per_drop']:.2f}",
             "—" if mod.get("timeout_probability") is None else f"{mod['timeout_probability']:.2f}",
@@ -347,10 +405,19 @@ def table_rows(points: list[dict]) -> list[list[Any]]:
     return rows
 
 
+def _realized(p: dict) -> str:
+    r = p.get("model_at_realized_loss")
+    if not r:
+        return "—"
+    err = "unstable" if r["unstable"] else _err(r["relative_error_mean"])
+    return f"{r['loss'] * 100:.2f} %: {err}"
+
+
 TABLE_COLUMNS = ["profile", "stack", "RTT ms", "loss %", "runs",
                  "mean ms measured", "mean ms model", "rel. err", "rel. err TCP-level",
                  "p95 ms measured", "p95 ms model", "rel. err",
                  "std ms measured", "std ms model", "rel. err",
+                 "realized drop ratio: rel. err of the model's mean there",
                  "PFTK / rate", "RTOs per drop", "model P(timeout | loss)"]
 
 
@@ -375,14 +442,23 @@ def add_validation_sections(report, points: list[dict], doc: dict) -> None:
         f"{'—' if dur is None else f'{dur:g}'} s (the paper: 5 min × 10 runs per point). Short runs see few "
         "loss events (a 20 s VoIP run at 1 % loss has ~10 drops), so the 95th percentile and std "
         "of the reduced size are rough; the means are steadier.",
-        note=doc.get("size") != "full")
+        note=not str(doc.get("size")).startswith("full"))
     report.section("Model vs measurement").table(
         TABLE_COLUMNS, table_rows(points),
         "Measured statistics over the pooled packets of every run of the point. 'unstable': PFTK "
         "throughput ≤ the source's rate, the model's delay grows without bound. PFTK / rate: the "
         "model's achievable throughput over the source's rate (the paper: error < 20 % while ≥ 2). "
+        "Realized drop ratio: the emulator's drops over the data-direction packets it saw (a short "
+        "run's draws stray from p), with the model's mean at that ratio. "
         "RTOs per drop: retransmission timeouts the sender took (TCP_INFO) per segment the link "
         "dropped; the model's timeout probability per loss event beside it.")
+    late = [p["measured"].get("emulator_lateness_p99_us") for p in points if p.get("measured")]
+    late_max = [p["measured"].get("emulator_lateness_max_us") for p in points if p.get("measured")]
+    if late:
+        report.sections[-1].paragraph(
+            f"Emulator timing: the worst 99th percentile of how late the emulator released a packet "
+            f"was {max(late) / 1e3:.2f} ms over all runs, the single worst {max(late_max) / 1e3:.1f} ms "
+            "(the machine is shared; a late release adds to that packet's measured delay).")
     claims = doc.get("claims") or []
     if claims:
         report.section("The paper's accuracy claims, checked").table(
@@ -401,36 +477,29 @@ def add_validation_sections(report, points: list[dict], doc: dict) -> None:
                        f"Predicted against measured {what}; the line is equality, the band ±20 %.")
         sec.figure(rp.relative_error_figure(measured, title="relative error of the mean (Fig 8)"),
                    "(model − measured) / measured of the mean delay against the configured loss.")
-        from tcpdelay.report.results import CURVES_PER_FIGURE
-
         groups: dict[str, list[dict]] = {}
         for p in measured:
-            groups.setdefault(f"{p['profile']} RTT {p['rtt_s'] * 1e3:g} ms", []).append(p)
+            groups.setdefault(f"{p['profile']} on {p['stack']}, RTT {p['rtt_s'] * 1e3:g} ms", []).append(p)
         for title, pts in groups.items():
-            for i in range(0, len(pts), CURVES_PER_FIGURE // 2):
-                chunk = pts[i:i + CURVES_PER_FIGURE // 2]
-                fig = _cdf_figure(chunk, title)
-                sec.figure(fig, f"{title}: measured delay CDF (solid) and the model's (dashed), per stack and loss.")
+            sec.figure(_cdf_figure(sorted(pts, key=lambda p: p["loss"]), title),
+                       f"{title}: measured delay CDF (solid) and the model's (dashed, same colour) per loss.")
     else:
         sec.paragraph("No complete measurement yet: nothing to plot.", note=True)
     sec = report.section("Where the model departs from today's Linux, and why")
-    for text in interpretation(points):
+    for text in doc.get("interpretation") or interpretation(points):
         sec.paragraph(text)
 
 
 def _cdf_figure(points: list[dict], title: str):
     from tcpdelay.report import results_plots as rp
 
-    model = []
-    seen = set()
+    pairs = []
     for p in points:
         pred = p.get("_prediction")
-        key = (p["profile"], p["rtt_s"], p["loss"])
-        if pred is not None and not pred.unstable and key not in seen:
-            seen.add(key)
-            model.append((f"model p={p['loss'] * 100:g} %", pred.support_s, np.cumsum(pred.pmf)))
-    series = [(f"{p['stack']} p={p['loss'] * 100:g} %", p["_delays"]) for p in points if p.get("_delays") is not None]
-    return rp.delay_cdf_figure(series, title=title, model=model)
+        ok = pred is not None and not pred.unstable
+        pairs.append((f"p={p['loss'] * 100:g} %", p.get("_delays", np.zeros(0)),
+                      pred.support_s if ok else None, np.cumsum(pred.pmf) if ok else None))
+    return rp.measured_and_model_cdf_figure(pairs, title=title)
 
 
 def interpretation(points: list[dict]) -> list[str]:

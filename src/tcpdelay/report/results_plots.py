@@ -152,3 +152,29 @@ def relative_error_figure(points: Sequence[dict], *, title: str = "") -> Figure:
     if groups:
         ax.legend(fontsize=7)
     return fig
+
+
+def measured_and_model_cdf_figure(pairs: Sequence[tuple[str, np.ndarray, np.ndarray | None, np.ndarray | None]],
+                                  *, title: str = "") -> Figure:
+    """Measured delay CDF (solid) and the model's (dashed, same colour) per
+    ``(label, measured_delay_s, model_support_s, model_cdf)``; the model may be None (unstable)."""
+    fig = Figure(figsize=(7.5, 4.2))
+    ax = fig.add_subplot()
+    for i, (label, d, x, c) in enumerate(pairs):
+        color = f"C{i % 10}"
+        d = np.sort(np.asarray(d, float)[np.isfinite(d)])
+        if d.size:
+            ax.step(d * 1e3, np.arange(1, d.size + 1) / d.size, where="post", color=color, label=f"{label} measured")
+        if x is not None and c is not None and len(x):
+            ax.step(np.asarray(x) * 1e3, c, where="post", color=color, linestyle="--", label=f"{label} model")
+        elif d.size:
+            ax.plot([], [], color=color, linestyle="--", label=f"{label} model: unstable")
+    ax.set_xscale("log")
+    ax.set_xlabel("one-way delay (ms, log)")
+    ax.set_ylabel("P(delay ≤ x)")
+    ax.set_ylim(0, 1.01)
+    ax.grid(True, which="both", alpha=0.3)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
