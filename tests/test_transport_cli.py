@@ -25,6 +25,7 @@ def test_send_and_recv_commands_make_a_run(tmp_path, extra):
     rx = subprocess.Popen([*TCPDELAY, "recv", "--listen", f"127.0.0.1:{port}", "--out",
                            str(tmp_path / "rx"), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        assert "listening on" in rx.stderr.readline()
         tx = subprocess.run([*TCPDELAY, "send", "--to", f"127.0.0.1:{port}", "--profile", "voip",
                              "--duration-s", "0.5", "--out", str(tmp_path / "tx"), "--json", *extra],
                             capture_output=True, text=True, timeout=60)
@@ -94,6 +95,7 @@ def test_signals_end_both_commands_cleanly_and_keep_the_records(tmp_path):
     port = _free_port()
     rx = subprocess.Popen([*TCPDELAY, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(tmp_path / "rx"),
                            "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "listening on" in rx.stderr.readline()
     tx = subprocess.Popen([*TCPDELAY, "send", "--to", f"127.0.0.1:{port}", "--duration-s", "30",
                            "--out", str(tmp_path / "tx"), "--json"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
