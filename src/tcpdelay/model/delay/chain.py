@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import comb
-from scipy.stats import binom
+from scipy.special import comb, gammaln
 
 from tcpdelay.model.delay.params import MAX_BACKOFF_STAGE, DelayParams
 
@@ -85,8 +84,23 @@ class Edges:
     is_loss: np.ndarray   # 0 none, 1 fast retransmit, 2 timeout (a loss event detected)
 
 
-def _binom_pmf(k, n, p):
-    return binom.pmf(k, n, p) if p > 0 else (np.asarray(k) == 0).astype(float)
+def binom_table(wmax: int, p: float) -> np.ndarray:
+    """``T[n, i] = C(n, i) p^i (1-p)^(n-i)`` for 0 <= i <= n <= wmax, in log space (robust for
+    any ``p`` in [0, 1), denormals included; scipy's binom overflows there)."""
+    n = np.arange(wmax + 1)[:, None].astype(float)
+    i = np.arange(wmax + 1)[None, :].astype(float)
+    valid = i <= n
+    if p <= 0:
+        return np.where(valid & (i == 0), 1.0, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        logc = gammaln(n + 1) - gammaln(i + 1) - gammaln(np.maximum(n - i, 0) + 1)
+        logt = logc + i * np.log(p) + (n - i) * np.log1p(-p)
+    return np.where(valid, np.exp(np.where(valid, logt, -np.inf)), 0.0)
+
+
+def _rows(T: np.ndarray, n: np.ndarray, i: np.ndarray) -> np.ndarray:
+    ok = (i >= 0) & (i <= n) & (n >= 0)
+    return np.where(ok, T[np.clip(n, 0, T.shape[0] - 1), np.clip(i, 0, T.shape[1] - 1)], 0.0)
 
 
 def random_loss_probs(w: np.ndarray, p: float, limited_transmit: bool):
@@ -97,33 +111,47 @@ def random_loss_probs(w: np.ndarray, p: float, limited_transmit: bool):
     derived from the mechanism, Appendix A.2): with ``i = w-1`` losses the one duplicate ACK
     releases a new segment whose ACK releases another; both must arrive, ``(1-p)^2``. With
     ``i = w-2`` the two duplicate ACKs release two new segments of which one must arrive,
-    ``1-p^2``.
+    ``1-p^2``. Returns (no loss, fast retransmit, timeout); the sums are of positive terms
+    (no cancellation at small ``p``).
     """
-    w = np.asarray(w, dtype=float)
-    ok = (1.0 - p) ** w
-    fr = np.where(w >= 4, binom.cdf(w - 3, w, p) - ok, 0.0) if p > 0 else np.zeros_like(w)
-    if limited_transmit and p > 0:
-        fr = fr + np.where(w > 1, _binom_pmf(w - 1, w, p) * (1 - p) ** 2, 0.0)
-        fr = fr + np.where(w > 2, _binom_pmf(w - 2, w, p) * (1 - p * p), 0.0)
-    fr = np.clip(fr, 0.0, 1.0)
-    to = np.clip(1.0 - ok - fr, 0.0, 1.0)
+    w = np.asarray(w, dtype=np.int64)
+    T = binom_table(int(w.max(initial=1)), p)
+    ok = T[w, 0]
+    loss = -np.expm1(w * np.log1p(-p)) if p > 0 else np.zeros(w.shape)
+    to = _timeout_tail(T, w, p, limited_transmit)
+    fr = np.clip(loss - to, 0.0, 1.0)
     return ok, fr, to
+
+
+def _timeout_tail(T: np.ndarray, n: np.ndarray, p: float, limited_transmit: bool) -> np.ndarray:
+    """P(timeout) for a round of ``n`` segments: fewer than 3 arrive (and at least one is
+    lost); with limited transmit weighted by the new segments' fates. Summed directly, so tiny
+    timeout probabilities keep their relative accuracy."""
+    to = np.where(n >= 1, T[n, n], 0.0)
+    f1 = (1 - (1 - p) ** 2) if limited_transmit else 1.0   # one segment arrived
+    f2 = p * p if limited_transmit else 1.0                 # two segments arrived
+    to = to + np.where(n > 1, _rows(T, n, n - 1) * f1, 0.0)
+    to = to + np.where(n > 2, _rows(T, n, n - 2) * f2, 0.0)
+    return to
 
 
 def random_loss_probs_al(w: np.ndarray, p: float, limited_transmit: bool):
     """As :func:`random_loss_probs` for an application-limited state, where the first segment
     of the window is the lost one: ``P_w(i)`` becomes ``p·P_{w-1}(i-1)`` (Appendix A.1).
     Returns (fast retransmit, timeout); no loss has probability ``1 - p``."""
-    w = np.asarray(w, dtype=float)
+    w = np.asarray(w, dtype=np.int64)
     if p <= 0:
-        z = np.zeros_like(w)
+        z = np.zeros(w.shape)
         return z, z.copy()
-    fr = np.where(w >= 4, p * binom.cdf(w - 4, w - 1, p), 0.0)
-    if limited_transmit:
-        fr = fr + np.where(w > 1, p * _binom_pmf(w - 2, w - 1, p) * (1 - p) ** 2, 0.0)
-        fr = fr + np.where(w > 2, p * _binom_pmf(w - 3, w - 1, p) * (1 - p * p), 0.0)
-    fr = np.clip(fr, 0.0, p)
-    return fr, p - fr
+    T = binom_table(int(w.max(initial=1)), p)
+    # the first segment is lost; among the other w-1, the first-lost-included count i is j+1
+    to = p * np.where(w == 1, 1.0, T[np.maximum(w - 1, 0), np.maximum(w - 1, 0)])
+    f1 = (1 - (1 - p) ** 2) if limited_transmit else 1.0
+    f2 = p * p if limited_transmit else 1.0
+    to = to + np.where(w > 1, p * _rows(T, w - 1, w - 2) * f1, 0.0)
+    to = to + np.where(w > 2, p * _rows(T, w - 1, w - 3) * f2, 0.0)
+    to = np.clip(to, 0.0, p)
+    return p - to, to
 
 
 def _pftk_h(k: np.ndarray, p: float, limited_transmit: bool) -> np.ndarray:
@@ -163,9 +191,9 @@ def correlated_timeout_given_loss(w: np.ndarray, p: float, limited_transmit: boo
 def correlated_loss_probs(w, p, limited_transmit):
     w = np.asarray(w, dtype=np.int64)
     ok = (1.0 - p) ** w.astype(float)
-    q = correlated_timeout_given_loss(w, p, limited_transmit)
-    to = (1.0 - ok) * q
-    return ok, (1.0 - ok) - to, to
+    loss = -np.expm1(w * np.log1p(-p)) if p > 0 else np.zeros(w.shape)
+    to = loss * correlated_timeout_given_loss(w, p, limited_transmit)
+    return ok, loss - to, to
 
 
 def correlated_loss_probs_al(w, p, limited_transmit):

@@ -25,26 +25,21 @@ def _pmf(i: int, n: int, p: float) -> float:
     return math.comb(n, i) * p**i * (1 - p) ** (n - i)
 
 
-def _fr_random(w: int, p: float, lt: bool) -> float:
-    """P(fast retransmit) for a round of w segments: 1..w-3 losses, plus limited transmit."""
-    s = sum(_pmf(i, w, p) for i in range(1, w - 2))
-    if lt:
-        if w > 1:
-            s += _pmf(w - 1, w, p) * (1 - p) ** 2
-        if w > 2:
-            s += _pmf(w - 2, w, p) * (1 - p * p)
-    return s
+def _to_random(w: int, p: float, lt: bool) -> float:
+    """P(timeout): fewer than 3 of w segments arrive, at least one lost (limited transmit
+    weighs 1 or 2 arrivals by their new segments' fates)."""
+    f1 = 1 - (1 - p) ** 2 if lt else 1.0
+    f2 = p * p if lt else 1.0
+    return (_pmf(w, w, p) + (_pmf(w - 1, w, p) * f1 if w > 1 else 0.0)
+            + (_pmf(w - 2, w, p) * f2 if w > 2 else 0.0))
 
 
-def _fr_random_al(w: int, p: float, lt: bool) -> float:
-    """First segment lost: p * P_{w-1}(i-1) for i = 1..w-3, plus limited transmit."""
-    s = sum(p * _pmf(i - 1, w - 1, p) for i in range(1, w - 2))
-    if lt:
-        if w > 1:
-            s += p * _pmf(w - 2, w - 1, p) * (1 - p) ** 2
-        if w > 2:
-            s += p * _pmf(w - 3, w - 1, p) * (1 - p * p)
-    return s
+def _to_random_al(w: int, p: float, lt: bool) -> float:
+    """First segment lost; j of the other w-1 lost too."""
+    f1 = 1 - (1 - p) ** 2 if lt else 1.0
+    f2 = p * p if lt else 1.0
+    return p * ((_pmf(w - 1, w - 1, p) if w > 1 else 1.0) + (_pmf(w - 2, w - 1, p) * f1 if w > 1 else 0.0)
+                + (_pmf(w - 3, w - 1, p) * f2 if w > 2 else 0.0))
 
 
 def _h(k: int, p: float, lt: bool) -> float:
@@ -93,19 +88,20 @@ class Walker:
     def _probs_nl(self, w: int):
         p, lt = self.p_nl, self.p.limited_transmit
         ok = (1 - p) ** w
+        loss = -math.expm1(w * math.log1p(-p))
         if self.p.loss_model == "random":
-            fr = _fr_random(w, p, lt)
+            to = _to_random(w, p, lt)
         else:
-            fr = (1 - ok) * (1 - _q_hat(w, p, lt))
-        return ok, fr, max(0.0, 1 - ok - fr)
+            to = loss * _q_hat(w, p, lt)
+        return ok, max(0.0, loss - to), to
 
     def _probs_al(self, w: int):
         p, lt = self.p_al, self.p.limited_transmit
         if self.p.loss_model == "random":
-            fr = _fr_random_al(w, p, lt)
+            to = _to_random_al(w, p, lt)
         else:
-            fr = p * (1 - (_q_hat(w - 1, p, lt) if w >= 2 else 1.0))
-        return fr, p - fr
+            to = p * (_q_hat(w - 1, p, lt) if w >= 2 else 1.0)
+        return p - to, to
 
     def _loss_free(self, w2, B, cap, prob):
         P, f = self.p, self.p.rate_pps
