@@ -13,7 +13,7 @@ classification), eqs (1)-(5), Table 6, Appendix A.1-A.3.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.model.throughput import default_t0_s
@@ -105,7 +105,6 @@ class DelayParams:
     backlog_bound_packets: int | None = None
     truncation_tol: float = 1e-5
     max_states: int = 1_500_000
-    _validated: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         f = _check_positive("rate_pps", self.rate_pps)
@@ -148,7 +147,6 @@ class DelayParams:
                             ("growth_requires_backlog", bool(self.growth_requires_backlog)),
                             ("count_fresh_packets", bool(self.count_fresh_packets))):
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "_validated", True)
 
     # Derived quantities (Table 1).
     @property

@@ -21,6 +21,13 @@ from tcpdelay.model.delay.solve import solve_chain
 from tcpdelay.model.throughput import pftk_segments_per_s
 
 
+CHOICE_OPTIONS = frozenset({
+    "al_fr_backlog", "backlog_rounding", "growth_requires_backlog", "count_fresh_packets",
+    "max_window", "backlog_bound_packets", "truncation_tol", "max_states",
+})
+"""The options :func:`predict` passes through to :class:`DelayParams` besides its own."""
+
+
 def tcp_throughput_bps(params: DelayParams) -> float:
     """PFTK eq (22) throughput of full segments (no receiver-window limit), in bits/s."""
     seg = float(pftk_segments_per_s(params.loss, params.rtt_s, params.t0_s, 1, np.inf))
@@ -121,7 +128,7 @@ def predict(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, loss, one_
     src = resolve_source(profile, rate_bps, packet_bytes)
     n_split = _count("split", split)
     n_conn = _count("connections", connections)
-    unknown = set(choices) - set(DelayParams.__dataclass_fields__) - {"_validated"}
+    unknown = set(choices) - CHOICE_OPTIONS
     if unknown:
         raise ParameterError(f"unknown option(s): {', '.join(sorted(unknown))}")
     params = DelayParams(
