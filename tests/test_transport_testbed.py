@@ -198,3 +198,27 @@ def test_keepalive_keeps_the_window_open_across_silences(tmp_path):
     hit_off = sum(bool(np.any(d > late)) for d in off)
     hit_on = sum(bool(np.any(d > late)) for d in on)
     assert hit_off >= 2 and hit_on < hit_off, (hit_off, hit_on)
+
+
+def test_parallel_connections_cut_video_delay_and_intelligent_beats_blind(tmp_path):
+    """§7.2 with loss (3 %, 100 ms RTT): 1.16 Mb/s of video (1446 B every 10 ms) is more than
+    one connection carries, so its backlog grows; over 4 connections it is carried, and the
+    intelligent scheduler (least unsent, not in recovery/timeout) delays packets less than
+    round robin, which keeps feeding connections that are repairing a loss. (8 s runs, 3
+    seeds: mean delay above the path's 12-15 ms intelligent against 26-37 ms blind; with
+    5 s runs the two overlap now and then, hence 8 s.)"""
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=L_S, loss=BernoulliLoss(p=0.03)),
+                    b_to_a=DirectionSpec(delay_s=L_S))
+    tcp = preset("newreno-2008")
+    video = CbrSource(1446, 0.01)
+    excess, late = {}, {}
+    for name, n, sched in (("one", 1, "blind"), ("blind", 4, "blind"), ("intelligent", 4, "intelligent")):
+        s, r, _, d, _ = media_run(tmp_path / name, link, source=video, tcp=tcp, seed=7,
+                                  duration_s=8.0 if n > 1 else 4.0, connections=n, scheduler=sched,
+                                  drain_timeout_s=30)
+        assert r.received_packets == s.packets
+        excess[name] = float(np.mean(d) - L_S)
+        late[name] = float(np.mean(d > L_S + RTT_S / 2))
+    assert excess["one"] > 2 * excess["blind"] and late["one"] > 2 * late["blind"], (excess, late)
+    assert excess["intelligent"] < 0.75 * excess["blind"], excess
+    assert late["intelligent"] < late["blind"], late
