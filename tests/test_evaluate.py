@@ -30,3 +30,15 @@ def test_evaluate_writes_report_and_json(tmp_path):
             assert means == sorted(means), (size, rtt, series)
             # no transfer beats one RTT of handshake plus one RTT of data
             assert means[0] >= 2 * rtt * 0.999
+    # working regions: longer paths tolerate less loss (the model's region shrinks with RTT)
+    for name in ("voip", "video"):
+        by_rtt = {m["rtt_s"]: m["max_loss"] for m in doc["regions"][name]["max_loss_by_rtt"]}
+        assert set(by_rtt) == {0.02, 0.1, 0.3}
+        assert by_rtt[0.3] is not None and by_rtt[0.1] is not None
+        assert by_rtt[0.3] < by_rtt[0.1]
+    assert doc["regions"]["voip"]["percentile"] == 95 and doc["regions"]["voip"]["bound_s"] == 0.2
+    # playout advice: L + RTT + 3/f, and it leaves at most 5 % of VoIP packets late (Brosh et al. §6.6)
+    for adv in doc["playout"]["voip"]:
+        assert adv["recommended_playout_s"] == adv["one_way_s"] + adv["rtt_s"] + 3 * 0.02
+        assert adv["late_fraction_at_recommended"] <= 0.05
+    assert "Working regions of media over TCP" in html and "Playout delay" in html

@@ -111,9 +111,93 @@ def latency_part(report: Report) -> dict:
     return {"transfers": data}
 
 
+#: Profiles whose working regions the main job shows (each with its own criterion).
+REGION_PROFILES = ("voip", "video")
+#: Paths for the playout advice (RTT, loss).
+PLAYOUT_PATHS = ((0.1, 0.01), (0.1, 0.02), (0.3, 0.01))
+
+
+def _png_of(plot, *args) -> bytes:
+    """Run a ``plot(..., path)`` function into a temporary PNG and return its bytes."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "figure.png"
+        plot(*args, path)
+        return path.read_bytes()
+
+
+def regions_part(report: Report) -> dict:
+    """Working regions (Brosh et al. §6.1) of the default VoIP and video profiles."""
+    from tcpdelay.model.delay import get_profile, working_region
+    from tcpdelay.report.delay_plots import plot_region
+
+    sec = report.section("Working regions of media over TCP")
+    sec.paragraph(
+        "Where a constant-bit-rate source over TCP meets its delay criterion, by the Markov-chain "
+        "model of Brosh, Baset, Misra, Rubenstein and Schulzrinne, 'The Delay-Friendliness of TCP "
+        "for Real-Time Traffic' (Section 4 and Appendix A; working regions as in §6.1): per RTT, "
+        "the largest configured loss rate at which the criterion still holds. 'unstable' means "
+        "TCP's achievable throughput (PFTK) does not exceed the media rate, so delay grows "
+        "without bound. T0 = RTT + 200 ms, random loss, limited transmit on.")
+    out = {}
+    for name in REGION_PROFILES:
+        prof = get_profile(name)
+        region = working_region(name)
+        rows = []
+        for rtt in region["rtts_s"]:
+            cells = sorted((c for c in region["cells"] if c["rtt_s"] == rtt), key=lambda c: c["loss"])
+            best = next(m["max_loss"] for m in region["max_loss_by_rtt"] if m["rtt_s"] == rtt)
+            rows.append([f"{rtt * 1e3:g} ms", "none" if best is None else f"{best * 100:g} %",
+                         *(("unstable" if c["unstable"] else f"{c['value_s']:.3g}") for c in cells)])
+        sec.table(["RTT", "works up to", *(f"{p * 100:g} %" for p in region["losses"])], rows,
+                  caption=f"{name} ({prof.rate_bps / 1e3:g} kb/s, {prof.packet_bytes} B packets): "
+                          f"{region['percentile']:g}th percentile delay (s) against loss; "
+                          f"criterion ≤ {region['bound_s']:g} s")
+        sec.png(_png_of(plot_region, region), f"Working region of {name}.")
+        out[name] = {k: region[k] for k in ("percentile", "bound_s", "max_loss_by_rtt", "cells")}
+    return out
+
+
+def playout_part(report: Report) -> dict:
+    """Playout-delay advice (Brosh et al. §6.6): L + RTT + 3/f and what it masks."""
+    from tcpdelay.model.delay import playout_advice
+    from tcpdelay.report.delay_plots import plot_late_fraction
+
+    sec = report.section("Playout delay for VoIP over TCP")
+    sec.paragraph(
+        "A fixed playout delay of L + RTT + 3/f (one-way delay, one round trip and three packet "
+        "intervals: the time fast retransmit needs) hides most of TCP's retransmission delay "
+        "(Brosh et al. §6.6, Figs 23-24). The table gives the late fraction at that delay and "
+        "the share of TCP-delayed packets it masks, for the voip profile.")
+    rows, data = [], []
+    figure = None
+    for rtt, loss in PLAYOUT_PATHS:
+        adv = playout_advice("voip", rtt_s=rtt, loss=loss)
+        adv.pop("prediction", None)
+        curve = adv.pop("curve")
+        data.append(adv)
+        if adv["unstable"]:
+            rows.append([f"{rtt * 1e3:g} ms", f"{loss * 100:g} %", f"{adv['recommended_playout_s'] * 1e3:.0f}",
+                         "unstable", "—"])
+            continue
+        rows.append([f"{rtt * 1e3:g} ms", f"{loss * 100:g} %", f"{adv['recommended_playout_s'] * 1e3:.0f}",
+                     f"{adv['late_fraction_at_recommended'] * 100:.2f} %",
+                     f"{adv['masked_tcp_delay_fraction'] * 100:.1f} %"])
+        if figure is None:
+            figure = ({**adv, "curve": curve}, f"Late fraction against playout delay, voip, RTT {rtt * 1e3:g} ms, "
+                                               f"loss {loss * 100:g} % (Fig 23).")
+    sec.table(["RTT", "loss", "recommended playout (ms)", "late at recommended", "TCP delay masked"], rows)
+    if figure is not None:
+        sec.png(_png_of(plot_late_fraction, figure[0]), figure[1])
+    return {"voip": data}
+
+
 PARTS: list[tuple[str, Callable[[Report], dict]]] = [
     ("throughput", throughput_part),
     ("latency", latency_part),
+    ("regions", regions_part),
+    ("playout", playout_part),
 ]
 
 
