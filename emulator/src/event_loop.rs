@@ -17,6 +17,7 @@ use crate::link::{DropReason, Link, Verdict};
 use crate::pcap::PcapWriter;
 use crate::pool::PacketPool;
 use crate::sys;
+use crate::wait::{Plan, Waiter};
 use serde_json::{json, Value};
 use std::fs::File;
 use crate::writer::BackgroundWriter;
@@ -46,15 +47,13 @@ pub struct Emulator {
     pub pool: PacketPool,
     pub events: Option<EventWriter<BackgroundWriter>>,
     pub mtu: u32,
-    pub spin_ns: u64,
     pub counters_file: Option<String>,
     pub realtime_active: bool,
     pub seed: u64,
     t0_mono: u64,
     t0_real: u64,
     stop: bool,
-    spin_window_start: u64,
-    spin_used_ns: u64,
+    waiter: Waiter,
     /// Set when reading or writing a TUN failed for good.
     pub fatal: Option<String>,
 }
@@ -72,15 +71,13 @@ impl Emulator {
             pool: PacketPool::new(slot, cfg.max_packets as usize),
             events,
             mtu: cfg.mtu,
-            spin_ns: cfg.spin_us as u64 * 1000,
             counters_file: cfg.counters_file.clone(),
             realtime_active,
             seed: cfg.seed,
             t0_mono: 0,
             t0_real: 0,
             stop: false,
-            spin_window_start: 0,
-            spin_used_ns: 0,
+            waiter: Waiter::new(cfg.spin_us as u64 * 1000, SPIN_WINDOW_NS, SPIN_SHARE_DIV),
             fatal: None,
         }
     }
@@ -101,47 +98,33 @@ impl Emulator {
         self.t0_mono = sys::mono_ns();
         self.t0_real = sys::realtime_ns();
         on_ready();
-        while !self.stop {
+        while !self.stop && self.fatal.is_none() {
             let now = self.now();
             self.deliver_all(now);
             let next = match (self.dirs[0].line.next_due(), self.dirs[1].line.next_due()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let timeout = match next {
-                None => None,
-                Some(due) => {
-                    let now = self.now();
-                    if due <= now {
-                        continue;
-                    }
-                    let wait = due - now;
-                    let spin = wait <= self.spin_ns && self.spin_allowed(now, wait);
-                    if spin {
-                        // Busy-wait for the due time, leaving early to read if a TUN has
-                        // packets (a poll with zero timeout per turn).
-                        let mut ready = [false; 2];
-                        while self.now() < due {
-                            ready = self.readable();
-                            if ready[0] || ready[1] {
-                                break;
-                            }
-                            std::hint::spin_loop();
+            let timeout = match self.waiter.plan(self.now(), next) {
+                Plan::Deliver => continue,
+                Plan::Spin { until_ns } => {
+                    // Busy-wait, leaving early to read if a TUN has packets.
+                    let mut ready = [false; 2];
+                    while self.now() < until_ns {
+                        ready = self.readable();
+                        if ready[0] || ready[1] {
+                            break;
                         }
-                        for (d, r) in ready.iter().enumerate() {
-                            if *r {
-                                self.read_batch(d);
-                            }
+                        std::hint::spin_loop();
+                    }
+                    for (d, r) in ready.iter().enumerate() {
+                        if *r {
+                            self.read_batch(d);
                         }
-                        continue;
                     }
-                    // Wake early by spin_ns to busy-wait the rest, if the budget allows.
-                    if wait > self.spin_ns && self.spin_used_ns + self.spin_ns <= SPIN_WINDOW_NS / SPIN_SHARE_DIV {
-                        Some(wait - self.spin_ns)
-                    } else {
-                        Some(wait)
-                    }
+                    continue;
                 }
+                Plan::Sleep { timeout_ns } => timeout_ns,
             };
             let n = ep.wait(&mut evs, timeout)?;
             for ev in evs.iter().take(n) {
@@ -157,22 +140,6 @@ impl Emulator {
         }
         self.finish();
         Ok(())
-    }
-
-    /// Busy-waiting is rationed: at most SPIN_SHARE of each SPIN_WINDOW_NS, so
-    /// under dense traffic (gaps always below `spin_us`) the emulator falls back to
-    /// timer wake-ups instead of taking a core from the TCP endpoints it serves
-    /// (and from other emulators on the same machine).
-    fn spin_allowed(&mut self, now: u64, wait: u64) -> bool {
-        if now >= self.spin_window_start + SPIN_WINDOW_NS {
-            self.spin_window_start = now;
-            self.spin_used_ns = 0;
-        }
-        if self.spin_used_ns + wait > SPIN_WINDOW_NS / SPIN_SHARE_DIV {
-            return false;
-        }
-        self.spin_used_ns += wait;
-        true
     }
 
     /// Which sources have packets waiting (non-blocking).

@@ -5,7 +5,7 @@
 //! and `tun` (attaching to the devices), `link` (a direction's pipeline) built
 //! from `outage`, `loss`, `queue`, `rate`, `trace` and `delay`; `pool` (packet
 //! buffers), `pcap`, `events`, `counters` (observability), `sys` (Linux calls), `writer` (files written off the loop),
-//! `event_loop`.
+//! `wait` (sleep or spin), `event_loop`.
 
 pub mod config;
 pub mod counters;
@@ -24,4 +24,5 @@ pub mod rng;
 pub mod sys;
 pub mod trace;
 pub mod tun;
+pub mod wait;
 pub mod writer;
