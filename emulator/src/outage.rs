@@ -1,5 +1,6 @@
-//! Scheduled outages: the link is down during given windows (handovers, as in
-//! the handoff scenarios of the tcpdelay papers' wireless experiments).
+//! Scheduled outages: the link is down during given windows — handoffs, as in
+//! the wireless scenarios of Papadimitriou and Tsaoussidis, "On Transport Layer
+//! Mechanisms for Real-Time QoS" (five handoffs of 1 s each).
 //!
 //! Semantics while a direction is down (times are nanoseconds since the
 //! emulator started its loop):

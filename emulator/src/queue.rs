@@ -1,6 +1,8 @@
-//! The bottleneck's drop-tail queue, limited in packets or in bytes (the two
-//! disciplines compared in the tcpdelay papers' §5.3 experiments; Linux
-//! `pfifo` / `bfifo` behave the same way).
+//! The bottleneck's drop-tail queue, limited in packets or in bytes: the two
+//! router disciplines of Brosh, Baset, Misra, Rubenstein, Schulzrinne, "The
+//! Delay-Friendliness of TCP for Real-Time Traffic", §5.3 "Validation Using
+//! Drop-Tail Routers" (100-packet and 50,000-byte queues). Linux `pfifo` /
+//! `bfifo` behave the same way.
 //!
 //! Because the bottleneck's schedule is computed when a packet is admitted
 //! (see `link`), the queue stores each waiting packet's service start time;
