@@ -125,17 +125,23 @@ impl TraceShaper {
     }
 
     /// Moves to the first opportunity at or after `t_ns` that has bytes left and is
-    /// not inside an outage.
-    fn seek(&mut self, t_ns: u64, outages: &OutageSchedule) {
+    /// not inside an outage (jumping over whole loops and whole outages at once).
+    fn seek(&mut self, mut t_ns: u64, outages: &OutageSchedule) {
         let period_ns = self.trace.period_ms() * 1_000_000;
-        let cur = self.current_ns();
-        if cur + period_ns < t_ns {
-            // skip whole loops at once after a long idle time
-            let loops = (t_ns - cur) / period_ns - 1;
-            self.base_ms += loops * self.trace.period_ms();
-        }
-        while self.left == 0 || self.current_ns() < t_ns || outages.is_down(self.current_ns()) {
-            self.advance();
+        loop {
+            let cur = self.current_ns();
+            if cur + period_ns < t_ns {
+                // skip whole loops at once after a long idle time
+                let loops = (t_ns - cur) / period_ns - 1;
+                self.base_ms += loops * self.trace.period_ms();
+            }
+            while self.left == 0 || self.current_ns() < t_ns {
+                self.advance();
+            }
+            match outages.down_until(self.current_ns()) {
+                Some(end) => t_ns = end,
+                None => return,
+            }
         }
     }
 
@@ -245,6 +251,15 @@ mod tests {
         let mut s = TraceShaper::new(Trace::parse("1\n2\n3\n4\n5\n").unwrap());
         assert_eq!(s.serve(0, 1500, &out), (MS, MS));
         assert_eq!(s.serve(0, 1500, &out), (4 * MS, 4 * MS));
+    }
+
+    #[test]
+    fn a_long_outage_is_skipped_at_once() {
+        let hour = 3_600_000 * MS;
+        let out = OutageSchedule::new(vec![Window { start_ns: 5 * MS, end_ns: 5 * MS + hour }]);
+        let mut s = TraceShaper::new(Trace::parse("1\n").unwrap()); // one opportunity per ms
+        assert_eq!(s.serve(4 * MS, 1500, &out), (4 * MS, 4 * MS));
+        assert_eq!(s.serve(4 * MS, 1500, &out), (5 * MS + hour, 5 * MS + hour));
     }
 
     #[test]
