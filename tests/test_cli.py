@@ -27,9 +27,15 @@ def test_bad_input_is_one_line_and_exit_2(args, fragment):
 
 
 def test_every_command_has_help_and_json():
-    from tcpdelay.cli import cli
+    import click
 
-    for name, cmd in cli.commands.items():
+    from tcpdelay.cli import COMMAND_MODULES, cli
+
+    ctx = click.Context(cli)
+    assert cli.list_commands(ctx) == sorted(COMMAND_MODULES)
+    for name in cli.list_commands(ctx):
+        cmd = cli.get_command(ctx, name)
+        assert cmd is not None and cmd.name == name
         res = tcpdelay(name, "--help")
         assert res.returncode == 0, (name, res.stderr)
         opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
@@ -39,6 +45,15 @@ def test_every_command_has_help_and_json():
                 assert "--json" in sub_opts, f"{name} {sub.name} lacks --json"
         else:
             assert "--json" in opts, f"{name} lacks --json"
+
+
+def test_a_light_command_does_not_import_the_heavy_ones():
+    code = ("import sys; from tcpdelay.cli import main\n"
+            "try:\n    main(['throughput', '--rtt-s', '0.1', '--loss', '0.01', '--json'])\n"
+            "except SystemExit:\n    pass\n"
+            "print('scipy.sparse' in sys.modules, 'tcpdelay.testbed' in sys.modules, file=sys.stderr)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.stderr.strip().splitlines()[-1] == "False False", res.stderr
 
 
 def test_throughput_json_keys_and_values():

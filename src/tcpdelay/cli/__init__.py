@@ -15,22 +15,45 @@ import click
 from tcpdelay import __version__
 from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
 
-# Modules under tcpdelay.cli that contribute commands (each exposes COMMANDS).
-COMMAND_MODULES = (
-    "throughput",
-    "latency",
-    "delay",
-    "evaluate",
-    "testbed",
-    "metrics",
-    "media",
-    "experiments",
-    "report",
-    "validate",
-)
+# Each command and the module under tcpdelay.cli that defines it (listed in its COMMANDS).
+# Modules are imported only when one of their commands runs, so `tcpdelay throughput` does
+# not pay for scipy.sparse, pyarrow or the testbed.
+COMMAND_MODULES = {
+    "throughput": "throughput",
+    "latency": "latency",
+    "delay": "delay",
+    "region": "delay",
+    "playout": "delay",
+    "evaluate": "evaluate",
+    "testbed": "testbed",
+    "metrics": "metrics",
+    "send": "media",
+    "recv": "media",
+    "run": "experiments",
+    "sweep": "experiments",
+    "report": "report",
+    "validate": "validate",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use (click's lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(name)
+        if module is None:
+            return None
+        commands = importlib.import_module(f"tcpdelay.cli.{module}").COMMANDS
+        for cmd in commands:
+            if cmd.name == name:
+                return cmd
+        raise RuntimeError(f"tcpdelay.cli.{module} does not define the command {name!r}")
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="tcpdelay")
 def cli() -> None:
     """Predict, measure, simulate and tune the delay of real-time media over TCP and UDP.
@@ -40,15 +63,8 @@ def cli() -> None:
     """
 
 
-for _name in COMMAND_MODULES:
-    for _cmd in importlib.import_module(f"tcpdelay.cli.{_name}").COMMANDS:
-        cli.add_command(_cmd)
-
-
 def _fail(message: str, code: int = 2) -> None:
-    prog = "tcpdelay"
-    ctx = click.get_current_context(silent=True)
-    click.echo(f"{prog}: error: {message}", err=True)
+    click.echo(f"tcpdelay: error: {message}", err=True)
     sys.exit(code)
 
 
