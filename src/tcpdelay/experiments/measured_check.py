@@ -82,7 +82,7 @@ def measured_check_part(report) -> dict:
         "(docs/experiments/validate-5.1.md).")
     if failed:
         sec.paragraph("Failed runs: " + "; ".join(f"{f['label']}: {f['error']}" for f in failed), note=True)
-    keep = [0, 1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 17, 18]
+    keep = [0, 1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 17, 18, 19]
     sec.table([TABLE_COLUMNS[i] for i in keep], [[r[i] for i in keep] for r in table_rows(points)])
     data = [{k: v for k, v in p.items() if not k.startswith("_")} for p in points]
     return {"measured": True, "duration_s": DURATION_S, "wall_s": wall, "failed": failed, "points": data}
