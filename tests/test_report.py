@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,7 +130,8 @@ def test_report_of_a_real_tiny_run(tmp_path):
     """tcpdelay run (tiny form of the §5.1 scenario) then tcpdelay report, as a user would."""
     out = tmp_path / "run"
     exe = [sys.executable, "-m", "tcpdelay"]
-    run = subprocess.run([*exe, "run", "experiments/voip-random-loss.toml", "--tiny-s", "3", "--out", str(out),
+    scenario = Path(__file__).resolve().parents[1] / "experiments" / "voip-random-loss.toml"
+    run = subprocess.run([*exe, "run", str(scenario), "--tiny-s", "3", "--out", str(out),
                           "--json"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)["runs"][0]["summary"]["flows"][0]

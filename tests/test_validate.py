@@ -3,7 +3,6 @@ check: the grids, the comparison on a sweep written by hand, and real tiny runs 
 
 import json
 import math
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,7 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.scenario import load_scenario
 from tcpdelay.experiments.sweep import expand
 from tcpdelay.experiments.validate import (
-    FULL, claim_checks, evaluate_validation, model_point, relative_error, scenario_data,
-    validation_scenario,
+    claim_checks, evaluate_validation, model_point, relative_error, validation_scenario,
 )
 from tcpdelay.report.html import Report
 from test_report import _run  # the records-by-hand helper (tests/ is on sys.path)
@@ -149,15 +147,20 @@ def test_validate_tiny_on_the_testbed_resumes(tmp_path):
 
 
 def test_measured_check_says_plainly_when_it_cannot_run(monkeypatch):
-    from tcpdelay.experiments.measured_check import measured_check_part
+    import os
 
-    # a real condition: the emulator binary named by TCPDELAY_LINK does not exist
+    from tcpdelay.experiments.measured_check import measured_check_part, testbed_unavailable
+
+    # a real condition: the emulator binary named by TCPDELAY_LINK does not exist (without root
+    # the missing root is reported first)
     monkeypatch.setenv("TCPDELAY_LINK", "/nonexistent/tcpdelay-link")
     report = Report("t")
     data = measured_check_part(report)
-    assert data["measured"] is False and "TCPDELAY_LINK" in data["reason"]
+    assert data["measured"] is False and data["points"] == []
+    assert data["reason"] == testbed_unavailable()
+    assert ("TCPDELAY_LINK" in data["reason"]) if os.geteuid() == 0 else ("root" in data["reason"])
     html = report.render()
-    assert "Not measured" in html and "TCPDELAY_LINK" in html
+    assert "Not measured" in html and data["reason"].split(":")[0] in html
 
 
 @pytest.mark.slow
