@@ -137,9 +137,20 @@ def relative_error_figure(points: Sequence[dict], *, title: str = "") -> Figure:
         e = (p.get("relative_error") or {}).get("mean_s")
         if e is not None:
             groups.setdefault(p["group"], []).append((p["loss"], e))
-    for g, pairs in sorted(groups.items()):
+    # colour by RTT, line style by profile, marker by stack, when the points say them
+    style: dict[str, dict] = {}
+    rtts = sorted({p.get("rtt_s") for p in points if p.get("rtt_s") is not None})
+    profiles = sorted({p.get("profile") for p in points if p.get("profile")})
+    stacks = sorted({p.get("stack") for p in points if p.get("stack")})
+    for p in points:
+        if p.get("rtt_s") in rtts and p.get("profile") in profiles and p.get("stack") in stacks:
+            style[p["group"]] = {"color": f"C{rtts.index(p['rtt_s']) % 10}",
+                                 "linestyle": ("-", "--", ":", "-.")[profiles.index(p["profile"]) % 4],
+                                 "marker": "os^Dv"[stacks.index(p["stack"]) % 5]}
+    for i, (g, pairs) in enumerate(sorted(groups.items())):
         a = np.asarray(sorted(pairs))
-        ax.plot(a[:, 0] * 100, a[:, 1] * 100, marker="o", label=g)
+        kw = style.get(g, {"marker": "o", "color": f"C{i % 10}"})
+        ax.plot(a[:, 0] * 100, a[:, 1] * 100, label=g, **kw)
     ax.axhline(0, color="black", linewidth=0.8)
     for y in (-20, -10, 10, 20):
         ax.axhline(y, color="grey", linewidth=0.5, linestyle=":")
