@@ -243,6 +243,11 @@ class TestbedSpec(_Model):
     txqueuelen_packets: int = Field(default=10000, ge=1, le=1_000_000)
     seed: int = Field(default=1, ge=0, le=2**63 - 1)
     realtime: bool = True
+    #: PM QoS request held while the testbed is open (/dev/cpu_dma_latency, as cyclictest does):
+    #: 0 keeps idle CPUs polling instead of halting, so timer wake-ups (the emulator's delays)
+    #: are not late by a halted CPU's wake-up; on a VM that is milliseconds at p99. ``None``
+    #: leaves the machine's idle policy alone. The kernel drops the request when the process ends.
+    cpu_dma_latency_us: int | None = Field(default=0, ge=0, le=2_000_000_000)
     events_file: str | None = None
     #: Further top-level keys of the emulator's configuration (docs/emulator.md), passed as
     #: given, e.g. ``{"spin_us": 50, "events_format": "jsonl"}``; the emulator validates them.

@@ -29,6 +29,7 @@ import random
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -236,6 +237,7 @@ class Testbed:
         self._namespaces: list[str] = []
         self._old_sigterm = None
         self._owner_pid = os.getpid()
+        self._pm_qos_fd: int | None = None
         self._closed = True
 
     # -- context manager --------------------------------------------------------------------
@@ -253,6 +255,7 @@ class Testbed:
         self._install_sigterm()
         self._owner_pid = os.getpid()
         self._closed = False
+        self._hold_pm_qos()
         try:
             self._build(binary)
         except BaseException as err:
@@ -261,6 +264,18 @@ class Testbed:
                 raise TestbedError(str(err)) from None
             raise
         return self
+
+    def _hold_pm_qos(self) -> None:
+        """Ask the kernel for low wake-up latency while open (released when the fd closes)."""
+        value = self.spec.cpu_dma_latency_us
+        if value is None:
+            return
+        try:
+            fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            return  # not offered here: timing is then what the machine's idle policy gives
+        os.write(fd, int(value).to_bytes(4, sys.byteorder))  # a native s32
+        self._pm_qos_fd = fd
 
     # -- public queries ---------------------------------------------------------------------
 
@@ -297,6 +312,7 @@ class Testbed:
             "subnet": self.subnet,
             "state_dir": self.state_dir,
             "emulator_pid": self.emulator_pid,
+            "cpu_dma_latency_us": self.spec.cpu_dma_latency_us if self._pm_qos_fd is not None else None,
             "routers": self.routers,
             "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address,
                                "ifname": h.ifname, "tcp": h.tcp_applied} for h in self.hosts.values()},
@@ -453,5 +469,8 @@ class Testbed:
             if self._old_sigterm is not None:
                 signal.signal(signal.SIGTERM, self._old_sigterm)
                 self._old_sigterm = None
+            if self._pm_qos_fd is not None:
+                os.close(self._pm_qos_fd)
+                self._pm_qos_fd = None
             if old_mask is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
