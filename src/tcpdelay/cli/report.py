@@ -39,9 +39,16 @@ def report_cmd(results, out_file, as_json):
     """Write one self-contained HTML report (tables, embedded plots) of RESULTS: a run directory
     (tcpdelay run), one run, or a sweep directory (tcpdelay sweep). Repetitions of a cell are
     joined: delay statistics over their pooled packets, per-run figures averaged."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from tcpdelay.report.results import write_report
 
-    doc = write_report(results, out_file)
+    with Progress(TextColumn("reading runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("runs", total=None)
+        doc = write_report(results, out_file,
+                           progress=lambda done, total: bar.update(task, completed=done, total=total))
     emit(doc, as_json, _human(doc))
 
 

@@ -293,19 +293,29 @@ def run_validation(out_dir: str | os.PathLike, *, full: bool = False, jobs: int 
             [f"{k}={list(v)}" for k, v in (grid or {}).items()]
             + ([f"duration_s={duration_s:g}"] if duration_s is not None else [])
             + ([f"repetitions={repetitions}"] if repetitions is not None else [])) + ")"
-    doc = evaluate_validation(out_dir, size=size)
+    if progress:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(TextColumn("comparing with the model"), BarColumn(), MofNCompleteColumn(),
+                      console=console or Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("runs", total=None)
+            doc = evaluate_validation(out_dir, size=size, progress=lambda d, t: bar.update(task, completed=d, total=t))
+    else:
+        doc = evaluate_validation(out_dir, size=size)
     doc["sweep"] = res.to_dict()
     _write(Path(out_dir) / "validation.json", doc)
     return doc
 
 
-def evaluate_validation(out_dir: str | os.PathLike, *, size: str = "reduced") -> dict:
-    """Compare what ``out_dir`` holds with the model and write the HTML report (no measuring)."""
+def evaluate_validation(out_dir: str | os.PathLike, *, size: str = "reduced", progress=None) -> dict:
+    """Compare what ``out_dir`` holds with the model and write the HTML report (no measuring);
+    ``progress(done, total)`` after each run read."""
     from tcpdelay.report.html import Report
     from tcpdelay.report.results import load_results
 
     out = Path(out_dir)
-    results = load_results(out)
+    results = load_results(out, progress=progress)
     points = compare(measured_points(results))
     scenario_doc = json.loads((out / "sweep.json").read_text()) if (out / "sweep.json").is_file() else {}
     report = Report("Delay model vs Linux TCP: Brosh et al. §5.1 (configured random drops)")

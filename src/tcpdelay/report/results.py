@@ -30,6 +30,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -103,12 +104,16 @@ def _is_run_dir(path: Path) -> bool:
 
 
 def _seed_dirs(path: Path) -> list[Path]:
+    if not path.is_dir():
+        return []
     dirs = [p for p in path.glob("seed-*") if p.is_dir() and _seed_of(p) is not None]
     return sorted(dirs, key=lambda p: _seed_of(p))
 
 
-def load_results(path: str | os.PathLike, opts: MetricOptions | None = None) -> Results:
-    """Read every run under ``path`` (a sweep, a ``tcpdelay run`` directory or one run)."""
+def load_results(path: str | os.PathLike, opts: MetricOptions | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> Results:
+    """Read every run under ``path`` (a sweep, a ``tcpdelay run`` directory or one run);
+    ``progress(done, total)`` is called after each run is read."""
     root = Path(path)
     if not root.exists():
         raise ParameterError(f"RESULTS: {str(root)!r} does not exist")
@@ -117,26 +122,36 @@ def load_results(path: str | os.PathLike, opts: MetricOptions | None = None) -> 
                              "directory written by tcpdelay run / tcpdelay sweep)")
     opts = opts or MetricOptions(series=True, series_bin_s=QUALITY_BIN_S)
     index = root / "sweep.json"
+    # (id, label, overrides, run directories) per cell, then read the runs
     if index.is_file():
         try:
             doc = json.loads(index.read_text())
-            cells_doc = doc["cells"]
+            plan = [(str(c["id"]), c.get("label") or "-", dict(c.get("overrides") or {}),
+                     _seed_dirs(root / "cells" / str(c["id"]))) for c in doc["cells"]]
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ParameterError(f"RESULTS: {str(index)!r} is not a sweep index ({err})") from None
-        cells = []
-        for c in cells_doc:
-            cdir = root / "cells" / str(c["id"])
-            runs = [_load_run(d, opts) for d in _seed_dirs(cdir)] if cdir.is_dir() else []
-            cells.append(CellData(str(c["id"]), c.get("label") or "-", dict(c.get("overrides") or {}), runs))
-        return Results(root, "sweep", str(doc.get("name") or root.name), cells)
-    seeds = _seed_dirs(root)
-    if seeds:
-        return Results(root, "run", _scenario_name(root), [
-            CellData("-", "-", {}, [_load_run(d, opts) for d in seeds])])
-    if _is_run_dir(root):
-        return Results(root, "single", _scenario_name(root), [CellData("-", "-", {}, [_load_run(root, opts)])])
-    raise ParameterError(f"RESULTS: {str(root)!r} is neither a sweep directory (sweep.json), a run "
-                         "directory (seed-*/) nor one run (complete.json, records)")
+        kind, name = "sweep", str(doc.get("name") or root.name)
+    elif _seed_dirs(root):
+        plan = [("-", "-", {}, _seed_dirs(root))]
+        kind, name = "run", _scenario_name(root)
+    elif _is_run_dir(root):
+        plan = [("-", "-", {}, [root])]
+        kind, name = "single", _scenario_name(root)
+    else:
+        raise ParameterError(f"RESULTS: {str(root)!r} is neither a sweep directory (sweep.json), a run "
+                             "directory (seed-*/) nor one run (complete.json, records)")
+    total = sum(len(dirs) for *_, dirs in plan)
+    done = 0
+    cells = []
+    for cid, label, overrides, dirs in plan:
+        runs = []
+        for d in dirs:
+            runs.append(_load_run(d, opts))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        cells.append(CellData(cid, label, overrides, runs))
+    return Results(root, kind, name, cells)
 
 
 def _scenario_name(path: Path) -> str:
@@ -386,11 +401,13 @@ def _chunks(items: list, n: int) -> list[list]:
     return [items[i:i + n] for i in range(0, len(items), n)] if items else []
 
 
-def write_report(path: str | os.PathLike, out: str | os.PathLike | None = None) -> dict:
-    """Load ``path``, build its report and write it to ``out`` (default ``path/report.html``)."""
+def write_report(path: str | os.PathLike, out: str | os.PathLike | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict:
+    """Load ``path``, build its report and write it to ``out`` (default ``path/report.html``);
+    ``progress`` as in :func:`load_results`."""
     from tcpdelay.report.html import Report
 
-    results = load_results(path)
+    results = load_results(path, progress=progress)
     report = Report(f"tcpdelay results: {results.name}")
     data = build_report(results, report)
     target = Path(out) if out is not None else results.path / "report.html"
