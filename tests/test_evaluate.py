@@ -4,7 +4,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_evaluate_writes_report_and_json(tmp_path):
     res = subprocess.run([sys.executable, "-m", "tcpdelay", "evaluate", "--out", str(tmp_path), "--json"],
                          capture_output=True, text=True, timeout=600)
@@ -42,3 +45,14 @@ def test_evaluate_writes_report_and_json(tmp_path):
         assert adv["recommended_playout_s"] == adv["one_way_s"] + adv["rtt_s"] + 3 * 0.02
         assert adv["late_fraction_at_recommended"] <= 0.05
     assert "Working regions of media over TCP" in html and "Playout delay" in html
+    # the short measured check: measured where the testbed runs (root, TUN, emulator built — as
+    # in CI), otherwise a plain note saying why
+    from tcpdelay.experiments.measured_check import testbed_unavailable
+
+    check = doc["measured_check"]
+    reason = testbed_unavailable()
+    if reason is None:
+        assert check["measured"] is True and len(check["points"]) == 3 and not check["failed"]
+        assert "Model vs a short measurement on the testbed" in html
+    else:
+        assert check["measured"] is False and check["reason"] == reason and "Not measured" in html

@@ -193,11 +193,20 @@ def playout_part(report: Report) -> dict:
     return {"voip": data}
 
 
+def _measured_check(report: Report) -> dict:
+    """A few model points measured on real Linux TCP through the testbed, when it can run here
+    (see :mod:`tcpdelay.experiments.measured_check`; it says plainly when it cannot)."""
+    from tcpdelay.experiments.measured_check import measured_check_part
+
+    return measured_check_part(report)
+
+
 PARTS: list[tuple[str, Callable[[Report], dict]]] = [
     ("throughput", throughput_part),
     ("latency", latency_part),
     ("regions", regions_part),
     ("playout", playout_part),
+    ("measured_check", _measured_check),
 ]
 
 
