@@ -324,15 +324,17 @@ impl Emulator {
         }
     }
 
-    /// Packets still in flight are discarded; files are flushed; counters written.
+    /// Files are flushed and counters written (packets still in flight are counted
+    /// as `in_flight_packets`, so packets_in = packets_out + drops + in flight),
+    /// then those packets are discarded.
     fn finish(&mut self) {
+        self.flush_files();
+        self.write_counters();
         for d in 0..2 {
             for s in self.dirs[d].line.drain_slots() {
                 self.pool.give(s);
             }
         }
-        self.flush_files();
-        self.write_counters();
     }
 }
 
