@@ -86,6 +86,7 @@ pub struct Config {
     pub mtu: u32,
     pub max_packets: u32,
     pub spin_us: u32,
+    pub spin_percent: u32,
     pub pcap_snaplen: u32,
     pub a_to_b: DirectionConfig,
     pub b_to_a: DirectionConfig,
@@ -93,7 +94,7 @@ pub struct Config {
 
 const TOP_KEYS: &[&str] = &[
     "a", "b", "seed", "realtime", "ready_file", "counters_file", "events_file", "events_format", "mtu",
-    "max_packets", "spin_us", "pcap_snaplen", "a_to_b", "b_to_a",
+    "max_packets", "spin_us", "spin_percent", "pcap_snaplen", "a_to_b", "b_to_a",
 ];
 const ENDPOINT_KEYS: &[&str] = &["netns", "tun"];
 const DIRECTION_KEYS: &[&str] = &[
@@ -423,7 +424,8 @@ impl Config {
         };
         let max_packets =
             top.whole("max_packets", 16, 10_000_000, "a whole number of packets in [16, 1e7]")?.unwrap_or(200_000) as u32;
-        let spin_us = top.whole("spin_us", 0, 1000, "a whole number of microseconds in [0, 1000]")?.unwrap_or(100) as u32;
+        let spin_us = top.whole("spin_us", 0, 10_000, "a whole number of microseconds in [0, 10000]")?.unwrap_or(300) as u32;
+        let spin_percent = top.whole("spin_percent", 0, 100, "a whole number of percent in [0, 100]")?.unwrap_or(10) as u32;
         let pcap_snaplen =
             top.whole("pcap_snaplen", 20, 262_144, "a whole number of bytes in [20, 262144]")?.unwrap_or(65_535) as u32;
         let cfg = Config {
@@ -438,6 +440,7 @@ impl Config {
             mtu,
             max_packets,
             spin_us,
+            spin_percent,
             pcap_snaplen,
             a_to_b: direction(&top, "a_to_b", mtu)?,
             b_to_a: direction(&top, "b_to_a", mtu)?,
@@ -501,6 +504,7 @@ impl Config {
             "mtu": self.mtu,
             "max_packets": self.max_packets,
             "spin_us": self.spin_us,
+            "spin_percent": self.spin_percent,
             "pcap_snaplen": self.pcap_snaplen,
             "a_to_b": dir(&self.a_to_b),
             "b_to_a": dir(&self.b_to_a),
@@ -585,7 +589,8 @@ fn flag_table() -> Vec<(String, String, Kind, &'static str)> {
         ("events-format".into(), "events_format".into(), Kind::Str, "csv (default) or jsonl"),
         ("mtu".into(), "mtu".into(), Kind::Num, "largest packet in bytes (default 1500)"),
         ("max-packets".into(), "max_packets".into(), Kind::Num, "packets held at most, both directions (default 200000)"),
-        ("spin-us".into(), "spin_us".into(), Kind::Num, "busy-wait this long before a due time (default 100)"),
+        ("spin-us".into(), "spin_us".into(), Kind::Num, "busy-wait this long before a due time (default 300)"),
+        ("spin-percent".into(), "spin_percent".into(), Kind::Num, "busy-wait at most this share of the time (default 10)"),
         ("pcap-snaplen".into(), "pcap_snaplen".into(), Kind::Num, "bytes of each packet kept in pcaps (default 65535)"),
     ];
     let dir_keys: &[(&str, Kind, &'static str)] = &[
@@ -916,7 +921,8 @@ mod tests {
             (with("a.tun", json!("a-very-long-device-name")), "a.tun: must be 1 to 15 characters without '/' or spaces, got \"a-very-long-device-name\""),
             (with("b.netns", json!("x/y")), "b.netns: must be a namespace name (no '/' or spaces) or an absolute path, got \"x/y\""),
             (with("counters_file", json!("/nonexistent-dir-tdl/c.json")), "counters_file: directory /nonexistent-dir-tdl does not exist"),
-            (with("bogus", json!(1)), "bogus: unknown key (allowed: a, b, seed, realtime, ready_file, counters_file, events_file, events_format, mtu, max_packets, spin_us, pcap_snaplen, a_to_b, b_to_a)"),
+            (with("bogus", json!(1)), "bogus: unknown key (allowed: a, b, seed, realtime, ready_file, counters_file, events_file, events_format, mtu, max_packets, spin_us, spin_percent, pcap_snaplen, a_to_b, b_to_a)"),
+            (with("spin_percent", json!(101)), "spin_percent: must be a whole number of percent in [0, 100], got 101"),
             (json!({"b": {"netns": "nb", "tun": "tb"}}), "a: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --a-netns, --a-tun)"),
             (json!({"a": {"netns": "na"}, "b": {"netns": "nb", "tun": "tb"}}), "a.tun: required (the name of an existing TUN device in a.netns)"),
         ];

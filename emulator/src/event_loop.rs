@@ -6,7 +6,7 @@
 //! read so a burst of arrivals does not delay deliveries); then sleep until
 //! the earliest due time with `epoll_pwait2`'s nanosecond timeout, and
 //! busy-wait the last `spin_us` (a wake-up from a timer is some tens of µs
-//! late on a VM) within a budget of 10 % of the time. Timestamps are CLOCK_MONOTONIC ns since
+//! late on a VM) within a budget of `spin_percent` % of the time. Timestamps are CLOCK_MONOTONIC ns since
 //! the loop started.
 
 use crate::config::Config;
@@ -25,9 +25,8 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 
 const READ_BATCH: usize = 64;
-/// Busy-waiting may use at most 1/SPIN_SHARE_DIV of each window.
+/// Busy-waiting may use at most `spin_percent` % of each window of this length.
 const SPIN_WINDOW_NS: u64 = 10_000_000;
-const SPIN_SHARE_DIV: u64 = 10;
 const TOKEN_SIGNAL: u64 = 2;
 
 /// One direction: where packets come from and go to, and what happens between.
@@ -77,7 +76,7 @@ impl Emulator {
             t0_mono: 0,
             t0_real: 0,
             stop: false,
-            waiter: Waiter::new(cfg.spin_us as u64 * 1000, SPIN_WINDOW_NS, SPIN_SHARE_DIV),
+            waiter: Waiter::new(cfg.spin_us as u64 * 1000, SPIN_WINDOW_NS, SPIN_WINDOW_NS * cfg.spin_percent as u64 / 100),
             fatal: None,
         }
     }

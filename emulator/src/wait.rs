@@ -3,7 +3,7 @@
 //!
 //! A timer wake-up (epoll_pwait2's timeout) is some tens of µs late on a VM, so
 //! the loop sleeps until `spin_ns` before the due time and busy-waits the rest.
-//! Busy-waiting is rationed to `1/share_div` of every `window_ns`: under dense
+//! Busy-waiting is rationed to `budget_ns` of every `window_ns`: under dense
 //! traffic (gaps always below `spin_ns`) the emulator then falls back to timer
 //! wake-ups instead of taking a core from the TCP endpoints it serves.
 
@@ -22,14 +22,14 @@ pub enum Plan {
 pub struct Waiter {
     spin_ns: u64,
     window_ns: u64,
-    share_div: u64,
+    budget_ns: u64,
     window_start_ns: u64,
     used_ns: u64,
 }
 
 impl Waiter {
-    pub fn new(spin_ns: u64, window_ns: u64, share_div: u64) -> Waiter {
-        Waiter { spin_ns, window_ns, share_div, window_start_ns: 0, used_ns: 0 }
+    pub fn new(spin_ns: u64, window_ns: u64, budget_ns: u64) -> Waiter {
+        Waiter { spin_ns, window_ns, budget_ns, window_start_ns: 0, used_ns: 0 }
     }
 
     fn budget_left(&mut self, now_ns: u64) -> u64 {
@@ -37,7 +37,7 @@ impl Waiter {
             self.window_start_ns = now_ns;
             self.used_ns = 0;
         }
-        (self.window_ns / self.share_div).saturating_sub(self.used_ns)
+        self.budget_ns.saturating_sub(self.used_ns)
     }
 
     /// Plans the wait at `now_ns` for the earliest due time `next_due_ns`.
@@ -70,34 +70,34 @@ mod tests {
 
     #[test]
     fn nothing_in_flight_sleeps_without_timeout() {
-        let mut w = Waiter::new(100 * US, 10 * MS, 10);
+        let mut w = Waiter::new(100 * US, 10 * MS, MS);
         assert_eq!(w.plan(5, None), Plan::Sleep { timeout_ns: None });
     }
 
     #[test]
     fn due_packets_are_delivered() {
-        let mut w = Waiter::new(100 * US, 10 * MS, 10);
+        let mut w = Waiter::new(100 * US, 10 * MS, MS);
         assert_eq!(w.plan(50, Some(50)), Plan::Deliver);
         assert_eq!(w.plan(50, Some(10)), Plan::Deliver);
     }
 
     #[test]
     fn sleeps_until_spin_margin_then_spins() {
-        let mut w = Waiter::new(100 * US, 10 * MS, 10);
+        let mut w = Waiter::new(100 * US, 10 * MS, MS);
         assert_eq!(w.plan(0, Some(5 * MS)), Plan::Sleep { timeout_ns: Some(5 * MS - 100 * US) });
         assert_eq!(w.plan(4900 * US, Some(5 * MS)), Plan::Spin { until_ns: 5 * MS });
     }
 
     #[test]
     fn without_spin_sleeps_the_whole_wait() {
-        let mut w = Waiter::new(0, 10 * MS, 10);
+        let mut w = Waiter::new(0, 10 * MS, MS);
         assert_eq!(w.plan(0, Some(30 * US)), Plan::Sleep { timeout_ns: Some(30 * US) });
     }
 
     #[test]
     fn exhausted_budget_sleeps_the_whole_wait_and_never_wraps() {
         // budget: 1 ms of each 10 ms window
-        let mut w = Waiter::new(100 * US, 10 * MS, 10);
+        let mut w = Waiter::new(100 * US, 10 * MS, MS);
         let mut t = 0;
         for _ in 0..10 {
             assert_eq!(w.plan(t, Some(t + 100 * US)), Plan::Spin { until_ns: t + 100 * US });
