@@ -1,0 +1,94 @@
+"""Shared reading for the reproduction scripts (``repro_*.py``): a sweep directory's cells and
+runs, and every media packet's one-way delay.
+
+The per-packet record sets (``sent/``, ``received/``) are not committed (results/.gitignore);
+:func:`media_delays` therefore writes the media packets' delays of a whole sweep into one small
+``delays.parquet`` in the sweep directory the first time it reads the records, and reads that
+file when the records are absent (a fresh clone of ``results/``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+DELAYS_FILE = "delays.parquet"
+
+
+def runs(sweep_dir: Path) -> list[dict]:
+    """Every run of the sweep: ``{"cell_id", "label", "overrides", "seed", "dir"}``, in the sweep's
+    cell order; only runs that have ``run.json`` (finished)."""
+    index = json.loads((sweep_dir / "sweep.json").read_text())
+    out = []
+    for cell in index["cells"]:
+        for seed_dir in sorted((sweep_dir / "cells" / cell["id"]).glob("seed-*")):
+            if (seed_dir / "run.json").exists():
+                out.append({"cell_id": cell["id"], "label": cell.get("label", ""),
+                            "overrides": cell.get("overrides", {}),
+                            "seed": int(seed_dir.name.split("-", 1)[1]), "dir": seed_dir})
+    return out
+
+
+def _delays_from_records(run_dir: Path) -> pa.Table:
+    """flow_id, send_time_s (from the run's first send), delay_s of every received media packet,
+    plus one row per packet never received (delay NaN)."""
+    sent = ds.dataset(run_dir / "sent", format="parquet").to_table(
+        columns=["flow_id", "seq", "send_time_s"])
+    recv = ds.dataset(run_dir / "received", format="parquet").to_table(
+        columns=["flow_id", "seq", "send_time_s", "recv_time_s"])
+    t0 = float(pc.min(sent["send_time_s"]).as_py())
+    got = {}
+    for f, s, r in zip(recv["flow_id"].to_numpy(), recv["seq"].to_numpy(), recv["recv_time_s"].to_numpy()):
+        key = (int(f), int(s))
+        got[key] = min(got.get(key, np.inf), float(r))  # split/parallel: first full arrival
+    flows = sent["flow_id"].to_numpy()
+    seqs = sent["seq"].to_numpy()
+    sends = sent["send_time_s"].to_numpy()
+    delay = np.array([got.get((int(f), int(s)), np.nan) for f, s in zip(flows, seqs)]) - sends
+    return pa.table({"flow_id": flows.astype(np.int32), "seq": seqs.astype(np.int32),
+                     "send_time_s": (sends - t0).astype(np.float32),
+                     "delay_s": delay.astype(np.float32)})
+
+
+def media_delays(sweep_dir: Path) -> pa.Table:
+    """cell_id, seed, flow_id, seq, send_time_s, delay_s for every media packet of the sweep
+    (from the records when present, cached in ``delays.parquet``)."""
+    cache = sweep_dir / DELAYS_FILE
+    rs = runs(sweep_dir)
+    have_records = all((r["dir"] / "received").is_dir() for r in rs) and rs
+    if cache.exists() and (not have_records or cache.stat().st_mtime >= max(
+            (r["dir"] / "run.json").stat().st_mtime for r in rs)):
+        return pq.read_table(cache)
+    if not have_records:
+        raise SystemExit(f"{sweep_dir}: neither the per-packet records nor {DELAYS_FILE} are there")
+    parts = []
+    for r in rs:
+        t = _delays_from_records(r["dir"])
+        n = t.num_rows
+        parts.append(t.add_column(0, "seed", pa.array([r["seed"]] * n, pa.int32()))
+                      .add_column(0, "cell_id", pa.array([r["cell_id"]] * n)))
+    table = pa.concat_tables(parts)
+    pq.write_table(table, cache, compression="zstd")
+    return table
+
+
+def flows_table(run_dir: Path) -> list[dict]:
+    return pq.read_table(run_dir / "flows.parquet").to_pylist()
+
+
+def run_json(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def emulator_lateness_us(run_dir: Path) -> tuple[float, float]:
+    """The emulator's worst p99 and maximum lateness over both directions (µs): how far behind
+    schedule it delivered packets — large values mean the machine disturbed the run."""
+    link = run_json(run_dir)["run"].get("link_counters") or {}
+    lat = [(link.get(d) or {}).get("lateness_us") or {} for d in ("a_to_b", "b_to_a")]
+    return (max((x.get("p99") or 0.0) for x in lat), max((x.get("max") or 0.0) for x in lat))

@@ -1,0 +1,137 @@
+"""Reproduction 3, part 2: Brosh et al., "The Delay-Friendliness of TCP for Real-Time Traffic",
+§7 (Figs 26 and 28): split-N and parallel connections (blind, intelligent) for a video flow in
+the drop-tail environment of §5.3, and the throughput of the background FTP flows.
+
+    .venv/bin/python benchmarks/repro_split_parallel_7.py results/split-parallel-7 [--warmup-s 10]
+        [--figure docs/experiments/img/split-parallel-7.png] [--json]
+
+Per cell (web flows × heuristic): the video's 95th percentile and mean one-way delay (packets
+sent after ``--warmup-s``; a packet split into N pieces counts when its last piece arrives), its
+reduction against the plain flow of the same web load (Figs 26a, 28a), the mean goodput of the
+five FTP flows and its change (Figs 26b, 28b), the loss the video's connections saw
+(retransmitted bytes / acknowledged bytes, TCP_INFO) and the model's 95th percentile at that loss
+and RTT with the same split / blind connections (``predict(..., split=N, connections=N)``; the
+model has no 'intelligent' scheduler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from repro_common import emulator_lateness_us, flows_table, media_delays, run_json, runs  # noqa: E402
+
+from tcpdelay.errors import ParameterError  # noqa: E402
+from tcpdelay.model.delay import predict  # noqa: E402
+
+
+def _heuristic(h: dict) -> tuple[str, int, int, str]:
+    split = int(h.get("split", 1))
+    conns = int(h.get("connections", 1))
+    sched = h.get("scheduler", "blind")
+    if conns > 1:
+        return f"{conns} conn {sched}", split, conns, sched
+    return ("plain" if split == 1 else f"split-{split}"), split, conns, sched
+
+
+def evaluate(sweep_dir: Path, warmup_s: float) -> list[dict]:
+    delays = media_delays(sweep_dir)
+    rows = []
+    for r in runs(sweep_dir):
+        ov = r["overrides"]
+        scen = (r["dir"] / "scenario.toml").read_text()
+        import tomllib
+        sc = tomllib.loads(scen)
+        h = sc["flows"][0].get("heuristics", {})
+        label, split, conns, sched = _heuristic(h)
+        web = sum(c.get("count", 1) for c in sc.get("cross", []) if c["kind"] == "web_onoff")
+        flows = flows_table(r["dir"])
+        media = [f for f in flows if f["kind"] == "media"]
+        bulk = [f for f in flows if f["kind"] == "bulk"]
+        stats = run_json(r["dir"])["tcp_stats"]
+        acked = sum(s["bytes_acked"] for s in stats)
+        loss = sum(s["bytes_retrans"] for s in stats) / acked if acked else 0.0
+        rtt_s = float(np.mean([s["rtt_us"] for s in stats])) / 1e6
+        sel = delays.filter(pc.and_(pc.equal(delays["cell_id"], r["cell_id"]),
+                                    pc.equal(delays["seed"], r["seed"])))
+        d = sel["delay_s"].to_numpy()[sel["send_time_s"].to_numpy() >= warmup_s].astype(float)
+        d = np.where(np.isnan(d), np.inf, d)
+        model = None
+        if loss > 0 and not (conns > 1 and sched == "intelligent"):  # the model is blind only
+            try:
+                pred = predict("video", rtt_s=rtt_s, loss=loss, split=split, connections=conns)
+                model = None if pred.unstable else float(pred.quantile(0.95))
+            except ParameterError:
+                model = None
+        rows.append({"cell_id": r["cell_id"], "seed": r["seed"], "web_flows": web,
+                     "heuristic": label, "split": split, "connections": conns, "scheduler": sched,
+                     "media_flows": len(media), "p95_s": float(np.percentile(d, 95)),
+                     "mean_s": float(np.mean(d)), "late_400ms": float(np.mean(d > 0.4)),
+                     "loss": loss, "rtt_s": rtt_s, "rtos": sum(s["total_rto"] for s in stats),
+                     "ftp_goodput_bps": float(np.mean([f["goodput_bps"] for f in bulk])),
+                     "model_p95_s": model,
+                     "lateness_p99_us": emulator_lateness_us(r["dir"])[0],
+                     "lateness_max_us": emulator_lateness_us(r["dir"])[1]})
+    base = {(r["web_flows"], r["seed"]): r for r in rows if r["heuristic"] == "plain"}
+    for r in rows:
+        b = base.get((r["web_flows"], r["seed"]))
+        r["p95_reduction"] = None if b is None else 1 - r["p95_s"] / b["p95_s"]
+        r["ftp_change"] = None if b is None else r["ftp_goodput_bps"] / b["ftp_goodput_bps"] - 1
+    return rows
+
+
+def figure(rows: list[dict], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    labels = [r["heuristic"] for r in rows]
+    x = np.arange(len(rows))
+    axes[0].bar(x - 0.2, [r["p95_s"] for r in rows], 0.4, label="measured")
+    axes[0].bar(x + 0.2, [r["model_p95_s"] or 0 for r in rows], 0.4, label="model (no intelligent scheduler)")
+    axes[0].set_ylabel("video 95th pct delay (s)")
+    axes[1].bar(x, [r["ftp_goodput_bps"] / 1e3 for r in rows], 0.5, color="tab:green")
+    axes[1].set_ylabel("mean FTP goodput (kb/s)")
+    for ax in axes:
+        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sweep_dir", type=Path)
+    ap.add_argument("--warmup-s", type=float, default=10.0)
+    ap.add_argument("--figure", type=Path)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    rows = evaluate(a.sweep_dir, a.warmup_s)
+    if a.figure:
+        figure(rows, a.figure)
+    if a.json:
+        print(json.dumps(rows, indent=1))
+        return
+
+    def f(x, fmt="{:.3f}"):
+        return "—" if x is None else fmt.format(x)
+    print(f"{a.sweep_dir}: video packets sent after {a.warmup_s:g} s")
+    print("| web | heuristic | 95% delay s | vs plain | mean s | late > 0.4 s | loss % | RTT s | RTOs | model 95% s | FTP goodput kb/s | vs plain | emulator late p99 / max µs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['web_flows']} | {r['heuristic']} | {r['p95_s']:.3f} | {f(r['p95_reduction'] and -r['p95_reduction'], '{:+.0%}')} "
+              f"| {r['mean_s']:.3f} | {r['late_400ms']:.3f} | {r['loss']*100:.2f} | {r['rtt_s']:.3f} | {r['rtos']} "
+              f"| {f(r['model_p95_s'])} | {r['ftp_goodput_bps']/1e3:.0f} | {f(r['ftp_change'], '{:+.0%}')} "
+              f"| {r['lateness_p99_us']:.0f} / {r['lateness_max_us']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
