@@ -51,20 +51,37 @@ def _delays_from_records(run_dir: Path) -> pa.Table:
     seqs = sent["seq"].to_numpy()
     sends = sent["send_time_s"].to_numpy()
     delay = np.array([got.get((int(f), int(s)), np.nan) for f, s in zip(flows, seqs)]) - sends
-    return pa.table({"flow_id": flows.astype(np.int32), "seq": seqs.astype(np.int32),
-                     "send_time_s": (sends - t0).astype(np.float32),
-                     "delay_s": delay.astype(np.float32)})
+    return pa.table({"flow_id": flows.astype(np.int32), "seq": seqs, "send_time_s": sends - t0,
+                     "delay_s": delay})
+
+
+def _pack(table: pa.Table) -> pa.Table:
+    """The stored form: send time in whole ms, delay in whole µs (-1: not delivered), no seq
+    (a quarter of the size of float columns)."""
+    d = table["delay_s"].to_numpy()
+    return pa.table({"cell_id": table["cell_id"], "seed": table["seed"], "flow_id": table["flow_id"],
+                     "send_time_ms": np.round(table["send_time_s"].to_numpy() * 1e3).astype(np.int32),
+                     "delay_us": np.where(np.isnan(d), -1, np.round(d * 1e6)).astype(np.int32)})
+
+
+def _unpack(table: pa.Table) -> pa.Table:
+    d = table["delay_us"].to_numpy().astype(float)
+    return pa.table({"cell_id": table["cell_id"], "seed": table["seed"], "flow_id": table["flow_id"],
+                     "send_time_s": table["send_time_ms"].to_numpy() / 1e3,
+                     "delay_s": np.where(d < 0, np.nan, d / 1e6)})
 
 
 def media_delays(sweep_dir: Path) -> pa.Table:
-    """cell_id, seed, flow_id, seq, send_time_s, delay_s for every media packet of the sweep
-    (from the records when present, cached in ``delays.parquet``)."""
+    """cell_id, seed, flow_id, send_time_s, delay_s (NaN: not delivered) for every media packet
+    of the sweep (from the records when present, cached in ``delays.parquet`` at 1 ms / 1 µs
+    resolution; the returned values are always the cached ones, so a fresh clone computes the
+    same tables)."""
     cache = sweep_dir / DELAYS_FILE
     rs = runs(sweep_dir)
     have_records = all((r["dir"] / "received").is_dir() for r in rs) and rs
     if cache.exists() and (not have_records or cache.stat().st_mtime >= max(
             (r["dir"] / "run.json").stat().st_mtime for r in rs)):
-        return pq.read_table(cache)
+        return _unpack(pq.read_table(cache))
     if not have_records:
         raise SystemExit(f"{sweep_dir}: neither the per-packet records nor {DELAYS_FILE} are there")
     parts = []
@@ -74,8 +91,9 @@ def media_delays(sweep_dir: Path) -> pa.Table:
         parts.append(t.add_column(0, "seed", pa.array([r["seed"]] * n, pa.int32()))
                       .add_column(0, "cell_id", pa.array([r["cell_id"]] * n)))
     table = pa.concat_tables(parts)
-    pq.write_table(table, cache, compression="zstd")
-    return table
+    pq.write_table(_pack(table), cache, compression="zstd", compression_level=19,
+                   use_dictionary=["cell_id"])
+    return _unpack(pq.read_table(cache))
 
 
 def flows_table(run_dir: Path) -> list[dict]:

@@ -6,7 +6,8 @@ web flows), what Table 3 reports: the CBR-TCP flows' network loss rate, RTT, 95t
 delay and jitter (mean ± std over the five flows), next to the delay model's 95th percentile at
 the measured loss and RTT. Usage::
 
-    .venv/bin/python benchmarks/repro_droptail_5_3.py results/droptail-5.3 [--warmup-s 10] [--json]
+    .venv/bin/python benchmarks/repro_droptail_5_3.py results/droptail-5.3 [--warmup-s 10]
+        [--figure docs/experiments/img/droptail-5.3.png] [--json]
 
 Definitions (ours where the paper gives none):
 - loss rate: the CBR flow's retransmitted segments / its packets (TCP_INFO ``total_retrans``;
@@ -121,13 +122,51 @@ def _f(x, scale=1.0, fmt="{:.3f}"):
     return "—" if x is None else fmt.format(x * scale)
 
 
+def figure(rows: list[dict], path: Path) -> None:
+    """95th percentile delay and loss against web flows, per queue: measured (markers and
+    lines), the paper's (open markers, dashed), the model's (crosses)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.6))
+    colors = {}
+    for r in rows:
+        key = f"{r['queue_limit']} {'pkts' if r['queue'] == 'packets' else 'B'}"
+        colors.setdefault(key, f"C{len(colors)}")
+    for key, c in colors.items():
+        sel = [r for r in rows if f"{r['queue_limit']} {'pkts' if r['queue'] == 'packets' else 'B'}" == key]
+        web = [r["web_flows"] for r in sel]
+        axes[0].plot(web, [r["p95_delay_s"] for r in sel], "o-", color=c, label=f"{key} measured")
+        axes[0].plot(web, [r["model_p95_correlated_s"] or np.nan for r in sel], "x", color=c, ms=8)
+        axes[1].plot(web, [r["loss"] * 100 for r in sel], "o-", color=c)
+        paper = [(r["web_flows"], r["paper"]) for r in sel if r["paper"]]
+        pweb = sorted({w for w in PAPER[sel[0]["profile"]][sel[0]["queue"]]}) if paper else []
+        if paper:
+            tab = PAPER[sel[0]["profile"]][sel[0]["queue"]]
+            axes[0].plot(pweb, [tab[w][3] for w in pweb], "s--", mfc="none", color=c, label=f"{key} paper")
+            axes[1].plot(pweb, [tab[w][0] for w in pweb], "s--", mfc="none", color=c)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("95th pct delay (s); x: model")
+    axes[1].set_ylabel("CBR-TCP loss rate (%)")
+    for ax in axes:
+        ax.set_xlabel("web flows")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweep_dir", type=Path)
     ap.add_argument("--warmup-s", type=float, default=10.0)
+    ap.add_argument("--figure", type=Path)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rows = evaluate(a.sweep_dir, a.warmup_s)
+    if a.figure:
+        figure(rows, a.figure)
     if a.json:
         print(json.dumps(rows, indent=1))
         return
