@@ -15,7 +15,7 @@ committed results without the per-packet record sets. The jitter filter and the 
 the 2 s before the TCP start).
 
     .venv/bin/python benchmarks/hspa_audio_quality.py results/hspa-audio-web results/hspa-audio-bulk \\
-        [--img-dir docs/experiments/img] [--json]
+        [--img-dir docs/experiments/img] [--prefix hspa-audio] [--json]
 """
 
 from __future__ import annotations
@@ -72,7 +72,12 @@ def collect(sweep_dir: Path) -> pa.Table:
             flows, _ = load_flows(run)
             f = next(x for x in flows if x.flow_id == 0)
             kind, start, dur = _transfer(meta)
-            n = f.seq.size
+            rel = f.send_time_s - start
+            # page loads: keep the base delay's 2 s before and 5 s after the last byte (the
+            # queue has drained by then, so no loss period crosses the cut); bulk: everything
+            keep = ((rel >= -2.5) & (rel <= (dur if dur is not None else np.inf) + 5.0)
+                    if kind == "page_load" else np.ones(rel.size, bool))
+            n = int(keep.sum())
             found += 1
             rows["cell_id"] += [cell["id"]] * n
             rows["seed"] += [int(run.name.split("-")[1])] * n
@@ -80,16 +85,18 @@ def collect(sweep_dir: Path) -> pa.Table:
             rows["connections"] += [int(ov.get("cross[0].connections", 1))] * n
             rows["iw"] += [int(ov.get("cross[0].tcp.initcwnd_segments", 10))] * n
             rows["kind"] += [kind] * n
-            rows["seq"] += f.seq.astype(np.int64).tolist()
-            rows["send_rel_s"] += (f.send_time_s - start).tolist()
-            rows["delay_s"] += f.delay_s.tolist()
+            rows["seq"] += f.seq[keep].astype(np.int64).tolist()
+            rows["send_rel_s"] += rel[keep].tolist()
+            rows["delay_s"] += f.delay_s[keep].tolist()
             rows["transfer_s"] += [np.nan if dur is None else dur] * n
             rows["transfer_complete"] += [dur is not None] * n
     if found == 0:
         if not cached.exists():
             sys.exit(f"{sweep_dir}: no run with records and no {PACKETS_FILE}")
         return pq.read_table(cached)
-    table = pa.table(rows)
+    # float32 keeps microseconds over the run's length and halves the committed file
+    table = pa.table({k: (np.asarray(v, np.float32) if k in ("send_rel_s", "delay_s") else v)
+                      for k, v in rows.items()})
     pq.write_table(table, cached, compression="zstd")
     return table
 
@@ -102,7 +109,8 @@ def runs(table: pa.Table) -> list[dict]:
     for k in dict.fromkeys(key.tolist()):
         m = key == k
         o = np.argsort(d["seq"][m])
-        r = {c: d[c][m][o] for c in ("seq", "send_rel_s", "delay_s")}
+        r = {c: d[c][m][o].astype(float) if c != "seq" else d[c][m][o]
+             for c in ("seq", "send_rel_s", "delay_s")}
         r.update({c: d[c][m][0] for c in ("cell_id", "seed", "transport", "connections", "iw",
                                           "kind", "transfer_s", "transfer_complete")})
         out.append(r)
@@ -183,7 +191,7 @@ def series(g: list[dict], t_max: float) -> tuple[np.ndarray, np.ndarray, np.ndar
     return np.arange(nb) * BIN_S, share, total
 
 
-def plot(web: list[dict], bulk: list[dict], img: Path) -> list[Path]:
+def plot(web: list[dict], bulk: list[dict], img: Path, prefix: str = "hspa-audio") -> list[Path]:
     from matplotlib.figure import Figure
 
     img.mkdir(parents=True, exist_ok=True)
@@ -218,7 +226,7 @@ def plot(web: list[dict], bulk: list[dict], img: Path) -> list[Path]:
         axes[0][0].legend(fontsize=6, loc="lower right", ncol=2)
         fig.suptitle(f"Audio quality level during the page load, jitter buffer 40 ms, 100 ms bins",
                      fontsize=9)
-        p = img / f"hspa-audio-fig2-{tr}.png"
+        p = img / f"{prefix}-fig2-{tr}.png"
         fig.savefig(p)
         written.append(p)
     fig = Figure(figsize=(4.6, 3.0), dpi=80, layout="constrained")
@@ -235,7 +243,7 @@ def plot(web: list[dict], bulk: list[dict], img: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7)
-    p = img / "hspa-audio-fig3.png"
+    p = img / f"{prefix}-fig3.png"
     fig.savefig(p)
     written.append(p)
     if bulk:
@@ -252,7 +260,7 @@ def plot(web: list[dict], bulk: list[dict], img: Path) -> list[Path]:
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        p = img / "hspa-audio-bulk-delay.png"
+        p = img / f"{prefix}-bulk-delay.png"
         fig.savefig(p)
         written.append(p)
     return written
@@ -262,6 +270,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+", type=Path, help="sweep directories (web and/or bulk)")
     ap.add_argument("--img-dir", type=Path, help="write the PNG figures here")
+    ap.add_argument("--prefix", default="hspa-audio", help="file name prefix of the figures")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rs = [r for d in a.dirs for r in runs(collect(d))]
@@ -269,7 +278,7 @@ def main() -> int:
     bulk = [r for r in rs if r["kind"] == "bulk"]
     result = {"jitter_buffer_s": FIG_BUFFER_S, "cells": group_rows(rs), "fig3": fig3(web)}
     if a.img_dir:
-        result["figures"] = [str(p) for p in plot(web, bulk, a.img_dir)]
+        result["figures"] = [str(p) for p in plot(web, bulk, a.img_dir, a.prefix)]
     if a.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -279,7 +288,9 @@ def main() -> int:
               "lost", "acceptable %", "worst", "level 0..5 packets"):
         t.add_column(c)
     for c in result["cells"]:
-        t.add_row(c["kind"], c["transport"], str(c["iw"]), str(c["connections"]), str(c["runs"]),
+        web_cell = c["kind"] == "page_load"
+        t.add_row(c["kind"], c["transport"], str(c["iw"]) if web_cell else "-",
+                  str(c["connections"]) if web_cell else "-", str(c["runs"]),
                   f"{c['transfer_s_mean']:.2f}" + (f" ({c['transfers_incomplete']} incomplete)"
                                                    if c["transfers_incomplete"] else ""),
                   "/".join(f"{1000 * c[k]:.0f}" for k in ("delay_p25_s", "delay_p50_s",
