@@ -87,21 +87,33 @@ def evaluate(sweep_dir: Path, warmup_s: float) -> list[dict]:
 
 
 def figure(rows: list[dict], path: Path) -> None:
+    """Per heuristic (and web load): the mean over seeds of the video's 95th percentile (bars,
+    min..max as error bars) beside the model's, and the FTP flows' mean goodput."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    keys = list(dict.fromkeys((r["web_flows"], r["heuristic"]) for r in rows))
+    many_web = len({k[0] for k in keys}) > 1
+    labels = [f"{h}, web {w}" if many_web else h for w, h in keys]
+
+    def agg(field):
+        out = []
+        for k in keys:
+            v = [r[field] for r in rows if (r["web_flows"], r["heuristic"]) == k and r[field] is not None]
+            out.append((np.mean(v), np.mean(v) - min(v), max(v) - np.mean(v)) if v else (0.0, 0.0, 0.0))
+        return np.array(out)
+    x = np.arange(len(keys))
+    meas, model, ftp = agg("p95_s"), agg("model_p95_s"), agg("ftp_goodput_bps") / [1e3, 1e3, 1e3]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    labels = [r["heuristic"] for r in rows]
-    x = np.arange(len(rows))
-    axes[0].bar(x - 0.2, [r["p95_s"] for r in rows], 0.4, label="measured")
-    axes[0].bar(x + 0.2, [r["model_p95_s"] or 0 for r in rows], 0.4, label="model (no intelligent scheduler)")
+    axes[0].bar(x - 0.2, meas[:, 0], 0.4, yerr=meas[:, 1:].T, capsize=3, label="measured (min..max over seeds)")
+    axes[0].bar(x + 0.2, model[:, 0], 0.4, label="model (no intelligent scheduler)")
     axes[0].set_ylabel("video 95th pct delay (s)")
-    axes[1].bar(x, [r["ftp_goodput_bps"] / 1e3 for r in rows], 0.5, color="tab:green")
+    axes[1].bar(x, ftp[:, 0], 0.5, yerr=ftp[:, 1:].T, capsize=3, color="tab:green")
     axes[1].set_ylabel("mean FTP goodput (kb/s)")
     for ax in axes:
         ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
@@ -131,6 +143,24 @@ def main() -> None:
               f"| {r['mean_s']:.3f} | {r['late_400ms']:.3f} | {r['loss']*100:.2f} | {r['rtt_s']:.3f} | {r['rtos']} "
               f"| {f(r['model_p95_s'])} | {r['ftp_goodput_bps']/1e3:.0f} | {f(r['ftp_change'], '{:+.0%}')} "
               f"| {r['lateness_p99_us']:.0f} / {r['lateness_max_us']:.0f} |")
+    seeds = sorted({r["seed"] for r in rows})
+    if len(seeds) > 1:
+        print()
+        print(f"Mean over seeds {', '.join(map(str, seeds))} (min..max in brackets)")
+        print("| web | heuristic | runs | 95% delay s | change vs plain (per seed, averaged) | model 95% s | FTP goodput change |")
+        print("|---|---|---|---|---|---|---|")
+        for key in dict.fromkeys((r["web_flows"], r["heuristic"]) for r in rows):
+            g = [r for r in rows if (r["web_flows"], r["heuristic"]) == key]
+
+            def span(vals, fmt):
+                vals = [v for v in vals if v is not None]
+                if not vals:
+                    return "—"
+                return f"{fmt.format(np.mean(vals))} [{fmt.format(min(vals))}..{fmt.format(max(vals))}]"
+            print(f"| {key[0]} | {key[1]} | {len(g)} | {span([r['p95_s'] for r in g], '{:.3f}')} "
+                  f"| {span([r['p95_reduction'] and -r['p95_reduction'] for r in g], '{:+.0%}')} "
+                  f"| {span([r['model_p95_s'] for r in g], '{:.3f}')} "
+                  f"| {span([r['ftp_change'] for r in g], '{:+.0%}')} |")
 
 
 if __name__ == "__main__":
