@@ -224,7 +224,7 @@ def plot(web: list[dict], bulk: list[dict], img: Path, prefix: str = "hspa-audio
                 if j == len(ns) - 1:
                     ax2.set_ylabel("packets per bin (line)", fontsize=7)
         axes[0][0].legend(fontsize=6, loc="lower right", ncol=2)
-        fig.suptitle(f"Audio quality level during the page load, jitter buffer 40 ms, 100 ms bins",
+        fig.suptitle("Audio quality level during the page load, jitter buffer 40 ms, 100 ms bins",
                      fontsize=9)
         p = img / f"{prefix}-fig2-{tr}.png"
         fig.savefig(p)
