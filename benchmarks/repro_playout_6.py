@@ -6,7 +6,8 @@ drops, the §5.1 environment the paper used for both figures).
     .venv/bin/python benchmarks/repro_playout_6.py [RESULTS ...] [--stack newreno-2008]
         [--figure docs/experiments/img/playout-6.6.png] [--json]
 
-RESULTS default to ``results/validate-reduced`` and ``results/validate-wide`` (their
+RESULTS default to ``results/validate-reduced``, ``results/validate-wide`` and
+``results/validate-boundary`` (a point measured in more than one keeps the first's runs; their
 ``validation-delays.parquet``: every packet's one-way delay, NaN for a packet still not
 delivered when the run ended, counted late at every playout delay; a 95th percentile or maximum
 "not delivered" means more than 5 % / some packets were still in TCP's buffers at the end).
@@ -107,7 +108,8 @@ def figure(pts: list[dict], path: Path, stack: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path, nargs="*",
-                    default=[Path("results/validate-reduced"), Path("results/validate-wide")])
+                    default=[Path(p) for p in ("results/validate-reduced", "results/validate-wide",
+                                                "results/validate-boundary") if Path(p).exists()])
     ap.add_argument("--stack", default="newreno-2008", choices=["newreno-2008", "linux-default"])
     ap.add_argument("--figure", type=Path)
     ap.add_argument("--json", action="store_true")
