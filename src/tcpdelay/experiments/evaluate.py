@@ -159,6 +159,12 @@ def regions_part(report: Report) -> dict:
     return out
 
 
+def _percent(fraction: float) -> str:
+    """A fraction as a percentage that keeps small values visible (1.4e-05 %, not 0.00 %)."""
+    pct = fraction * 100
+    return f"{pct:.3g} %" if pct >= 0.01 or pct == 0 else f"{pct:.2g} %"
+
+
 def playout_part(report: Report) -> dict:
     """Playout-delay advice (Brosh et al. §6.6): L + RTT + 3/f and what it masks."""
     from tcpdelay.model.delay import playout_advice
@@ -182,8 +188,8 @@ def playout_part(report: Report) -> dict:
                          "unstable", "—"])
             continue
         rows.append([f"{rtt * 1e3:g} ms", f"{loss * 100:g} %", f"{adv['recommended_playout_s'] * 1e3:.0f}",
-                     f"{adv['late_fraction_at_recommended'] * 100:.2f} %",
-                     f"{adv['masked_tcp_delay_fraction'] * 100:.1f} %"])
+                     _percent(adv["late_fraction_at_recommended"]),
+                     _percent(adv["masked_tcp_delay_fraction"])])
         if figure is None:
             figure = ({**adv, "curve": curve}, f"Late fraction against playout delay, voip, RTT {rtt * 1e3:g} ms, "
                                                f"loss {loss * 100:g} % (Fig 23).")

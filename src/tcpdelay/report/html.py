@@ -25,7 +25,7 @@ th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:right}th{background:
 td:first-child,th:first-child{text-align:left}caption{caption-side:top;text-align:left;font-weight:600;padding:.3rem 0}
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.9rem;color:#555}
 .note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .8rem}
-.meta{color:#666;font-size:.85rem}
+.meta{color:#666;font-size:.85rem}.wide{overflow-x:auto}
 """
 
 
@@ -104,8 +104,8 @@ class Report:
         return "\n".join(parts)
 
     def write(self, path: str | os.PathLike) -> Path:
-        """Write atomically (temporary file, then rename) and return the path."""
-        path = Path(path)
+        """Write atomically (temporary file, then rename) and return the absolute path."""
+        path = Path(path).absolute()
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".report-", suffix=".html")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -129,7 +129,7 @@ def _render_item(item) -> str:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in item.columns)
         body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in item.rows)
         cap = f"<caption>{html.escape(item.caption)}</caption>" if item.caption else ""
-        return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return f"<div class='wide'><table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
     if isinstance(item, Figure):
         data = base64.b64encode(item.png).decode("ascii")
         cap = f"<figcaption>{html.escape(item.caption)}</figcaption>" if item.caption else ""
