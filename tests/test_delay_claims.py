@@ -1,4 +1,4 @@
-"""The paper's claims (Brosh et al.; MODEL-NOTES "What the paper claims") as tests.
+"""The paper's claims (Brosh et al.; as listed in docs/models/delay.md) as tests.
 
 Tolerances are stated per test. Where the model departs from a claim the test pins the
 departure (so a change shows) and docs/models/delay.md says by how much and why. The claims

@@ -38,7 +38,7 @@ from tcpdelay.traffic.profiles import PROFILES as _TRAFFIC_PROFILES
 #: Media profiles. The constant-bit-rate ones are the sources of Brosh et al. §5
 #: (:data:`tcpdelay.traffic.profiles.PROFILES`: size including the 12-byte RTP header and the
 #: 2-byte RFC 4571 framing, 20 or 30 ms packetization): VoIP 64 / 42 kb/s, interactive video
-#: 284 / 187 kb/s, live video 573 / 378 kb/s; ``audio-16k`` is the 16 kb/s audio of the papers/002
+#: 284 / 187 kb/s, live video 573 / 378 kb/s; ``audio-16k`` is the 16 kb/s audio of the HSPA audio study
 #: experiments (40-byte payload + RTP every 20 ms); ``voip-onoff`` is VoIP with exponential talk
 #: spurts and silences; ``mpeg4-tes`` the MPEG-4 TES video model (needs ``rate_bps``);
 #: ``video-trace`` a frame-size trace (needs ``trace``).
@@ -58,11 +58,11 @@ METRICS = (
     "late",         # late fraction against playout delay
     "jitter",       # RFC 3550 interarrival jitter
     "loss",         # network loss
-    "quality",      # papers/002 loss-period quality levels 0-5
-    "rtpi",         # papers/004 Real-Time Performance Index, delayed packets rate
+    "quality",      # loss-period quality levels (HSPA audio study) 0-5
+    "rtpi",         # Real-Time Performance Index (Papadimitriou and Tsaoussidis), delayed packets rate
     "goodput",
     "fairness",     # Jain's index across flows
-    "playout",      # papers/003 picture discards and buffer underflows
+    "playout",      # picture discards (Watanabe et al.) and buffer underflows
     "mos",          # ITU-T G.107 E-model
     "tcp",          # retransmissions and TCP_INFO samples
 )
@@ -341,7 +341,7 @@ class _Cross(_Strict):
 
 class BulkCross(_Cross):
     """Bulk TCP (FTP-like): ``count`` connections each sending ``size_bytes`` (unset: until the
-    flow stops), e.g. the five FTP flows of Brosh et al. §5.3 or the 28 MB download of papers/002."""
+    flow stops), e.g. the five FTP flows of Brosh et al. §5.3 or the 28 MB download of the HSPA audio study."""
 
     kind: Literal["bulk"]
     size_bytes: Annotated[int, Field(ge=1)] | None = None
@@ -362,7 +362,7 @@ class WebOnOffCross(_Cross):
 
 
 class PageLoadCross(_Cross):
-    """The page load of papers/002: ``connections`` parallel TCP connections fetching
+    """The page load of the HSPA audio study: ``connections`` parallel TCP connections fetching
     ``total_bytes`` in total, all starting at one instant drawn uniformly from [``start_s``,
     ``start_s + start_spread_s``] (defaults 10-12 s). The initial window is
     ``tcp.initcwnd_segments`` (IW3 or IW10). ``count`` independent page loads."""

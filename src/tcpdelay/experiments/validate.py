@@ -51,7 +51,7 @@ REDUCED = {"rtts_s": (0.1,), "losses": (0.005, 0.01, 0.02), "duration_s": 20.0, 
 #: The model's MSS: the testbed's 1500-byte MTU minus IP, TCP and timestamp option headers.
 MSS_BYTES = 1448
 
-#: The paper's claims (MODEL-NOTES, "What the paper claims") checked in the report:
+#: The paper's claims (as listed in docs/models/delay.md) checked in the report:
 #: (profile, rtt_s, largest loss, bound on |relative error of the mean|).
 PAPER_CLAIMS = (
     ("voip", 0.1, 0.02, 0.10),

@@ -1,7 +1,7 @@
 """Bulk TCP cross traffic (FTP-like): one long download per flow, of a fixed size or unlimited.
 
 The long-lived FTP flows of Brosh et al. §5.3 (unlimited, for the whole run) and the 28 MB
-software-update download of papers/002 ("Audio+Bulk", starting 10-12 s into the call) are both
+software-update download of the HSPA audio study ("Audio+Bulk", starting 10-12 s into the call) are both
 :func:`client` calls against a :func:`server` on the sending side. The congestion control is
 any the kernel offers (reno, cubic, bbr here), set on the server's socket for this response.
 """

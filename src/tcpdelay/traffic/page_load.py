@@ -1,4 +1,4 @@
-"""Page loads of papers/002 ("Audio+n"): n parallel short TCP connections, 372 kB in total.
+"""Page loads of the HSPA audio study (interactive audio vs. concurrent TCP on a cellular access link) ("Audio+n"): n parallel short TCP connections, 372 kB in total.
 
 "The n short TCP flows start at the same time. The start time is distributed uniformly between
 10 to 12 seconds after the start of the audio flow. [...] one TCP flow, two TCP flows or six TCP

@@ -6,7 +6,7 @@ it in: older kernels return a shorter struct and the missing fields are ``None``
 converted to seconds (the kernel reports microseconds or milliseconds), rates to bit/s.
 
 :func:`unsent_bytes` is ``ioctl(SIOCOUTQNSD)``: bytes written but not yet sent (the backlog a
-real-time sender cares about, papers/000 §8.1); :func:`unacked_bytes` is ``SIOCOUTQ``
+real-time sender cares about, Brosh et al. §8.1); :func:`unacked_bytes` is ``SIOCOUTQ``
 (written and not yet acknowledged, sent or not).
 """
 
