@@ -7,6 +7,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 EMU    := emulator
+# cargo from PATH, else rustup's default location (a non-login shell may lack ~/.cargo/bin).
+CARGO  ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
 .PHONY: run test install install-dev native clean
 
@@ -14,7 +16,7 @@ run: install native
 	$(BIN)/tcpdelay evaluate
 
 test: install-dev native
-	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && cargo test --release --quiet; fi
+	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet; fi
 	$(BIN)/python -m pytest
 
 $(BIN)/python:
@@ -35,7 +37,7 @@ install-dev: $(VENV)/.stamp-dev
 
 # Native parts: the Rust link emulator (binary tcpdelay-link), built when present.
 native:
-	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && cargo build --release --quiet; fi
+	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) build --release --quiet; fi
 
 clean:
 	rm -rf $(VENV) out build dist $(EMU)/target
