@@ -15,6 +15,18 @@ import numpy as np
 from matplotlib.figure import Figure
 
 
+def _style_delay_cdf(ax, title) -> None:
+    """Axes of a delay CDF: log delay in ms, probability 0..1, grid, legend."""
+    ax.set_xscale("log")
+    ax.set_xlabel("one-way delay (ms, log)")
+    ax.set_ylabel("P(delay ≤ x)")
+    ax.set_ylim(0, 1.01)
+    ax.grid(True, which="both", alpha=0.3)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=7, loc="lower right")
+
+
 def delay_cdf_figure(series: Sequence[tuple[str, np.ndarray]], *, title: str = "",
                      model: Sequence[tuple[str, np.ndarray, np.ndarray]] = ()) -> Figure:
     """Empirical CDF of the received packets' delays, one curve per ``(label, delay_s)``
@@ -27,14 +39,7 @@ def delay_cdf_figure(series: Sequence[tuple[str, np.ndarray]], *, title: str = "
             ax.step(d * 1e3, np.arange(1, d.size + 1) / d.size, where="post", label=label)
     for label, x, c in model:
         ax.step(np.asarray(x) * 1e3, c, where="post", linestyle="--", label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("one-way delay (ms, log)")
-    ax.set_ylabel("P(delay ≤ x)")
-    ax.set_ylim(0, 1.01)
-    ax.grid(True, which="both", alpha=0.3)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize=7, loc="lower right")
+    _style_delay_cdf(ax, title)
     return fig
 
 
@@ -180,12 +185,5 @@ def measured_and_model_cdf_figure(pairs: Sequence[tuple[str, np.ndarray, np.ndar
             ax.step(np.asarray(x) * 1e3, c, where="post", color=color, linestyle="--", label=f"{label} model")
         elif d.size:
             ax.plot([], [], color=color, linestyle="--", label=f"{label} model: unstable")
-    ax.set_xscale("log")
-    ax.set_xlabel("one-way delay (ms, log)")
-    ax.set_ylabel("P(delay ≤ x)")
-    ax.set_ylim(0, 1.01)
-    ax.grid(True, which="both", alpha=0.3)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize=7, loc="lower right")
+    _style_delay_cdf(ax, title)
     return fig
