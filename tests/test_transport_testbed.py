@@ -61,14 +61,20 @@ def media_run(run_dir, link, *, source=VOIP, tcp=None, seed=1, **kw):
     return sres, rres, table, delay, counters
 
 
+def emulator_late_s(counters, direction="a_to_b"):
+    """How late the emulator itself delivered (median, from its counters): the transport is
+    judged on what it adds beyond the path it was given (a starved VM delays the emulator)."""
+    return counters[direction]["lateness_us"]["p50"] / 1e6
+
+
 def test_voip_over_a_50ms_path_measures_50ms(tmp_path):
     link = LinkSpec.symmetric(delay_s=L_S)
-    s, r, table, delay, _ = media_run(tmp_path, link, duration_s=3.0)
+    s, r, table, delay, counters = media_run(tmp_path, link, duration_s=3.0)
     assert s.status == r.status == "completed"
     assert r.received_packets == s.packets == 150
     assert read_run_metadata(tmp_path)["clock"] == "shared-monotonic"
     assert delay.min() >= L_S - 0.0005               # never faster than the path
-    assert abs(np.median(delay) - L_S) < 0.004       # ≈ 50 ms
+    assert abs(np.median(delay) - L_S) < 0.004 + emulator_late_s(counters)  # ≈ 50 ms
     # most packets within 10 ms of it (not all: on a loaded machine the emulator or the
     # receiver is sometimes descheduled for a few hundred ms, which delays a burst of packets)
     assert np.mean(np.abs(delay - L_S) < 0.010) >= 0.75
@@ -161,8 +167,8 @@ def test_nagle_holds_small_packets_back_and_nodelay_does_not(tmp_path):
     unacknowledged, so on a 100 ms RTT most packets wait for an ACK."""
     link = LinkSpec.symmetric(delay_s=L_S)
     _, _, _, on, _ = media_run(tmp_path / "nagle", link, duration_s=2.0, tcp_options_nodelay=False)
-    _, _, _, off, _ = media_run(tmp_path / "nodelay", link, duration_s=2.0)
-    assert abs(np.median(off) - L_S) < 0.005
+    _, _, _, off, counters = media_run(tmp_path / "nodelay", link, duration_s=2.0)
+    assert abs(np.median(off) - L_S) < 0.005 + emulator_late_s(counters)
     assert np.median(on) > L_S + 0.03               # measured ~104 ms: about half an RTT more
     assert np.mean(on > L_S + 0.02) > 0.5
 

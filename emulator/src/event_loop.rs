@@ -48,6 +48,12 @@ pub struct Emulator {
     pub mtu: u32,
     pub counters_file: Option<String>,
     pub realtime_active: bool,
+    /// This process's timer slack after asking for 1 ns (`sys::set_timer_slack_ns`).
+    pub timer_slack_ns: u64,
+    /// The kernel's timer resolution (`sys::clock_resolution_ns`).
+    pub clock_resolution_ns: u64,
+    /// Whether sleeps had nanosecond timeouts (`epoll_pwait2`) or whole milliseconds.
+    nanosecond_timeouts: bool,
     pub seed: u64,
     t0_mono: u64,
     t0_real: u64,
@@ -72,6 +78,9 @@ impl Emulator {
             mtu: cfg.mtu,
             counters_file: cfg.counters_file.clone(),
             realtime_active,
+            timer_slack_ns: 0,
+            clock_resolution_ns: 0,
+            nanosecond_timeouts: true,
             seed: cfg.seed,
             t0_mono: 0,
             t0_real: 0,
@@ -126,6 +135,7 @@ impl Emulator {
                 Plan::Sleep { timeout_ns } => timeout_ns,
             };
             let n = ep.wait(&mut evs, timeout)?;
+            self.nanosecond_timeouts = ep.pwait2;
             for ev in evs.iter().take(n) {
                 match ev.u64 {
                     0 => self.read_batch(0),
@@ -303,6 +313,13 @@ impl Emulator {
             "b_to_a": dir(&self.dirs[1]),
             "elapsed_s": (self.now() as f64 / 1e9 * 1e6).round() / 1e6,
             "realtime": self.realtime_active,
+            // What bounds how punctually packets leave: see docs/emulator.md "Timing".
+            "timing": {
+                "realtime": self.realtime_active,
+                "timer_slack_ns": self.timer_slack_ns,
+                "clock_resolution_ns": self.clock_resolution_ns,
+                "nanosecond_timeouts": self.nanosecond_timeouts,
+            },
             "seed": self.seed,
             "pool_slots_allocated": self.pool.allocated(),
         })

@@ -75,7 +75,8 @@ fn main() {
     if !sys::die_with_parent() {
         fatal("the parent process exited before the emulator started");
     }
-    sys::tight_timer_slack();
+    // Timer slack 1 ns before any thread starts (threads inherit it).
+    sys::set_timer_slack_ns(1);
     // Block the signals before any thread starts (writer threads inherit the mask),
     // so they all arrive through the signalfd.
     let sigfd = sys::signal_fd().unwrap_or_else(|e| fatal(&format!("signalfd: {e}")));
@@ -128,7 +129,20 @@ fn main() {
             dst: raw(&tun_a),
         },
     ];
+    // Timer precision as it stands (SCHED_FIFO reads 0 slack), and a warning
+    // when the kernel's timers are tick-based (a sleep then ends on a tick).
+    let timer_slack_ns = sys::set_timer_slack_ns(1);
+    let clock_resolution_ns = sys::clock_resolution_ns();
+    if clock_resolution_ns > 1_000 {
+        eprintln!(
+            "{PROG}: warning: the kernel's timers have {} us resolution (high-resolution timers inactive); \
+             deliveries may be that late unless spin_us covers it",
+            clock_resolution_ns / 1000
+        );
+    }
     let mut emu = Emulator::new(dirs, &cfg, events, realtime_active);
+    emu.timer_slack_ns = timer_slack_ns;
+    emu.clock_resolution_ns = clock_resolution_ns;
     let ready = cfg.ready_file.clone();
     let result = emu.run(sigfd, || {
         if let Some(p) = &ready {

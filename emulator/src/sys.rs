@@ -22,6 +22,28 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The resolution the kernel's timers have for CLOCK_MONOTONIC (`clock_getres`):
+/// 1 ns with high-resolution timers active, one scheduler tick (e.g. 4 ms at
+/// HZ=250) without them, when no sleep can end between two ticks.
+pub fn clock_resolution_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sets this thread's timer slack (prctl `PR_SET_TIMERSLACK`, man 2 prctl) and
+/// returns the value now in force. The kernel may fire a sleeping task's timer
+/// up to the slack late (50 µs by default, inherited from the parent, and set
+/// much larger by some supervisors); a SCHED_FIFO task has none, but the
+/// emulator also runs where SCHED_FIFO is refused.
+pub fn set_timer_slack_ns(ns: u64) -> u64 {
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    let got = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    if got < 0 { 0 } else { got as u64 }
+}
+
 pub fn last_err() -> io::Error {
     io::Error::last_os_error()
 }
@@ -29,7 +51,9 @@ pub fn last_err() -> io::Error {
 /// An epoll instance with level-triggered read interest.
 pub struct Epoll {
     fd: RawFd,
-    pwait2: bool,
+    /// False once `epoll_pwait2` answered ENOSYS (a kernel before 5.11, or a
+    /// seccomp filter): timeouts are then whole milliseconds.
+    pub pwait2: bool,
 }
 
 impl Epoll {
@@ -65,7 +89,7 @@ impl Epoll {
                     0usize,
                 )
             };
-            if r < 0 && last_err().raw_os_error() == Some(libc::ENOSYS) {
+            if r < 0 && matches!(last_err().raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)) {
                 self.pwait2 = false;
                 return self.wait(events, timeout_ns);
             }
@@ -132,11 +156,6 @@ pub fn die_with_parent() -> bool {
     let parent = unsafe { libc::getppid() };
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) };
     unsafe { libc::getppid() == parent }
-}
-
-/// Timer slack of 1 ns (the default 50 µs would delay every wake-up).
-pub fn tight_timer_slack() {
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
 /// Tries SCHED_FIFO at `priority`.

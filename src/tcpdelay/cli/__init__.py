@@ -13,6 +13,7 @@ import sys
 import click
 
 from tcpdelay import __version__
+from tcpdelay.timing import drop_timer_slack
 from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
 
 # Each command and the module under tcpdelay.cli that defines it (listed in its COMMANDS).
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args:
         click.echo(cli.get_help(click.Context(cli, info_name="tcpdelay")))
         sys.exit(0)
+    drop_timer_slack()  # paced sends and timed runs end their sleeps on time (tcpdelay.timing)
     try:
         code = cli.main(args=args, prog_name="tcpdelay", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as err:  # a group called without a subcommand

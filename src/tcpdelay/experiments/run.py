@@ -43,6 +43,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tcpdelay import timing
 from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.scenario import (
     BulkCross, Flow, PageLoadCross, ResolvedDirection, Scenario, Tcp, UdpCross,
@@ -276,6 +277,8 @@ def environment(tb, plan: RunPlan) -> dict:
         "machine": platform.machine(),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "timer_slack_ns": timing.timer_slack_ns(),
+        "clock_resolution_s": timing.clock_resolution_s(),
         "tcp_available_congestion_control": read("/proc/sys/net/ipv4/tcp_available_congestion_control"),
         "tcp_allowed_congestion_control": read("/proc/sys/net/ipv4/tcp_allowed_congestion_control"),
         "tcp_congestion_control_default": read("/proc/sys/net/ipv4/tcp_congestion_control"),

@@ -35,6 +35,7 @@ import time
 import traceback
 from typing import Any, Callable, Sequence
 
+from tcpdelay import timing
 from tcpdelay.errors import TcpdelayError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import runs
@@ -256,6 +257,7 @@ class Testbed:
         self._owner_pid = os.getpid()
         self._closed = False
         self._hold_pm_qos()
+        timing.drop_timer_slack()  # for this process and every program the testbed starts
         try:
             self._build(binary)
         except BaseException as err:

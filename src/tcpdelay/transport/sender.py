@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from tcpdelay import timing
 from tcpdelay.errors import ParameterError, TcpdelayError
 from tcpdelay.records import RecordWriter
 from tcpdelay.transport import clock, control, framing
@@ -161,6 +162,7 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
     started, every ending is reported in the result's ``status`` and the records are kept.
     ``stop`` (a threading.Event) ends the run early, as does KeyboardInterrupt.
     """
+    timing.drop_timer_slack()  # pacing: sleeps end on time (tcpdelay.timing)
     cfg = config
     rp = cfg.run
     if not rp.source:
