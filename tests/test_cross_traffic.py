@@ -47,9 +47,13 @@ class Background:
 
 def test_request_round_trip_and_bounds():
     data = response_server.encode_request(1000, None, 512, "reno")
-    assert len(data) == 32
-    assert response_server.decode_request(data) == (1000, None, 512, "reno")
-    assert response_server.decode_request(response_server.encode_request(None, 0.05, 512)) == (None, 0.05, 512, None)
+    assert len(data) == 48
+    assert response_server.decode_request(data) == (1000, None, 512, "reno", None, 0)
+    assert response_server.decode_request(response_server.encode_request(None, 0.05, 512)) == (None, 0.05, 512, None, None, 0)
+    paced = response_server.decode_request(response_server.encode_request(None, 3.0, 512, gap_mean_s=0.05, seed=7))
+    assert (paced.gap_mean_s, paced.seed, paced.duration_s) == (0.05, 7, 3.0)
+    with pytest.raises(ParameterError, match="gap_mean_s"):
+        response_server.encode_request(None, 1.0, 512, gap_mean_s=1e-6)
     with pytest.raises(ParameterError, match="needs size_bytes or duration_s"):
         response_server.encode_request(None, None, 512)
     with pytest.raises(ParameterError, match="write_bytes"):
@@ -59,10 +63,11 @@ def test_request_round_trip_and_bounds():
 @given(st.binary(min_size=0, max_size=40))
 def test_malformed_requests_are_rejected_cleanly(data):
     try:
-        size, dur, write, cc = response_server.decode_request(data)
+        size, dur, write, cc, gap, seed = response_server.decode_request(data)
     except ValueError:
         return
-    assert data[:4] == b"TDX1" and 1 <= write <= 65535 and (dur is None or dur < 1e7)
+    assert data[:4] == b"TDX2" and 1 <= write <= 65535 and (dur is None or dur < 1e7)
+    assert gap is None or gap >= response_server.MIN_GAP_S
 
 
 def test_bulk_sized_unlimited_and_congestion_control():
@@ -120,6 +125,35 @@ def test_web_onoff_draws_exponential_on_and_off_from_the_seed():
     assert stats["connections"] == n
     assert stats["mss_bytes"] == [512]  # every data segment carries at most 512 bytes
     assert 0.95 < res["duration_s"] < 1.5
+
+
+def test_web_poisson_mode_sends_512_byte_messages_at_exponential_gaps_on_one_connection():
+    # tg's "arrival exponential 0.05 length constant 512": 81.9 kb/s offered, one connection
+    port = free_port()
+    srv = Background(web_onoff.server, port, duration_s=4.0, host=LO)
+    res = web_onoff.client(LO, port, duration_s=3.0, mode="poisson", gap_mean_s=0.01,
+                           packet_size_bytes=512, seed=3)
+    stats = srv.result()
+    assert res["mode"] == "poisson" and res["exchanges"] == stats["connections"] == 1 and res["failed"] == 0
+    assert stats["mss_bytes"] == [512]
+    # ~300 messages of 512 bytes in 3 s (Poisson: sd ~ sqrt(300) = 17)
+    assert res["bytes"] % 512 == 0 and 240 <= res["bytes"] / 512 <= 360
+
+
+def test_paced_response_follows_the_seeded_poisson_schedule():
+    # Over a socket pair: every write is one message, so the receive times are the schedule.
+    a, b = socket.socketpair()
+    payload = memoryview(b"x" * 4096)
+    a.settimeout(0.05)
+    t0 = time.monotonic()
+    sent = response_server._paced(a, payload, 100, 10**9, t0 + 1.0, 0.02, seed=5)
+    a.close()
+    got = b.recv(1 << 20, socket.MSG_WAITALL)
+    rng = np.random.default_rng(5)
+    gaps = rng.exponential(0.02, 200)
+    expected = int(np.sum(np.cumsum(gaps) < 1.0))  # arrivals before the stop (1 s)
+    assert sent == len(got) and sent % 100 == 0
+    assert sent // 100 in (expected, expected - 1)  # (the clock read inside may shift the last one)
 
 
 def test_page_load_fetches_372_kB_over_n_parallel_connections():

@@ -67,3 +67,28 @@ def test_example_runs_in_tiny_form(path, tmp_path):
     assert set(received["flow_id"].to_pylist()) == set(range(totals["media_flows"]))
     for f in totals["flows"]:
         assert f["delay_mean_s"] is not None and f["delay_mean_s"] > 0
+
+
+@pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")
+@pytest.mark.testbed
+@pytest.mark.slow
+def test_droptail_web_flows_run_as_the_traffic_generator_describes(tmp_path):
+    """§5.3's web flows (mode "poisson"): each keeps one connection for the run and offers
+    512-byte messages at exponential gaps of mean 50 ms (81.9 kb/s)."""
+    import json
+
+    from tcpdelay.experiments.run import run_scenario
+
+    sc = tiny_form(load_scenario(ROOT / "experiments" / "droptail-5.3-reduced.toml"), 3.0, cell=1)  # 10 web flows
+    web = sc.cross[1]
+    assert (web.kind, web.mode, web.count, web.gap_mean_s) == ("web_onoff", "poisson", 10, 0.05)
+    totals = run_scenario(sc, sc.seed_list[0], tmp_path)
+    assert totals["errors"] == []
+    results = [c["result"] for c in json.loads((tmp_path / "run.json").read_text())["run"]["cross"]
+               if c["kind"] == "web_onoff"]
+    assert len(results) == 10
+    assert all(r["mode"] == "poisson" and r["exchanges"] == 1 and r["failed"] == 0 for r in results)
+    # 10 flows x 3 s x 20 messages/s x 512 B = 307 kB offered; the 3 Mb/s link shared with FTP
+    # carries most of it (Poisson count sd ~ 3 %)
+    total = sum(r["bytes"] for r in results)
+    assert 0.6 * 307_200 < total < 1.2 * 307_200, total

@@ -474,7 +474,8 @@ def _start_all(tb, scenario: Scenario, plan: RunPlan, rd: Path, t0: float, handl
         elif isinstance(x, WebOnOffCross):
             h = tb.hosts[c.client].spawn(web_onoff.client, srv, c.port, duration_s=dur, on_mean_s=x.on_mean_s,
                                          off_mean_s=x.off_mean_s, packet_size_bytes=x.packet_size_bytes,
-                                         seed=c.seed, congestion_control=cc, start_at=start_at)
+                                         seed=c.seed, congestion_control=cc, start_at=start_at,
+                                         mode=x.mode, gap_mean_s=x.gap_mean_s)
         elif isinstance(x, PageLoadCross):
             h = tb.hosts[c.client].spawn(page_load.client, srv, c.port, connections=x.connections,
                                          total_bytes=x.total_bytes, duration_s=dur, congestion_control=cc,

@@ -349,14 +349,19 @@ class BulkCross(_Cross):
 
 
 class WebOnOffCross(_Cross):
-    """The on/off web generator of Brosh et al. §5.3: each of ``count`` web flows alternates a
-    response of exponentially distributed duration (mean ``on_mean_s``) sent in
+    """The web traffic of Brosh et al. §5.3 (SRI/ISI generator), in one of two readings
+    (:mod:`tcpdelay.traffic.web_onoff`). ``mode = "connections"``: each of ``count`` web flows
+    alternates a response of exponentially distributed duration (mean ``on_mean_s``) sent in
     ``packet_size_bytes`` segments over a new TCP connection, and an exponentially distributed
-    idle time (mean ``off_mean_s``)."""
+    idle time (mean ``off_mean_s``). ``mode = "poisson"``: one TCP connection per flow carrying
+    a ``packet_size_bytes`` message at exponentially distributed intervals (mean
+    ``gap_mean_s``)."""
 
     kind: Literal["web_onoff"]
+    mode: Literal["connections", "poisson"] = "connections"
     on_mean_s: PositiveSeconds = 0.05
     off_mean_s: PositiveSeconds = 0.05
+    gap_mean_s: Annotated[float, Field(ge=1e-4, le=3600.0, allow_inf_nan=False)] = 0.05
     packet_size_bytes: Annotated[int, Field(ge=64, le=1448)] = 512
     tcp: Tcp = Field(default_factory=Tcp)
 

@@ -6,13 +6,17 @@ much it wants, and the server sends that much (or for that long) and closes. The
 server -> client, as a download does, so the server's host is the *sending* side: its congestion
 control, initial window (route ``initcwnd``) and send buffer shape the cross traffic.
 
-Request (network byte order, 32 bytes)::
+Request (network byte order, 48 bytes)::
 
-    magic   4 bytes  b"TDX1"
+    magic   4 bytes  b"TDX2"
     size    u64      bytes wanted; 0 = until the duration ends
     dur     f64      seconds to send for; 0 = until size is sent
     write   u16      bytes per send() call (the web generator's 512-byte packets)
     cc      10 bytes congestion control for the response, NUL-padded ("" = the host's default)
+    gap     f64      0 = send as fast as TCP allows; > 0 = a *paced* response: one write at
+                     each instant of a Poisson process with mean gap ``gap`` seconds (the
+                     SRI/ISI traffic generator's "arrival exponential", see :mod:`.web_onoff`)
+    seed    u64      seed of the paced response's gaps
 
 Every response is bounded: by ``size``, by ``dur``, by the server's own ``max_response_bytes``
 and by the server's deadline, whichever comes first. A timed response (``dur``) is time on the
@@ -33,25 +37,40 @@ import socket
 import struct
 import threading
 import time
+from typing import NamedTuple
+
+import numpy as np
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.transport import tcp_state
 
-MAGIC = b"TDX1"
-REQUEST = struct.Struct("!4sQdH10s")
-assert REQUEST.size == 32
+MAGIC = b"TDX2"
+REQUEST = struct.Struct("!4sQdH10sdQ")
+assert REQUEST.size == 48
 MAX_WRITE_BYTES = 65_535
 MAX_CONNECTIONS = 1024
 CHUNK_BYTES = 256 * 1024
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 #: Writes a timed response may keep unsent in the kernel (TCP_NOTSENT_LOWAT).
 NOTSENT_WRITES = 4
+#: The smallest mean gap of a paced response (bounds the write rate a request can ask for).
+MIN_GAP_S = 1e-4
 #: Linux subtracts the 12-byte timestamp option from the advertised MSS (tcp_timestamps = 1).
 TIMESTAMP_OPTION_BYTES = 12
 
 
+class Request(NamedTuple):
+    size_bytes: int | None
+    duration_s: float | None
+    write_bytes: int
+    congestion_control: str | None
+    gap_mean_s: float | None = None
+    seed: int = 0
+
+
 def encode_request(size_bytes: int | None, duration_s: float | None, write_bytes: int,
-                   congestion_control: str | None = None) -> bytes:
+                   congestion_control: str | None = None, gap_mean_s: float | None = None,
+                   seed: int = 0) -> bytes:
     if size_bytes is not None and size_bytes < 1:
         raise ParameterError(f"size_bytes: {size_bytes} must be >= 1 (or None for unlimited)")
     if duration_s is not None and not duration_s > 0:
@@ -63,20 +82,26 @@ def encode_request(size_bytes: int | None, duration_s: float | None, write_bytes
     cc = (congestion_control or "").encode()
     if len(cc) > 10:
         raise ParameterError(f"congestion_control: {congestion_control!r} is longer than 10 characters")
-    return REQUEST.pack(MAGIC, size_bytes or 0, duration_s or 0.0, write_bytes, cc)
+    if gap_mean_s is not None and not MIN_GAP_S <= gap_mean_s < 1e7:
+        raise ParameterError(f"gap_mean_s: {gap_mean_s} must be >= {MIN_GAP_S} (or None for as fast as TCP allows)")
+    if not 0 <= seed < 2**64:
+        raise ParameterError(f"seed: {seed} must be in 0..2**64-1")
+    return REQUEST.pack(MAGIC, size_bytes or 0, duration_s or 0.0, write_bytes, cc, gap_mean_s or 0.0, seed)
 
 
-def decode_request(data: bytes) -> tuple[int | None, float | None, int, str | None]:
-    """(size_bytes, duration_s, write_bytes, congestion_control); ValueError if malformed."""
+def decode_request(data: bytes) -> Request:
+    """The :class:`Request` in ``data``; ValueError if malformed."""
     if len(data) != REQUEST.size:
         raise ValueError(f"request of {len(data)} bytes, expected {REQUEST.size}")
-    magic, size, dur, write, cc = REQUEST.unpack(data)
+    magic, size, dur, write, cc, gap, seed = REQUEST.unpack(data)
     if magic != MAGIC:
         raise ValueError("bad magic")
     if not (0 <= dur < 1e7) or not 1 <= write <= MAX_WRITE_BYTES:
         raise ValueError("bad duration or write size")
+    if not (gap == 0 or MIN_GAP_S <= gap < 1e7):
+        raise ValueError("bad gap")
     name = cc.rstrip(b"\0").decode("ascii", "replace") or None
-    return (size or None, dur or None, write, name)
+    return Request(size or None, dur or None, write, name, gap or None, seed)
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -87,6 +112,36 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
             break
         buf += chunk
     return buf
+
+
+def _paced(conn: socket.socket, payload: memoryview, write: int, limit: int, stop: float,
+           gap_mean_s: float, seed: int) -> int:
+    """A paced response: one ``write``-byte message at each arrival of a Poisson process (gaps
+    exponential with mean ``gap_mean_s``, from ``numpy.random.default_rng(seed)``) until
+    ``stop``. Arrivals follow their own schedule: while TCP cannot take a message (the socket
+    buffer is full), the ones due meanwhile wait in the application and go as soon as it can.
+    Returns the bytes sent."""
+    rng = np.random.default_rng(seed)
+    sent, due, pending = 0, time.monotonic() + float(rng.exponential(gap_mean_s)), 0
+    while sent < limit:
+        now = time.monotonic()
+        while due <= now and due < stop:
+            pending += write
+            due += float(rng.exponential(gap_mean_s))
+        if pending == 0:
+            if due >= stop:
+                break
+            time.sleep(min(due, stop) - now)
+            continue
+        if now >= stop:
+            break
+        try:
+            n = conn.send(payload[: min(pending, limit - sent, len(payload))])
+        except (socket.timeout, BlockingIOError):
+            continue
+        sent += n
+        pending -= n
+    return sent
 
 
 def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_bytes: int = 1 << 31,
@@ -119,7 +174,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
         try:
             conn.settimeout(max(0.01, min(5.0, deadline - time.monotonic())))
             try:
-                size, dur, write, cc = decode_request(_recv_exact(conn, REQUEST.size))
+                size, dur, write, cc, gap, seed = decode_request(_recv_exact(conn, REQUEST.size))
             except (ValueError, OSError):
                 with lock:
                     stats["rejected"] += 1
@@ -127,7 +182,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
             if cc:
                 tcp_state.set_congestion_control(conn, cc)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if dur:
+            if dur and not gap:
                 # A timed response means time on the wire: keep at most a few writes unsent in
                 # the kernel, so sending stops close to when the duration ends (not a socket
                 # buffer later).
@@ -135,7 +190,9 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
             limit = min(size or max_response_bytes, max_response_bytes)
             stop = min(deadline, time.monotonic() + dur) if dur else deadline
             conn.settimeout(0.05)  # bounded sends: the deadline is checked between them
-            while sent < limit:
+            if gap:
+                sent = _paced(conn, payload, write, limit, stop, gap, seed)
+            while sent < limit and not gap:
                 if time.monotonic() >= stop:
                     break
                 try:
@@ -211,9 +268,11 @@ def connect(server: str, port: int, *, deadline: float, segment_bytes: int | Non
 
 def fetch(server: str, port: int, *, size_bytes: int | None = None, duration_s: float | None = None,
           write_bytes: int = MAX_WRITE_BYTES, congestion_control: str | None = None,
-          segment_bytes: int | None = None, deadline: float | None = None) -> dict:
+          segment_bytes: int | None = None, deadline: float | None = None,
+          gap_mean_s: float | None = None, seed: int = 0) -> dict:
     """One exchange: connect, request, read until the server closes (or ``deadline``, a
-    ``time.monotonic()`` instant). Times are seconds from the call.
+    ``time.monotonic()`` instant). Times are seconds from the call. ``gap_mean_s`` asks for a
+    paced response (see the request format).
 
     Returns ``{"bytes", "connect_s", "first_byte_s", "done_s", "complete"}``; ``complete`` is
     false when the deadline cut the response short or the connection failed.
@@ -221,7 +280,7 @@ def fetch(server: str, port: int, *, size_bytes: int | None = None, duration_s: 
     t0 = time.monotonic()
     if deadline is None:
         deadline = t0 + (duration_s or 0) + 60.0
-    request = encode_request(size_bytes, duration_s, write_bytes, congestion_control)
+    request = encode_request(size_bytes, duration_s, write_bytes, congestion_control, gap_mean_s, seed)
     out = {"bytes": 0, "connect_s": None, "first_byte_s": None, "done_s": None, "complete": False}
     try:
         s = connect(server, port, deadline=deadline, segment_bytes=segment_bytes)
