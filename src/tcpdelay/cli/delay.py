@@ -35,6 +35,9 @@ def _model_options(f):
                      help="[choice] fractional backlog to whole packets."),
         click.option("--growth-requires-backlog", is_flag=True, help="[choice] grow the window only when backlog remains (appendix's literal condition)."),
         click.option("--count-fresh-packets", is_flag=True, help="[choice] also count packets that arrive and leave within a round."),
+        click.option("--hol-ramp", is_flag=True,
+                     help="[choice, not the paper's] add the packets held at the receiver behind each fast "
+                          "retransmit (L + RTT - q/f, q < f·RTT); implies --count-fresh-packets."),
         click.option("--force", is_flag=True, help="Solve even when unstable (results depend on the truncation)."),
     ]
     for o in reversed(opts):
@@ -47,7 +50,8 @@ def _model_kwargs(kw) -> dict:
                 loss_model=kw["loss_model"], queue=kw["queue"], limited_transmit=kw["limited_transmit"],
                 al_fr_backlog=kw["al_fr_backlog"], backlog_rounding=kw["backlog_rounding"],
                 growth_requires_backlog=kw["growth_requires_backlog"],
-                count_fresh_packets=kw["count_fresh_packets"], force=kw["force"])
+                count_fresh_packets=kw["count_fresh_packets"] or None,  # unset: follows hol_ramp
+                hol_ramp=kw["hol_ramp"], force=kw["force"])
 
 
 def _source(profile, rate_bps, packet_bytes) -> dict:

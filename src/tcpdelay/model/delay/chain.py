@@ -267,6 +267,8 @@ def build_edges(params: DelayParams, space: StateSpace) -> Edges:
     w_fr_al = max(1, min(W, int(np.floor((r + 3) / 2 + _EPS))))
     b_fr_al = 3.0 if params.al_fr_backlog == "table" else 0.0
     add(sa, w_fr_al, b_fr_al, 1, alfr_w[wa - 1], rtt + 3.0 / f, n=3.0, c=1, j0=1.0, jstep=1, is_loss=1)
+    if params.hol_ramp:
+        _add_hol_ramp(add, sa, w_fr_al, b_fr_al, alfr_w[wa - 1], np.full(wa.shape, float(r)))
     add(sa, 0, t0f, 1, alto_w[wa - 1], params.t0_s, is_loss=2)
 
     # (b) network-limited, loss-free l = 0 (CA or SS): one round of RTT.
@@ -286,6 +288,9 @@ def build_edges(params: DelayParams, space: StateSpace) -> Edges:
     w_fr = np.minimum(W, np.maximum(1, (wn + 3) // 2))
     add(sn, w_fr, np.maximum(0.0, Bn + r - cap3), 1, fr_w[wn - 1], rtt,
         n=n_fr, c=1, j0=Bn + 4.0, jstep=1, jb=Bn, is_loss=1)
+    if params.hol_ramp:
+        _add_hol_ramp(add, sn, w_fr, np.maximum(0.0, Bn + r - cap3), fr_w[wn - 1],
+                      np.maximum(0.0, np.minimum(Bn + r, cap3) - np.minimum(Bn, cap3)))
     add(sn, 0, Bn + t0f, 1, to_w[wn - 1], params.t0_s, is_loss=2)
 
     # (c) fast recovery l = 1: one round, then loss-free with the same window.
@@ -321,6 +326,26 @@ def _add_loss_free(add, params, src, w2, B, b_next, cap, n_backlog, prob, rtt, r
         add(src, w2, b_next, 0, prob, 0.0, n=fresh, c=0, j0=0.0, jstep=0, jb=0.0)
 
 
+def _add_hol_ramp(add, src, w2, b_next, prob, fresh):
+    """``hol_ramp``: the head-of-line ramp behind a fast retransmit, as a packet-only twin of
+    the fast-retransmit edge (no probability mass of its own, like the fresh-packet twins).
+
+    The lost packet leaves at time 0; the duplicate ACKs of the next three return at
+    ``RTT + 3/f`` and the retransmission reaches the receiver at ``L + RTT + 3/f``. Table 6
+    counts the lost packet and the two behind it, delays ``L + RTT + i/f``, i = 3, 2, 1. The
+    packets the source writes from ``3/f`` on, until the retransmission goes out, arrive before
+    it and are held at the receiver (in-order delivery): the one written ``(3 + q)/f`` after the
+    loss waits until ``L + RTT + 3/f``, delay ``L + RTT − q/f``, q = 0..m−1, with ``m = ⌊r⌋``
+    from an application-limited state. From a network-limited state the packets written in the
+    round that fit in the inflated window (``min(B + r, (w+3)·MSS/a) − min(B, (w+3)·MSS/a)``,
+    the fresh packets of ``count_fresh_packets``) take the same ramp; those beyond it stay in
+    the backlog and are counted by the next round as Table 6 does. None of these packets is
+    counted elsewhere in the chain: Table 6 gives a fast-retransmit edge no fresh packets.
+    Delays lie on the ``L + RTT + j/f`` lattice with ``j = −(m−1)..0``."""
+    m = np.floor(np.asarray(fresh, float) + _EPS)
+    add(src, w2, b_next, 1, prob, 0.0, n=m, c=1, j0=1.0 - m, jstep=1, jb=0.0, is_loss=0)
+
+
 @dataclass
 class Chain:
     """The transition matrix and its edges."""
@@ -330,7 +355,7 @@ class Chain:
     edges: Edges
     Q: sp.csr_matrix          # row-stochastic, all states of ``space``
     clipped: np.ndarray       # per edge: its target backlog exceeded the bound
-    packet_edge: np.ndarray   # per edge: False for the packet-only twins (count_fresh_packets)
+    packet_edge: np.ndarray   # per edge: False for the packet-only twins (count_fresh_packets, hol_ramp)
     residual: float = float("nan")  # ||pi Q - pi||_1 of the last solve
 
 
@@ -338,7 +363,7 @@ def build_chain(params: DelayParams) -> Chain:
     """Build Q (Table 6) with ``backlog_rounding`` applied to fractional target backlogs."""
     space = StateSpace(W=int(params.max_window), Bm=int(params.backlog_bound_packets))
     e = build_edges(params, space)
-    twin = e.time_s == 0.0  # packet-only twins of loss-free edges
+    twin = e.time_s == 0.0  # packet-only twins (fresh packets of loss-free edges, HOL ramps)
     Bf = e.Bf
     if params.backlog_rounding == "split":
         lo = np.floor(Bf + _EPS)

@@ -3,8 +3,9 @@
 Eq (3) of Brosh et al. weighs every transition by the packets it delivers:
 ``P(D = d) = sum_s pi_s sum_s' q_ss' #{i : d_ss'^(i) = d} / sum_s pi_s sum_s' q_ss' n_ss'``.
 All delays lie on two lattices, ``L + j/f`` (loss-free) and ``L + RTT + j/f`` (behind a fast
-retransmit), with integer ``j``, so the distribution is accumulated exactly on those lattices
-(runs of consecutive offsets by difference arrays) and then merged.
+retransmit; ``j`` down to ``−(r−1)`` with ``hol_ramp``), with integer ``j``, so the
+distribution is accumulated exactly on those lattices (runs of consecutive offsets by
+difference arrays) and then merged.
 """
 
 from __future__ import annotations
@@ -135,6 +136,9 @@ def packet_distribution(chain, pi: np.ndarray):
         raise ValueError("no packets are delivered in steady state")
     j0i = np.rint(j0).astype(np.int64)
     ni = np.rint(n).astype(np.int64)
+    # hol_ramp puts packets below L + RTT (negative offsets on that lattice): shift the grids
+    off = int(max(0, -j0i.min(initial=0)))
+    j0i = j0i + off
     top = int(max(j0i.max(initial=0), (j0i + ni * (js == 1)).max(initial=0))) + 2
     grids = []
     for cc in (0, 1):
@@ -146,7 +150,7 @@ def packet_distribution(chain, pi: np.ndarray):
         diff -= np.bincount(j0i[run] + ni[run], weights=ew[run], minlength=top + 1)[: top + 1]
         g += np.cumsum(diff)
         grids.append(g)
-    j = np.arange(top + 1)
+    j = np.arange(top + 1) - off
     vals = np.concatenate([p.one_way_s + j / p.rate_pps, p.one_way_s + p.rtt_s + j / p.rate_pps])
     mass = np.concatenate(grids)
     keep = mass > 0

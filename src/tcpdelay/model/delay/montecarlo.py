@@ -113,6 +113,14 @@ class Walker:
             fresh = max(0.0, min(B + self.r, cap) - min(B, cap))
         return Move(prob, w2, max(0.0, B + self.r - cap), 0, P.rtt_s, tuple(delays), tuple(parts)), fresh
 
+    def _ramp(self, fresh: float) -> tuple:
+        """``hol_ramp``: the packets written while a retransmission is outstanding, held at the
+        receiver behind it, delays ``L + RTT - q/f`` for q = 0..floor(fresh)-1 (none without it)."""
+        P = self.p
+        if not P.hol_ramp:
+            return ()
+        return tuple(P.one_way_s + P.rtt_s - q / P.rate_pps for q in range(math.floor(fresh + EPS)))
+
     def _transitions(self, w: int, B: int, l: int):
         """[(Move, fresh_packet_weight)] out of state (w, B, l)."""
         P = self.p
@@ -131,8 +139,10 @@ class Walker:
             out.append((Move(1 - self.p_al, w, 0.0, 0, 1 / f, (L,), (0.0,)), 0.0))
             wfr = max(1, min(self.W, math.floor((r + 3) / 2 + EPS)))
             bfr = 3.0 if P.al_fr_backlog == "table" else 0.0
+            ramp = self._ramp(r)
             out.append((Move(fr, wfr, bfr, 1, rtt + 3 / f,
-                             tuple(L + rtt + i / f for i in (1, 2, 3)), (0.0, 0.0, 0.0)), 0.0))
+                             tuple(L + rtt + i / f for i in (1, 2, 3)) + ramp,
+                             (0.0, 0.0, 0.0) + (0.0,) * len(ramp)), 0.0))
             out.append((Move(to, 0, t0f, 1, P.t0_s, (), ()), 0.0))
         else:  # network-limited, loss-free so far
             ok, fr, to = self._probs_nl(w)
@@ -142,9 +152,10 @@ class Walker:
             out.append(self._loss_free(min(w_next, self.W), B, w * k, ok))
             cap3 = (w + 3) * k
             n = math.floor(min(B, cap3) + EPS)
+            ramp = self._ramp(max(0.0, min(B + r, cap3) - min(B, cap3)))
             out.append((Move(fr, max(1, min(self.W, (w + 3) // 2)), max(0.0, B + r - cap3), 1, rtt,
-                             tuple(L + rtt + B / f + (3 + i) / f for i in range(1, n + 1)),
-                             (B / f,) * n), 0.0))
+                             tuple(L + rtt + B / f + (3 + i) / f for i in range(1, n + 1)) + ramp,
+                             (B / f,) * n + (0.0,) * len(ramp)), 0.0))
             out.append((Move(to, 0, B + t0f, 1, P.t0_s, (), ()), 0.0))
         return [(m, fr_) for m, fr_ in out if m.prob > 0]
 

@@ -42,6 +42,17 @@ def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _check_bool(name: str, value) -> bool:
+    """True/False (also NumPy booleans and 0/1); anything else is a ParameterError."""
+    try:
+        ok = not isinstance(value, str) and value in (True, False)
+    except (TypeError, ValueError):  # arrays and other values without a single truth
+        ok = False
+    if not ok:
+        raise ParameterError(f"{name}: {value!r} is not a boolean (True or False)")
+    return bool(value)
+
+
 @dataclass(frozen=True)
 class DelayParams:
     """One CBR source over one TCP connection.
@@ -77,7 +88,15 @@ class DelayParams:
         of a round (``min(b, w·MSS)/a``) although eq (4) lets the window also carry packets
         that arrive during the round. ``False`` [default] is the paper; ``True`` also counts
         those packets, with delay ``L`` (they leave as they arrive), so that every packet the
-        source emits is counted.
+        source emits is counted. [default: ``False``, or ``True`` with ``hol_ramp``]
+    hol_ramp : **[choice, not the paper's]** add the head-of-line ramp behind every fast
+        retransmit: the ``m`` packets written during the recovery round trip (``m = ⌊r⌋`` from an
+        application-limited state, the fresh packets that fit in the inflated window from a
+        network-limited one) wait at the receiver for the retransmission, with delays
+        ``L + RTT − q/f``, q = 0..m−1. Table 6 counts only the lost packet and the two behind it
+        (``L + RTT + i/f``); Linux holds all of them (docs/models/delay.md, "The head-of-line
+        ramp"). Implies ``count_fresh_packets`` (an explicit ``count_fresh_packets=False`` with
+        it is an error). ``False`` [default] is the paper's model.
     max_window : the window bound ``w_m`` in segments [default ceil(8 r), Appendix A.3, at
         least 4].
     backlog_bound_packets : the initial backlog bound ``b_m`` in packets [default
@@ -100,7 +119,8 @@ class DelayParams:
     al_fr_backlog: str = "table"
     backlog_rounding: str = "split"
     growth_requires_backlog: bool = False
-    count_fresh_packets: bool = False
+    count_fresh_packets: bool | None = None
+    hol_ramp: bool = False
     max_window: int | None = None
     backlog_bound_packets: int | None = None
     truncation_tol: float = 1e-5
@@ -125,6 +145,15 @@ class DelayParams:
         if not (one_way >= 0 and math.isfinite(one_way)):
             raise ParameterError(f"one_way_s: {self.one_way_s!r} must be >= 0 and finite")
         t0 = float(default_t0_s(rtt)) if self.t0_s is None else _check_positive("t0_s", self.t0_s)
+        hol_ramp = _check_bool("hol_ramp", self.hol_ramp)
+        if self.count_fresh_packets is None:
+            count_fresh = hol_ramp
+        else:
+            count_fresh = _check_bool("count_fresh_packets", self.count_fresh_packets)
+            if hol_ramp and not count_fresh:
+                raise ParameterError(
+                    "hol_ramp: needs count_fresh_packets (the ramp is weighed against every packet the "
+                    "source emits); leave count_fresh_packets unset or True")
         _check_choice("loss_model", self.loss_model, LOSS_MODELS)
         _check_choice("queue", self.queue, QUEUES)
         _check_choice("al_fr_backlog", self.al_fr_backlog, AL_FR_BACKLOGS)
@@ -145,7 +174,7 @@ class DelayParams:
                             ("max_window", wm), ("backlog_bound_packets", bm),
                             ("limited_transmit", bool(self.limited_transmit)),
                             ("growth_requires_backlog", bool(self.growth_requires_backlog)),
-                            ("count_fresh_packets", bool(self.count_fresh_packets))):
+                            ("count_fresh_packets", count_fresh), ("hol_ramp", hol_ramp)):
             object.__setattr__(self, name, value)
 
     # Derived quantities (Table 1).
@@ -175,6 +204,6 @@ class DelayParams:
             "queue": self.queue, "limited_transmit": self.limited_transmit,
             "al_fr_backlog": self.al_fr_backlog, "backlog_rounding": self.backlog_rounding,
             "growth_requires_backlog": self.growth_requires_backlog,
-            "count_fresh_packets": self.count_fresh_packets,
+            "count_fresh_packets": self.count_fresh_packets, "hol_ramp": self.hol_ramp,
             "max_window": self.max_window, "backlog_bound_packets": self.backlog_bound_packets,
         }

@@ -23,7 +23,7 @@ from tcpdelay.model.throughput import pftk_segments_per_s
 
 CHOICE_OPTIONS = frozenset({
     "al_fr_backlog", "backlog_rounding", "growth_requires_backlog", "count_fresh_packets",
-    "max_window", "backlog_bound_packets", "truncation_tol", "max_states",
+    "hol_ramp", "max_window", "backlog_bound_packets", "truncation_tol", "max_states",
 })
 """The options :func:`predict` passes through to :class:`DelayParams` besides its own."""
 
@@ -123,7 +123,8 @@ def predict(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, loss, one_
         depends on the truncation bound and is flagged ``unstable``).
     **choices : the [choice] options of :class:`DelayParams` (``al_fr_backlog``,
         ``backlog_rounding``, ``growth_requires_backlog``, ``count_fresh_packets``,
-        ``max_window``, ``backlog_bound_packets``, ``truncation_tol``, ``max_states``).
+        ``hol_ramp`` (the head-of-line ramp behind each fast retransmit, not the paper's;
+        docs/models/delay.md), ``max_window``, ``backlog_bound_packets``, ``truncation_tol``, ``max_states``).
     """
     src = resolve_source(profile, rate_bps, packet_bytes)
     n_split = _count("split", split)
