@@ -12,7 +12,8 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.scenario import load_scenario
 from tcpdelay.experiments.sweep import expand
 from tcpdelay.experiments.validate import (
-    claim_checks, evaluate_validation, model_point, relative_error, validation_scenario,
+    TABLE_COLUMNS, claim_checks, evaluate_validation, model_point, relative_error, table_columns, table_rows,
+    validation_scenario,
 )
 from tcpdelay.report.html import Report
 from test_report import _run  # the records-by-hand helper (tests/ is on sys.path)
@@ -108,6 +109,87 @@ def test_comparison_on_a_hand_written_sweep(tmp_path):
     # the claims table covers what was measured: voip at 100 ms up to 2 %
     (claim,) = [c for c in doc["claims"] if c["profile"] == "voip"]
     assert claim["points"] == 1 and claim["holds"] == (abs(voip["relative_error"]["mean_s"]) <= 0.10)
+
+
+def test_hol_ramp_variant_side_by_side(tmp_path):
+    """Every point carries the paper's model (unchanged) and the hol_ramp variant with the same
+    statistics and errors; the claims stay the paper's model's, the variant's worst beside them."""
+    doc = evaluate_validation(_hand_sweep(tmp_path / "v"))
+    voip, video = doc["points"]
+    paper, hol = model_point("voip", 0.1, 0.01), model_point("voip", 0.1, 0.01, hol_ramp=True)
+    assert voip["model"]["mean_s"] == pytest.approx(paper["mean_s"])
+    assert voip["model_hol_ramp"]["mean_s"] == pytest.approx(hol["mean_s"])
+    assert voip["model_hol_ramp"]["p95_s"] == pytest.approx(hol["p95_s"])
+    # the ramp adds held packets: at 100 ms, 1 % the variant's mean is above the paper's
+    assert voip["model_hol_ramp"]["mean_s"] > voip["model"]["mean_s"] + 1e-3
+    assert set(voip["model_hol_ramp"]) == set(voip["model"])
+    assert set(voip["relative_error_hol_ramp"]) == set(voip["relative_error"])
+    assert voip["relative_error_hol_ramp"]["mean_s"] == pytest.approx((hol["mean_s"] - 0.06) / 0.06)
+    assert voip["relative_error_hol_ramp"]["tcp_level_mean_s"] == pytest.approx((hol["mean_s"] - 0.06) / 0.01)
+    assert video["model_hol_ramp"]["mean_s"] == pytest.approx(model_point("video", 0.1, 0.01, hol_ramp=True)["mean_s"])
+    # the claim is decided on the paper's model; the variant's worst error is reported beside it
+    (claim,) = [c for c in doc["claims"] if c["profile"] == "voip"]
+    assert claim["worst_relative_error"] == pytest.approx(voip["relative_error"]["mean_s"])
+    assert claim["worst_relative_error_hol_ramp"] == pytest.approx(voip["relative_error_hol_ramp"]["mean_s"])
+    assert claim["worst_loss_hol_ramp"] == 0.01
+    assert any(line.startswith("voip on newreno-2008 with hol_ramp") for line in doc["interpretation"])
+    # the HTML table: the variant's mean and error after the paper's, in ms as the other columns
+    html = Path(doc["report_path"]).read_text()
+    assert "mean ms model + hol_ramp" in html and f"{hol['mean_s'] * 1e3:.1f}" in html
+    assert "hol_ramp: worst rel. err (at loss)" in html
+
+
+def test_table_rows_with_and_without_hol_ramp():
+    pts = [{"profile": "voip", "stack": "newreno-2008", "rtt_s": 0.3, "loss": 0.01, "runs": 1,
+            "measured": {"mean_s": 0.175}, "model": {"mean_s": 0.1614, "unstable": False},
+            "relative_error": {"mean_s": -0.08}, "model_hol_ramp": {"mean_s": 0.171, "unstable": False},
+            "relative_error_hol_ramp": {"mean_s": -0.02}}]
+    (plain,) = table_rows(pts)
+    (wide,) = table_rows(pts, hol_ramp=True)
+    # the default layout is unchanged (the CLI and the measured check index into it)
+    assert len(plain) == len(TABLE_COLUMNS) and table_columns() == TABLE_COLUMNS
+    cols = table_columns(hol_ramp=True)
+    assert len(wide) == len(cols) == len(TABLE_COLUMNS) + 2
+    row = dict(zip(cols, wide))
+    assert row["mean ms model"] == "161.4" and row["mean ms model + hol_ramp"] == "171.0"
+    assert row["rel. err (hol_ramp)"] == "-2 %" and row["rel. err TCP-level"] == "—"
+    assert [c for c in cols if "hol_ramp" not in c] == TABLE_COLUMNS
+    assert [v for c, v in zip(cols, wide) if "hol_ramp" not in c] == plain
+    pts[0]["model_hol_ramp"]["unstable"] = True
+    assert dict(zip(cols, table_rows(pts, hol_ramp=True)[0]))["mean ms model + hol_ramp"] == "unstable"
+
+
+def test_rerun_on_a_complete_directory_recomputes_without_measuring(tmp_path, monkeypatch):
+    """``tcpdelay validate`` on a directory whose runs are all complete measures nothing (and
+    needs no testbed): it recomputes the model side, the hol_ramp variant included, and rewrites
+    validation.json over an older one that lacked it."""
+    import tcpdelay.experiments.run as run_mod
+    from tcpdelay.experiments.sweep import expand, prepare, units
+    from tcpdelay.experiments.validate import run_validation
+
+    grid = {"losses": (0.02,), "profiles": ("voip",), "stacks": ("linux-default",)}
+    scenario = validation_scenario(duration_s=4, grid=grid)
+    out = tmp_path / "v"
+    out.mkdir()
+    cells = expand(scenario)
+    prepare(scenario, out, cells)
+    (unit,) = units(cells, out)
+    _run(unit.run_dir, [0.25 if i % 25 == 0 else 0.05 for i in range(200)])
+    assert unit.complete
+    (out / "validation.json").write_text(json.dumps({"points": [{"model": {}}]}))  # an older file
+
+    def must_not_measure(*args, **kwargs):
+        raise AssertionError("a complete run was measured again")
+
+    monkeypatch.setattr(run_mod, "run_scenario", must_not_measure)
+    doc = run_validation(out, duration_s=4, grid=grid, progress=False)
+    assert (doc["sweep"]["ran"], doc["sweep"]["skipped"], doc["sweep"]["failed"]) == (0, 1, [])
+    (p,) = json.loads((out / "validation.json").read_text())["points"]
+    hol = model_point("voip", 0.1, 0.02, hol_ramp=True)
+    assert p["model"]["mean_s"] == pytest.approx(model_point("voip", 0.1, 0.02)["mean_s"])
+    assert p["model_hol_ramp"]["mean_s"] == pytest.approx(hol["mean_s"])
+    assert p["relative_error_hol_ramp"]["mean_s"] == pytest.approx((hol["mean_s"] - 0.058) / 0.058)
+    assert "mean ms model + hol_ramp" in (out / "validation.html").read_text()
 
 
 def test_claim_checks_take_the_worst_point():
