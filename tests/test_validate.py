@@ -210,6 +210,7 @@ needs_testbed = pytest.mark.skipif(_testbed_unavailable() is not None,
 
 
 @pytest.mark.slow
+@pytest.mark.testbed
 @needs_testbed
 def test_validate_tiny_on_the_testbed_resumes(tmp_path):
     from tcpdelay.experiments.validate import run_validation
@@ -246,6 +247,7 @@ def test_measured_check_says_plainly_when_it_cannot_run(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.testbed
 @needs_testbed
 def test_measured_check_on_the_testbed():
     from tcpdelay.experiments.measured_check import DURATION_S, POINTS, measured_check_part
