@@ -33,7 +33,8 @@ def _same(a, b):
     return a == b
 
 
-@pytest.mark.parametrize("name", ["droptail-5.3", "droptail-5.3-video"])
+@pytest.mark.parametrize("name", ["droptail-5.3", "droptail-5.3-video", "droptail-5.3-long",
+                                  "droptail-5.3-connections", "droptail-5.3-video-connections"])
 def test_droptail_tables_are_the_committed_summary(name):
     sweep = ROOT / "results" / name
     rows = droptail.evaluate(sweep, 10.0)
@@ -73,7 +74,7 @@ def test_split_parallel_tables_are_the_committed_summary():
     sweep = ROOT / "results" / "split-parallel-7"
     rows = split.evaluate(sweep, 10.0)
     committed = json.loads((sweep / "summary.json").read_text())
-    assert len(rows) == len(committed) == 15    # 5 heuristics x 3 seeds
+    assert len(rows) == len(committed) == 20    # 5 heuristics x {0, 10} web flows x 2 seeds
     for r, c in zip(rows, committed):
         for k in c:
             assert _same(r[k], c[k]), (r["cell_id"], r["seed"], k)
