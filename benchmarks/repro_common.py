@@ -9,6 +9,7 @@ file when the records are absent (a fresh clone of ``results/``).
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -19,6 +20,24 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 DELAYS_FILE = "delays.parquet"
+
+
+def sweep_script_args(doc: str) -> argparse.Namespace:
+    """The command line every sweep-reading script shares: ``SWEEP_DIR [--warmup-s S]
+    [--figure PNG] [--json]``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("sweep_dir", type=Path)
+    ap.add_argument("--warmup-s", type=float, default=10.0)
+    ap.add_argument("--figure", type=Path)
+    ap.add_argument("--json", action="store_true")
+    return ap.parse_args()
+
+
+def save_figure(fig, path: Path) -> None:
+    """Lay out and write a script's figure (80 dpi, the size the docs embed)."""
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
 
 
 def runs(sweep_dir: Path) -> list[dict]:

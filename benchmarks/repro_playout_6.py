@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from repro_common import save_figure
 from tcpdelay.model.delay import predict
 from tcpdelay.model.delay.playout import recommended_playout_s
 from tcpdelay.model.delay.profiles import PROFILES
@@ -100,9 +101,7 @@ def figure(pts: list[dict], path: Path, stack: str) -> None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("fraction of late packets")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
+    save_figure(fig, path)
 
 
 def main() -> None:

@@ -16,7 +16,6 @@ model has no 'intelligent' scheduler).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,7 +24,9 @@ import numpy as np
 import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from repro_common import emulator_lateness_us, flows_table, media_delays, run_json, runs  # noqa: E402
+from repro_common import (  # noqa: E402
+    emulator_lateness_us, flows_table, media_delays, run_json, runs, save_figure, sweep_script_args,
+)
 
 from tcpdelay.errors import ParameterError  # noqa: E402
 from tcpdelay.model.delay import predict  # noqa: E402
@@ -114,18 +115,11 @@ def figure(rows: list[dict], path: Path) -> None:
         ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
+    save_figure(fig, path)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("sweep_dir", type=Path)
-    ap.add_argument("--warmup-s", type=float, default=10.0)
-    ap.add_argument("--figure", type=Path)
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
+    a = sweep_script_args(__doc__)
     rows = evaluate(a.sweep_dir, a.warmup_s)
     if a.figure:
         figure(rows, a.figure)
