@@ -48,7 +48,7 @@ pub struct Emulator {
     pub mtu: u32,
     pub counters_file: Option<String>,
     pub realtime_active: bool,
-    /// This process's timer slack after asking for 1 ns (`sys::set_timer_slack_ns`).
+    /// This process's timer slack after asking for 1 ns (`sys::timer_slack_ns`).
     pub timer_slack_ns: u64,
     /// The kernel's timer resolution (`sys::clock_resolution_ns`).
     pub clock_resolution_ns: u64,

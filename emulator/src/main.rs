@@ -131,7 +131,7 @@ fn main() {
     ];
     // Timer precision as it stands (SCHED_FIFO reads 0 slack), and a warning
     // when the kernel's timers are tick-based (a sleep then ends on a tick).
-    let timer_slack_ns = sys::set_timer_slack_ns(1);
+    let timer_slack_ns = sys::timer_slack_ns();
     let clock_resolution_ns = sys::clock_resolution_ns();
     if clock_resolution_ns > 1_000 {
         eprintln!(

@@ -33,13 +33,17 @@ pub fn clock_resolution_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Sets this thread's timer slack (prctl `PR_SET_TIMERSLACK`, man 2 prctl) and
-/// returns the value now in force. The kernel may fire a sleeping task's timer
-/// up to the slack late (50 µs by default, inherited from the parent, and set
-/// much larger by some supervisors); a SCHED_FIFO task has none, but the
-/// emulator also runs where SCHED_FIFO is refused.
-pub fn set_timer_slack_ns(ns: u64) -> u64 {
+/// Sets this thread's timer slack (prctl `PR_SET_TIMERSLACK`, man 2 prctl). The
+/// kernel may fire a sleeping task's timer up to the slack late (50 µs by
+/// default, inherited from the parent, and set much larger by some
+/// supervisors); a SCHED_FIFO task has none, but the emulator also runs where
+/// SCHED_FIFO is refused.
+pub fn set_timer_slack_ns(ns: u64) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
+/// The timer slack in force for this thread (0 under SCHED_FIFO).
+pub fn timer_slack_ns() -> u64 {
     let got = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     if got < 0 { 0 } else { got as u64 }
 }
