@@ -5,7 +5,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from test_report import _run, main_code
 
 from tcpdelay.experiments.scenario import DEFAULT_METRICS, METRICS

@@ -290,7 +290,10 @@ def evaluate(out_dir: str | Path, progress: Callable[[PartEvent], None] | None =
             data = part(report, step)
         result[name] = data
         tell("done", _summary(name, data), time.monotonic() - t0)
-    path = report.write(out / "report.html")
+    try:
+        path = report.write(out / "report.html")
+    except OSError as err:  # e.g. the disk filled up during the run: one line, as report does
+        raise ParameterError(f"--out: cannot write {str(out / 'report.html')!r}: {err.strerror or err}") from None
     result["report_path"] = str(path)
     return result
 
