@@ -1,18 +1,69 @@
-"""The main job writes a self-contained report with the default paths."""
+"""``tcpdelay evaluate`` (``make run``): it says what it is doing while it runs, on stderr, and
+ends with where the report is and how to open it; ``--json`` keeps stdout to the JSON.
+
+Each run is a real subprocess whose stderr is a pipe (not a terminal, as in CI), so the
+progress comes as plain lines.
+"""
 
 import json
+import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+from tcpdelay.experiments.evaluate import PARTS
+from tcpdelay.experiments.measured_check import DURATION_S, POINTS, testbed_unavailable
+
+EXE = [sys.executable, "-m", "tcpdelay", "evaluate"]
+
+
+def _evaluate(*args):
+    # no COLUMNS: a narrow or absent terminal width must not wrap the paths
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    return subprocess.run([*EXE, *args], capture_output=True, text=True, env=env, timeout=900)
+
+
+def _check_progress(stderr: str) -> None:
+    """A start line and a done line for every part, in report order, numbered i/n."""
+    lines = stderr.splitlines()
+    n = len(PARTS)
+    at = -1
+    for i, (name, title, _) in enumerate(PARTS, 1):
+        start = next(j for j, line in enumerate(lines) if line == f"[{i}/{n}] {name}: {title} …")
+        done = next(j for j, line in enumerate(lines)
+                    if re.fullmatch(rf"\[{i}/{n}\] {name}: done in \d+\.\d s( — .+)?", line))
+        assert at < start < done, (name, stderr)
+        at = done
+    # the model parts tell their steps too (which RTT, which profile)
+    assert f"[2/{n}] latency: table, RTT 100 ms" in lines
+    assert f"[3/{n}] regions: profile voip" in lines
+    assert "\x1b[" not in stderr  # no terminal control codes in a log
+
+
+@pytest.mark.slow
+def test_progress_for_each_part_and_where_the_report_is(tmp_path):
+    out = tmp_path / ("a-long-directory-name-" * 6)  # longer than a default 80-column line
+    proc = _evaluate("--out", str(out), "--check-duration-s", "0")
+    assert proc.returncode == 0, proc.stderr
+    _check_progress(proc.stderr)
+    assert "[5/5] measured_check: done in" in proc.stderr and "not measured: left out" in proc.stderr
+    report = (out / "report.html").resolve()
+    assert report.is_file() and report.stat().st_size > 10_000
+    # the last lines name the report and how to open it (a command when there is one, the URL always)
+    last = proc.stdout.strip().splitlines()
+    assert last[-2] == f"Report written to {report}"
+    assert report.as_uri() in last[-1]
+
 
 @pytest.mark.slow
 def test_evaluate_writes_report_and_json(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "tcpdelay", "evaluate", "--out", str(tmp_path), "--json"],
-                         capture_output=True, text=True, timeout=600)
+    res = _evaluate("--out", str(tmp_path), "--json")
     assert res.returncode == 0, res.stderr
-    doc = json.loads(res.stdout)
+    doc = json.loads(res.stdout)  # stdout is the JSON alone: progress and the last line go to stderr
+    _check_progress(res.stderr)
+    assert f"Report written to {doc['report_path']}" in res.stderr.splitlines()
     html = (tmp_path / "report.html").read_text()
     assert doc["report_path"] == str(tmp_path / "report.html")
     # self-contained: figures embedded, nothing fetched
@@ -47,12 +98,34 @@ def test_evaluate_writes_report_and_json(tmp_path):
     assert "Working regions of media over TCP" in html and "Playout delay" in html
     # the short measured check: measured where the testbed runs (root, TUN, emulator built — as
     # in CI), otherwise a plain note saying why
-    from tcpdelay.experiments.measured_check import testbed_unavailable
-
     check = doc["measured_check"]
     reason = testbed_unavailable()
     if reason is None:
         assert check["measured"] is True and len(check["points"]) == 3 and not check["failed"]
         assert "Model vs a short measurement on the testbed" in html
+        # each measured run is announced as it starts
+        runs = [(s, p) for s, losses in POINTS for p in losses]
+        for i, (stack, loss) in enumerate(runs, 1):
+            assert (f"[5/5] measured_check: run {i} of {len(runs)}: {stack}, loss {loss * 100:g} %, "
+                    f"{DURATION_S:g} s of VoIP") in res.stderr.splitlines()
+        assert "[5/5] measured_check: done in" in res.stderr and "3 points measured" in res.stderr
     else:
         assert check["measured"] is False and check["reason"] == reason and "Not measured" in html
+
+
+@pytest.mark.parametrize("value", ["0.5", "-1", "3601", "nan"])
+def test_bad_check_duration_is_one_line(value):
+    proc = _evaluate("--check-duration-s", value, "--out", "/nonexistent-never-written")
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "--check-duration-s" in err, err
+
+
+def test_unwritable_out_is_one_line_before_any_work(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = _evaluate("--out", str(blocker / "sub"), "--check-duration-s", "0")
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "--out" in err and str(blocker / "sub") in err, err
+    assert "[1/" not in err  # refused before the first part started

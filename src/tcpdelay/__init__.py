@@ -7,11 +7,13 @@ Subpackages, one concern each; data flows one way
 - ``tcpdelay.traffic``    media and cross-traffic sources
 - ``tcpdelay.transport``  real sockets carrying media
 - ``tcpdelay.testbed``    network namespaces + the Rust link emulator
-- ``tcpdelay.sim``        ns-3 simulations
 - ``tcpdelay.metrics``    per-packet records -> figures of merit
 - ``tcpdelay.experiments`` scenarios and sweeps
 - ``tcpdelay.report``     plots and HTML
 - ``tcpdelay.cli``        the ``tcpdelay`` command
+
+Everything is measured on the testbed or computed by the models; there is no simulation
+backend yet (a scenario file says nothing about *how* it is run, so one can be added).
 """
 
 __version__ = "0.1.0"

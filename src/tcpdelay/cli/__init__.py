@@ -57,7 +57,7 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="tcpdelay")
 def cli() -> None:
-    """Predict, measure, simulate and tune the delay of real-time media over TCP and UDP.
+    """Predict, measure and tune the delay of real-time media over TCP and UDP.
 
     Every command accepts --json for machine-readable output (keys documented in
     docs/cli.md). Bad input is reported on one line with exit status 2.

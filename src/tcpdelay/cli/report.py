@@ -10,19 +10,30 @@ from rich.table import Table
 from tcpdelay.cli.common import emit, fmt_s, json_option
 
 
+def _mos(f: dict) -> str:
+    return "—" if f["mos"] is None or not math.isfinite(f["mos"]) else f"{f['mos']:.2f}"
+
+
+#: The text table's columns: (metric of the scenario's `metrics` that shows it, or None for
+#: always; header; value of an aggregated flow).
+_COLUMNS = [(None, "parameters", None), (None, "flow", None), (None, "runs", None),
+            ("loss", "loss", lambda f: "—" if f["loss_rate"] is None else f"{f['loss_rate'] * 100:.2f} %"),
+            ("delay", "mean", lambda f: fmt_s(f["delay"]["mean_s"])),
+            ("delay", "p95", lambda f: fmt_s(f["delay"].get("p95_s"))),
+            ("delay", "std", lambda f: fmt_s(f["delay"]["std_s"])),
+            ("mos", "MOS", _mos)]
+
+
 def _human(doc: dict):
     def show(console) -> None:
         table = Table(title=f"{doc['name']}: {doc['results']}", title_justify="left")
-        for col in ("parameters", "flow", "runs", "loss", "mean", "p95", "std", "MOS"):
+        shown = set(doc["metrics"])  # the scenario's `metrics`
+        cols = [(m, h, fn) for m, h, fn in _COLUMNS if m is None or m in shown]
+        for _, col, _ in cols:
             table.add_column(col)
         for c in doc["cells"]:
             for f in c["flows"]:
-                d = f["delay"]
-                loss = f["loss_rate"]
-                table.add_row(c["label"], f["name"], str(f["runs"]),
-                              "—" if loss is None else f"{loss * 100:.2f} %",
-                              fmt_s(d["mean_s"]), fmt_s(d.get("p95_s")), fmt_s(d["std_s"]),
-                              "—" if f["mos"] is None or not math.isfinite(f["mos"]) else f"{f['mos']:.2f}")
+                table.add_row(c["label"], f["name"], str(f["runs"]), *(fn(f) for m, _, fn in cols if m is not None))
         console.print(table)
         r = doc["runs"]
         console.print(f"{r['complete']} complete, {r['failed']} failed, {r['incomplete']} incomplete runs; "
@@ -38,7 +49,9 @@ def _human(doc: dict):
 def report_cmd(results, out_file, as_json):
     """Write one self-contained HTML report (tables, embedded plots) of RESULTS: a run directory
     (tcpdelay run), one run, or a sweep directory (tcpdelay sweep). Repetitions of a cell are
-    joined: delay statistics over their pooled packets, per-run figures averaged."""
+    joined: delay statistics over their pooled packets, per-run figures averaged. The tables and
+    figures show the metrics the scenario lists (its `metrics` key; every metric when RESULTS has
+    no scenario.toml); the JSON has them all."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -1,18 +1,25 @@
 """The main job (``tcpdelay evaluate``, ``make run``): the models over a default set of paths,
-as tables and plots in one HTML report.
+as tables and plots in one HTML report, and a short measured check on the testbed.
 
-Each part is a function ``part(report) -> dict`` that adds a section to the report and returns
-the same figures as plain data for ``--json``. Parts are listed in :data:`PARTS` in the order
-the report shows them.
+Each part is a function ``part(report, step) -> dict`` that adds a section to the report and
+returns the same figures as plain data for ``--json``; it calls ``step(text)`` as it moves on
+(which RTT, which profile, which measured point), so the command line can say what it is doing.
+Parts are listed in :data:`PARTS` in the order the report shows them; :func:`evaluate` runs
+them and reports each start, step and end to its ``progress`` callback as a :class:`PartEvent`.
 """
 
 from __future__ import annotations
 
+import functools
+import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 import numpy as np
 
+from tcpdelay.errors import ParameterError
 from tcpdelay.model import throughput as tp
 from tcpdelay.report.html import Report
 
@@ -21,10 +28,18 @@ DEFAULT_RTTS_S = (0.02, 0.1, 0.3)
 DEFAULT_LOSSES = (0.0, 0.001, 0.01, 0.05)
 MSS_BYTES = 1460
 
+#: What a part calls as it moves on (one short phrase: "RTT 100 ms", "profile voip").
+Step = Callable[[str], None]
 
-def throughput_part(report: Report) -> dict:
+
+def _no_step(text: str) -> None:
+    pass
+
+
+def throughput_part(report: Report, step: Step = _no_step) -> dict:
     """Steady-state throughput (PFTK, simplified PFTK, Mathis) for the default paths."""
     rows, data = [], []
+    step("table")
     for rtt in DEFAULT_RTTS_S:
         t0 = float(tp.default_t0_s(rtt))
         for p in DEFAULT_LOSSES:
@@ -45,6 +60,7 @@ def throughput_part(report: Report) -> dict:
         f"(RFC 5348 §3.1) and the square-root law of Mathis et al.; MSS {MSS_BYTES} bytes, "
         "one segment per ACK, no receiver-window limit. With no loss the models are unbounded.")
     sec.table(["RTT", "loss", "PFTK Mb/s", "PFTK simple Mb/s", "Mathis Mb/s"], rows)
+    step("figure")
     sec.figure(_throughput_figure(), "Throughput against loss for each RTT (log-log).")
     return {"paths": data}
 
@@ -74,16 +90,15 @@ def _throughput_figure():
 LATENCY_SIZES_BYTES = (10_000, 100_000, 1_000_000)
 
 
-def latency_part(report: Report) -> dict:
+def latency_part(report: Report, step: Step = _no_step) -> dict:
     """Expected latency and its 90th percentile (Cardwell et al. eq 25 and Section II-E) of
     short transfers over the default paths, and latency/throughput against size per RTT."""
-    import tempfile
-
     from tcpdelay.model.latency import latency
     from tcpdelay.report.latency_plots import plot_latency_vs_size
 
     rows, data = [], []
     for rtt in DEFAULT_RTTS_S:
+        step(f"table, RTT {rtt * 1e3:g} ms")
         for p in DEFAULT_LOSSES:
             row = [f"{rtt * 1e3:g} ms", f"{p * 100:g} %"]
             for size in LATENCY_SIZES_BYTES:
@@ -103,6 +118,7 @@ def latency_part(report: Report) -> dict:
     sec.table(["RTT", "loss", *(f"{s / 1e3:g} kB (s)" for s in LATENCY_SIZES_BYTES)], rows)
     with tempfile.TemporaryDirectory() as tmp:
         for rtt in DEFAULT_RTTS_S:
+            step(f"figure, RTT {rtt * 1e3:g} ms")
             png = Path(tmp) / f"lat-{rtt}.png"
             plot_latency_vs_size(png, rtt_s=rtt, loss=0.01, mss_bytes=MSS_BYTES, max_bytes=1e8)
             sec.png(png.read_bytes(), f"RTT {rtt * 1e3:g} ms, loss 1 %: latency and effective "
@@ -119,15 +135,13 @@ PLAYOUT_PATHS = ((0.1, 0.01), (0.1, 0.02), (0.3, 0.01))
 
 def _png_of(plot, *args) -> bytes:
     """Run a ``plot(..., path)`` function into a temporary PNG and return its bytes."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "figure.png"
         plot(*args, path)
         return path.read_bytes()
 
 
-def regions_part(report: Report) -> dict:
+def regions_part(report: Report, step: Step = _no_step) -> dict:
     """Working regions (Brosh et al. §6.1) of the default VoIP and video profiles."""
     from tcpdelay.model.delay import get_profile, working_region
     from tcpdelay.report.delay_plots import plot_region
@@ -142,6 +156,7 @@ def regions_part(report: Report) -> dict:
         "without bound. T0 = RTT + 200 ms, random loss, limited transmit on.")
     out = {}
     for name in REGION_PROFILES:
+        step(f"profile {name}")
         prof = get_profile(name)
         region = working_region(name)
         rows = []
@@ -165,7 +180,7 @@ def _percent(fraction: float) -> str:
     return f"{pct:.3g} %" if pct >= 0.01 or pct == 0 else f"{pct:.2g} %"
 
 
-def playout_part(report: Report) -> dict:
+def playout_part(report: Report, step: Step = _no_step) -> dict:
     """Playout-delay advice (Brosh et al. §6.6): L + RTT + 3/f and what it masks."""
     from tcpdelay.model.delay import playout_advice
     from tcpdelay.report.delay_plots import plot_late_fraction
@@ -179,6 +194,7 @@ def playout_part(report: Report) -> dict:
     rows, data = [], []
     figure = None
     for rtt, loss in PLAYOUT_PATHS:
+        step(f"RTT {rtt * 1e3:g} ms, loss {loss * 100:g} %")
         adv = playout_advice("voip", rtt_s=rtt, loss=loss)
         adv.pop("prediction", None)
         curve = adv.pop("curve")
@@ -199,31 +215,103 @@ def playout_part(report: Report) -> dict:
     return {"voip": data}
 
 
-def _measured_check(report: Report) -> dict:
+def _measured_check(report: Report, step: Step = _no_step, duration_s: float | None = None) -> dict:
     """A few model points measured on real Linux TCP through the testbed, when it can run here
     (see :mod:`tcpdelay.experiments.measured_check`; it says plainly when it cannot)."""
-    from tcpdelay.experiments.measured_check import measured_check_part
+    from tcpdelay.experiments.measured_check import DURATION_S, measured_check_part
 
-    return measured_check_part(report)
+    return measured_check_part(report, step=step, duration_s=DURATION_S if duration_s is None else duration_s)
 
 
-PARTS: list[tuple[str, Callable[[Report], dict]]] = [
-    ("throughput", throughput_part),
-    ("latency", latency_part),
-    ("regions", regions_part),
-    ("playout", playout_part),
-    ("measured_check", _measured_check),
+#: The parts in report order: (name in the JSON, title shown while it runs, function).
+PARTS: list[tuple[str, str, Callable[..., dict]]] = [
+    ("throughput", "steady-state TCP throughput (PFTK, Mathis)", throughput_part),
+    ("latency", "latency of short TCP transfers (Cardwell et al.)", latency_part),
+    ("regions", "working regions of media over TCP (Brosh et al.)", regions_part),
+    ("playout", "playout delay for VoIP over TCP", playout_part),
+    ("measured_check", "model vs a short measurement on the testbed", _measured_check),
 ]
 
 
-def evaluate(out_dir: str | Path, progress: Callable[[str], None] | None = None) -> dict:
-    """Run every part, write ``out_dir/report.html`` and return the parts' data."""
+@dataclass(frozen=True)
+class PartEvent:
+    """What :func:`evaluate` tells its ``progress`` callback.
+
+    ``kind`` is "start" (``text``: the part's title), "step" (``text``: what the part does now)
+    or "done" (``text``: a short summary of what it found; ``elapsed_s`` set)."""
+
+    kind: Literal["start", "step", "done"]
+    index: int
+    """1-based position of the part in :data:`PARTS`."""
+    total: int
+    name: str
+    title: str
+    text: str
+    elapsed_s: float | None = None
+
+
+def _summary(name: str, data: dict) -> str:
+    """One line on what a part found (for the progress output, not the report)."""
+    if name == "throughput":
+        return f"{len(data['paths'])} paths"
+    if name == "latency":
+        return f"{len(data['transfers'])} transfers"
+    if name == "regions":
+        return ", ".join(data)
+    if name == "playout":
+        return f"{len(data['voip'])} paths"
+    if name == "measured_check":
+        if not data["measured"]:
+            return f"not measured: {data['reason']}"
+        failed = len(data["failed"])
+        return f"{len(data['points'])} points measured" + (f", {failed} runs failed" if failed else "")
+    return ""
+
+
+def evaluate(out_dir: str | Path, progress: Callable[[PartEvent], None] | None = None, *,
+             check_duration_s: float | None = None) -> dict:
+    """Run every part, write ``out_dir/report.html`` and return the parts' data.
+
+    ``check_duration_s``: seconds of media per point of the measured check (default
+    :data:`tcpdelay.experiments.measured_check.DURATION_S`; 0 leaves the check out, saying so
+    in the report)."""
+    out = _writable_dir(out_dir)
     report = Report("tcpdelay evaluation")
     result: dict = {}
-    for name, part in PARTS:
-        if progress:
-            progress(name)
-        result[name] = part(report)
-    path = report.write(Path(out_dir) / "report.html")
+    total = len(PARTS)
+    for index, (name, title, part) in enumerate(PARTS, 1):
+        tell = functools.partial(_tell, progress, index, total, name, title)
+        tell("start", title)
+        t0 = time.monotonic()
+        step = functools.partial(tell, "step")
+        if name == "measured_check":
+            data = part(report, step, check_duration_s)
+        else:
+            data = part(report, step)
+        result[name] = data
+        tell("done", _summary(name, data), time.monotonic() - t0)
+    try:
+        path = report.write(out / "report.html")
+    except OSError as err:  # e.g. the disk filled up during the run: one line, as report does
+        raise ParameterError(f"--out: cannot write {str(out / 'report.html')!r}: {err.strerror or err}") from None
     result["report_path"] = str(path)
     return result
+
+
+def _tell(progress: Callable[[PartEvent], None] | None, index: int, total: int, name: str, title: str,
+          kind: str, text: str, elapsed_s: float | None = None) -> None:
+    if progress is not None:
+        progress(PartEvent(kind, index, total, name, title, text, elapsed_s))  # type: ignore[arg-type]
+
+
+def _writable_dir(out_dir: str | Path) -> Path:
+    """``out_dir``, created; a directory the report cannot go in is bad input, found before
+    the minute of work rather than after it."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as err:
+        raise ParameterError(f"--out: cannot write to {str(out)!r}: {err.strerror or err}") from None
+    return out

@@ -2,8 +2,8 @@
 
 A scenario is a TOML file describing *what* to run — the path, the media flows, the cross
 traffic, how long, how often, which metrics — and nothing about *how*: no namespace, interface
-or process names, so the testbed backend (:mod:`tcpdelay.experiments.run`) and a simulation
-backend can run the same file. The format is documented in ``docs/experiments/README.md``;
+or process names, so another backend than the testbed (:mod:`tcpdelay.experiments.run`, the only
+one today) could run the same file. The format is documented in ``docs/experiments/README.md``;
 ``experiments/*.toml`` are examples.
 
 Every problem is one line naming the file and the bad key, e.g.::
@@ -52,7 +52,9 @@ PROFILES: tuple[str, ...] = (*CBR_PROFILES, "voip-onoff", "mpeg4-tes", "video-tr
 #: today's Linux defaults.
 TCP_PRESETS = ("newreno-2008", "linux-default")
 
-#: Metrics a scenario may ask for (computed from the per-packet records by tcpdelay.metrics).
+#: Metrics a scenario may ask for: what ``tcpdelay report`` shows (see
+#: :mod:`tcpdelay.report.shown_metrics`); every one is computed from the per-packet records by
+#: tcpdelay.metrics whatever the scenario lists.
 METRICS = (
     "delay",        # mean, std, percentiles, max of one-way delay
     "late",         # late fraction against playout delay

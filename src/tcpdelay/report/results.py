@@ -254,10 +254,19 @@ def aggregate_cell(cell: CellData) -> list[dict]:
             if voice else None,
             "rtpi": _mean(f.metrics["rtpi"].get("rtpi") for f in frs),
             "goodput_bps": _mean(f.metrics["goodput_bps"] for f in frs),
+            "jitter_rfc3550_s": _mean(f.metrics.get("jitter_rfc3550_s") for f in frs),
+            "picture_discard_fraction": _discard_fraction(frs),
             "tcp_retransmissions": sum(int(f.metrics["tcp_retransmissions"] or 0) for f in frs)
             if any(f.metrics["tcp_retransmissions"] is not None for f in frs) else None,
         })
     return out
+
+
+def _discard_fraction(frs: list[FlowRun]) -> float | None:
+    """Share of the video frames discarded at playout, over every repetition (None: not video)."""
+    video = [f.metrics["video"] for f in frs if "video" in f.metrics]
+    frames = sum(v["frames"] for v in video)
+    return sum(v["picture_discards"] for v in video) / frames if frames else None
 
 
 def late_at(agg: dict, playout_s: float) -> float | None:
@@ -293,7 +302,9 @@ def build_report(results: Results, report) -> dict:
     """Add the results' sections to ``report`` (a :class:`tcpdelay.report.html.Report`) and
     return the data (``tcpdelay report --json``)."""
     from tcpdelay.report import results_plots as rp
+    from tcpdelay.report.shown_metrics import shown_metrics
 
+    shown = shown_metrics(results.path)
     runs = [r for c in results.cells for r in c.runs]
     counts = {s: sum(r.status == s for r in runs) for s in ("complete", "failed", "incomplete")}
     sec = report.section("Overview")
@@ -303,11 +314,14 @@ def build_report(results: Results, report) -> dict:
         f"{counts['failed']} failed, {counts['incomplete']} incomplete (interrupted or still running; "
         "left out). Delays are one-way, from the sender's write to the receiver's read, on one clock. "
         "Per cell, the delay statistics and late fractions are over the pooled packets of every "
-        "repetition; MOS, acceptable quality, RTPI, goodput and Jain's index are means over the repetitions.")
+        "repetition; MOS, acceptable quality, RTPI, goodput and Jain's index are means over the repetitions. "
+        f"Shown: {', '.join(shown)} (the scenario's `metrics`; `tcpdelay metrics RUN_DIR` gives every "
+        "metric of a run).")
     if counts["failed"]:
         sec.paragraph("Failed runs: " + "; ".join(
             f"{r.run_dir}: {r.error}" for r in runs if r.status == "failed"), note=True)
 
+    cell_cols = _shown_columns(_CELL_COLUMNS, shown)
     cells_out = []
     cell_rows = []
     for cell in results.cells:
@@ -320,38 +334,26 @@ def build_report(results: Results, report) -> dict:
             "flows": aggs, "jain_index_goodput": jain,
         })
         for a in aggs:
-            d = a["delay"]
-            cell_rows.append([cell_label(cell), a["name"], a["runs"], a["packets"], _pct(a["loss_rate"]),
-                              _ms(d["mean_s"]), _ms(d["std_s"]), _ms(d.get("p95_s")), _ms(d.get("p99_s")),
-                              _ms(d["max_s"]),
-                              *(_pct(late_at(a, x)) for x in TABLE_PLAYOUT_DELAYS_S),
-                              _num(a["mos"], ".2f"), _pct(a["acceptable_quality_fraction"], 1),
-                              _num(a["rtpi"], ".3f"), _kbps(a["goodput_bps"]),
-                              "—" if a["tcp_retransmissions"] is None else a["tcp_retransmissions"],
-                              _num(jain, ".3f")])
+            cell_rows.append([cell_label(cell), a["name"], a["runs"], a["packets"],
+                              *(cell_fn(a, jain) for _, cell_fn in cell_cols)])
     sec = report.section("Per cell (repetitions joined)" if results.kind == "sweep" else "Summary (repetitions joined)")
-    sec.table(["parameters", "flow", "runs", "packets", "loss %", "mean ms", "std ms", "p95 ms",
-               "p99 ms", "max ms", *(f"late % @{x * 1e3:g} ms" for x in TABLE_PLAYOUT_DELAYS_S),
-               "MOS", "acceptable %", "RTPI", "goodput kb/s", "TCP retrans", "Jain"], cell_rows,
+    sec.table(["parameters", "flow", "runs", "packets", *(h for h, _ in cell_cols)], cell_rows,
               "Late: share of the packets sent that arrive after a fixed playout delay (from the send "
               "time); MOS: E-model at the best of the metrics' playout delays; acceptable: share of "
-              "packets at quality levels 0–1 (voice flows).")
+              "packets at quality levels 0–1 (voice flows); discards: video frames discarded at playout.")
 
+    run_cols = _shown_columns(_RUN_COLUMNS, shown)
     run_rows = []
     for cell in results.cells:
         for r in cell.runs:
             if r.status != "complete":
-                run_rows.append([cell_label(cell), r.seed, r.status, "", "", "", "", "", "", "", r.error or ""])
+                run_rows.append([cell_label(cell), r.seed, r.status, "", *("" for _ in run_cols), r.error or ""])
                 continue
             for f in r.flows:
-                m = f.metrics
-                run_rows.append([cell_label(cell), r.seed, r.status, f.name, _pct(m["packets"]["loss_rate"]),
-                                 _ms(m["delay"]["mean_s"]), _ms(m["delay"]["std_s"]), _ms(m["delay"].get("p95_s")),
-                                 _num(m.get("emodel", {}).get("best", {}).get("mos"), ".2f"),
-                                 _kbps(m["goodput_bps"]), ""])
+                run_rows.append([cell_label(cell), r.seed, r.status, f.name,
+                                 *(run_fn(f.metrics) for _, run_fn in run_cols), ""])
     report.section("Per run").table(
-        ["parameters", "seed", "status", "flow", "loss %", "mean ms", "std ms", "p95 ms", "MOS",
-         "goodput kb/s", "error"], run_rows)
+        ["parameters", "seed", "status", "flow", *(h for h, _ in run_cols), "error"], run_rows)
 
     sec = report.section("Figures")
     figures = 0
@@ -364,12 +366,17 @@ def build_report(results: Results, report) -> dict:
             if agg and ds:
                 series.append((cell_label(cell), np.concatenate(ds), agg))
         for chunk in _chunks(series, CURVES_PER_FIGURE):
-            sec.figure(rp.delay_cdf_figure([(lbl, d) for lbl, d, _ in chunk], title=f"flow {name}"),
-                       f"Delay CDF of flow {name!r} (pooled repetitions), one curve per cell.")
-            sec.figure(rp.late_fraction_figure([(lbl, a["late"]["playout_delay_s"], a["late"]["late_fraction"])
-                                                for lbl, _, a in chunk], title=f"flow {name}"),
-                       f"Late fraction of flow {name!r} against the playout delay (Brosh et al. Fig 23 style).")
-            figures += 2
+            if "delay" in shown:
+                sec.figure(rp.delay_cdf_figure([(lbl, d) for lbl, d, _ in chunk], title=f"flow {name}"),
+                           f"Delay CDF of flow {name!r} (pooled repetitions), one curve per cell.")
+                figures += 1
+            if "late" in shown:
+                sec.figure(rp.late_fraction_figure([(lbl, a["late"]["playout_delay_s"], a["late"]["late_fraction"])
+                                                    for lbl, _, a in chunk], title=f"flow {name}"),
+                           f"Late fraction of flow {name!r} against the playout delay (Brosh et al. Fig 23 style).")
+                figures += 1
+        if "quality" not in shown:
+            continue
         q = []
         for cell in results.cells:
             first = next((r for r in cell.runs if r.status == "complete"), None)
@@ -384,10 +391,48 @@ def build_report(results: Results, report) -> dict:
                        f"levels of the loss periods, 0 best, 5 worst; mean and worst per {QUALITY_BIN_S:g} s).")
             figures += 1
     if not figures:
-        sec.paragraph("No complete run with media records: nothing to plot.", note=True)
+        sec.paragraph("No complete run with media records: nothing to plot." if names else
+                      f"No figure of the metrics shown ({', '.join(shown)}).", note=True)
     return {"results": str(results.path), "kind": results.kind, "name": results.name,
-            "runs": counts, "table_playout_delays_s": list(TABLE_PLAYOUT_DELAYS_S), "cells": cells_out,
+            "metrics": list(shown), "runs": counts, "table_playout_delays_s": list(TABLE_PLAYOUT_DELAYS_S), "cells": cells_out,
             "figures": figures}
+
+
+#: Columns of the per-cell table after parameters, flow, runs and packets: (metric, header,
+#: value of an aggregated flow and the cell's Jain index), in the order shown.
+_CELL_COLUMNS: list[tuple[str, str, Callable[[dict, float | None], object]]] = [
+    ("loss", "loss %", lambda a, j: _pct(a["loss_rate"])),
+    ("delay", "mean ms", lambda a, j: _ms(a["delay"]["mean_s"])),
+    ("delay", "std ms", lambda a, j: _ms(a["delay"]["std_s"])),
+    ("delay", "p95 ms", lambda a, j: _ms(a["delay"].get("p95_s"))),
+    ("delay", "p99 ms", lambda a, j: _ms(a["delay"].get("p99_s"))),
+    ("delay", "max ms", lambda a, j: _ms(a["delay"]["max_s"])),
+    *(("late", f"late % @{x * 1e3:g} ms", lambda a, j, x=x: _pct(late_at(a, x))) for x in TABLE_PLAYOUT_DELAYS_S),
+    ("jitter", "jitter ms", lambda a, j: _ms(a["jitter_rfc3550_s"])),
+    ("mos", "MOS", lambda a, j: _num(a["mos"], ".2f")),
+    ("quality", "acceptable %", lambda a, j: _pct(a["acceptable_quality_fraction"], 1)),
+    ("rtpi", "RTPI", lambda a, j: _num(a["rtpi"], ".3f")),
+    ("goodput", "goodput kb/s", lambda a, j: _kbps(a["goodput_bps"])),
+    ("playout", "discards %", lambda a, j: _pct(a["picture_discard_fraction"])),
+    ("tcp", "TCP retrans", lambda a, j: "—" if a["tcp_retransmissions"] is None else a["tcp_retransmissions"]),
+    ("fairness", "Jain", lambda a, j: _num(j, ".3f")),
+]
+
+#: Columns of the per-run table after parameters, seed, status and flow: (metric, header, value
+#: of the run's flow metrics).
+_RUN_COLUMNS: list[tuple[str, str, Callable[[dict], object]]] = [
+    ("loss", "loss %", lambda m: _pct(m["packets"]["loss_rate"])),
+    ("delay", "mean ms", lambda m: _ms(m["delay"]["mean_s"])),
+    ("delay", "std ms", lambda m: _ms(m["delay"]["std_s"])),
+    ("delay", "p95 ms", lambda m: _ms(m["delay"].get("p95_s"))),
+    ("jitter", "jitter ms", lambda m: _ms(m.get("jitter_rfc3550_s"))),
+    ("mos", "MOS", lambda m: _num(m.get("emodel", {}).get("best", {}).get("mos"), ".2f")),
+    ("goodput", "goodput kb/s", lambda m: _kbps(m["goodput_bps"])),
+]
+
+
+def _shown_columns(columns: list, shown: tuple[str, ...]) -> list[tuple[str, Callable]]:
+    return [(header, fn) for metric, header, fn in columns if metric in shown]
 
 
 def aggregate_cell_cached(cells_out: list[dict], cell: CellData) -> list[dict]:
