@@ -124,7 +124,7 @@ def _connect_control(cfg: SenderConfig, deadline: float) -> socket.socket:
         except (ConnectionRefusedError, socket.timeout, OSError) as err:
             last = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
             if isinstance(err, socket.gaierror):
-                raise SenderError(f"cannot resolve {cfg.to_host!r}: {last}") from None
+                raise ParameterError(f"to: cannot resolve {cfg.to_host!r}: {last}") from None
             time.sleep(min(0.05, max(0.0, left)))
 
 
