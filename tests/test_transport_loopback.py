@@ -161,14 +161,16 @@ def test_unknown_congestion_control_is_a_parameter_error():
     rx.join()
 
 
-def test_receiver_refuses_another_protocol_version():
+@pytest.mark.parametrize("version", [1, 99])
+def test_receiver_refuses_another_protocol_version(version):
+    """Version 1 (media without the header check) included: its packets would fail version 2's."""
     rx = Receiver()
     with socket.create_connection(("127.0.0.1", rx.port)) as s:
-        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": 99,
+        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": version,
                               "run_id": "x", "params": {}}, pad_to=300)
         s.sendall(req)
         reply, n = control.recv(s, 5)
-    assert reply["type"] == "reject" and "version 1" in reply["reason"]
+    assert reply["type"] == "reject" and "speaks version 2" in reply["reason"]
     assert n <= len(req)
     rx.stop.set()
     assert rx.join() == []
@@ -177,7 +179,7 @@ def test_receiver_refuses_another_protocol_version():
 def test_a_tiny_request_gets_no_more_bytes_back_than_it_sent():
     rx = Receiver()
     with socket.create_connection(("127.0.0.1", rx.port)) as s:
-        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
                               "run_id": "r", "params": {"transport": "bogus"}})
         s.sendall(req)
         s.settimeout(5)
@@ -228,7 +230,7 @@ def test_receiver_gone_mid_run_ends_the_sender_cleanly(tmp_path):
 def test_receiver_idle_timeout_keeps_what_it_recorded(tmp_path):
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=0.5)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
                            "run_id": "idle", "params": RunParams(duration_s=5).to_dict()},
                      pad_to=control.REQUEST_PAD_BYTES)
         accept, _ = control.recv(ctl, 5)
@@ -245,7 +247,7 @@ def test_receiver_idle_timeout_keeps_what_it_recorded(tmp_path):
 def test_wrong_token_and_garbage_are_shut_out(tmp_path):
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=2)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
                            "run_id": "tok", "params": RunParams(duration_s=5).to_dict()},
                      pad_to=control.REQUEST_PAD_BYTES)
         accept, _ = control.recv(ctl, 5)
@@ -261,6 +263,7 @@ def test_wrong_token_and_garbage_are_shut_out(tmp_path):
         control.send(ctl, {"type": "end"}, pad_to=control.REQUEST_PAD_BYTES)
         (rr,) = rx.join()
     assert any("outside" in e for e in rr.errors)
+    assert rr.status == "corrupted" and "outside" in rr.failure      # garbage fails the flow
     assert rr.received_packets == 0
 
 
@@ -291,7 +294,7 @@ def test_a_stalled_receiver_bounds_the_application_queue_and_drains_out(tmp_path
     def fake_receiver():
         ctl, _ = lst.accept()
         control.recv(ctl, 5)
-        ctl.sendall(control.encode({"type": "accept", "version": 1, "token": "ab" * 16,
+        ctl.sendall(control.encode({"type": "accept", "version": control.VERSION, "token": "ab" * 16,
                                     "clock": "shared-monotonic"}))
         data, _ = lst.accept()
         conns.extend([ctl, data])          # keep them open, read nothing
@@ -318,7 +321,7 @@ def test_in_order_gap_that_never_fills_is_skipped_not_held_for_ever(tmp_path, mo
     monkeypatch.setattr(receiver_mod, "MAX_HELD_PACKETS", 5)
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=5)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1, "run_id": "gap",
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION, "run_id": "gap",
                            "params": RunParams(duration_s=5, delivery="in-order").to_dict()},
                      pad_to=control.REQUEST_PAD_BYTES)
         accept, _ = control.recv(ctl, 5)

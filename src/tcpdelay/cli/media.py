@@ -245,6 +245,8 @@ def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, max_pending
                 rows += [(f"delay p50{ref}", fmt_s(dl["delay_p50_s"])),
                          (f"delay p95{ref}", fmt_s(dl["delay_p95_s"])),
                          (f"delay max{ref}", fmt_s(dl["delay_max_s"]))]
+            if d.get("failure"):
+                rows.append(("failed", d["failure"]))
             for e in d["errors"][:5]:
                 rows.append(("error", e))
             console.print(key_value_table(f"tcpdelay recv: run {d['run_id']}", rows))

@@ -61,7 +61,7 @@ class ReceiverResult:
     """One served run (picklable; ``to_dict`` for JSON)."""
     run_id: str
     run_dir: str | None
-    status: str            # completed | sender-disconnected | idle-timeout | interrupted
+    status: str            # completed | corrupted | truncated | sender-disconnected | idle-timeout | interrupted
     clock: str
     peer: str
     params: dict
@@ -78,6 +78,7 @@ class ReceiverResult:
     bytes_in: int = 0              # everything read from the sender (control + media)
     bytes_out: int = 0             # everything written to it (control answers only)
     errors: list[str] = field(default_factory=list)
+    failure: str | None = None     # why a run that did not complete failed (corrupted, truncated)
     sender_end: dict | None = None
     first_recv_time_s: float | None = None
     last_recv_time_s: float | None = None
@@ -439,6 +440,8 @@ class _Run:
                 self.writer.close()
             if res.status == "completed" and res.sender_end is not None:
                 self._answer_end()
+            elif res.failure is not None:
+                self._abort()
             self.ctl.close()
             if self.run_dir is not None and self.got_media:
                 meta.update(status=res.status, result=res.to_dict())
@@ -451,6 +454,22 @@ class _Run:
         if self.p.transport == "tcp":
             return self.open_media == 0 and len(self.media) == self.p.connections
         return now - self.ending_since >= int(self.cfg.udp_linger_s * 1e9)
+
+    def _abort(self) -> None:
+        """Tell the sender that the run failed and why, within what the receiver may still
+        answer (its hello's and end's bytes less the answers sent: no amplification)."""
+        r = self.res
+        budget = self.budget + (getattr(self, "_end_bytes", 0) or 0)
+        data = control.answer({"type": "abort", "status": r.status, "reason": r.failure or ""}, budget)
+        if not data or len(data) > budget:
+            return
+        try:
+            self.ctl.setblocking(True)
+            self.ctl.settimeout(2.0)
+            self.ctl.sendall(data)
+            r.bytes_out += len(data)
+        except OSError:
+            pass
 
     def _answer_end(self) -> None:
         r = self.res
@@ -516,7 +535,7 @@ class _Run:
         self.last_rx = t_ns
         res.bytes_in += n + len(rest)
         self._media_arrived()
-        parser = FrameParser(self.cfg.max_message_bytes)
+        parser = FrameParser(self.cfg.max_message_bytes, flow_id=self.flow)
         self.media[index] = sock
         self.media_socks.add(sock)
         self.open_media += 1
@@ -525,12 +544,20 @@ class _Run:
         if rest:
             self._feed(index, parser, sock, rest, t_ns)
 
+    def _fail(self, status: str, reason: str) -> None:
+        """The flow failed (its media stream is not what the sender sent): the run ends now,
+        with this status and reason, and the sender is told (:meth:`_abort`)."""
+        res = self.res
+        if res.status == "completed":
+            res.status = status
+            res.failure = reason
+        res.errors.append(reason)
+
     def _feed(self, index: int, parser: FrameParser, sock, data, t_ns: int) -> None:
         try:
             pieces = parser.feed(data)
         except FramingError as err:
-            self.res.errors.append(f"connection {index}: {err}; connection closed")
-            self._close_media(sock)
+            self._fail("corrupted", f"connection {index}: {err}")
             return
         for piece in pieces:
             self._piece(piece, index, t_ns)
@@ -557,7 +584,7 @@ class _Run:
             try:
                 parser.finish()
             except FramingError as err:
-                self.res.errors.append(f"connection {index}: {err}")
+                self._fail("truncated", f"connection {index}: {err}")
             self._close_media(sock)
             return
         self.res.bytes_in += n

@@ -63,7 +63,7 @@ class SenderResult:
     """What :func:`run_sender` returns (picklable; ``to_dict`` for JSON)."""
     run_id: str
     run_dir: str | None
-    status: str                 # completed | interrupted | receiver-disconnected | connection-lost | drain-timeout
+    status: str                 # completed | interrupted | receiver-failed | receiver-disconnected | connection-lost | drain-timeout
     clock: str
     transport: str
     connections: int
@@ -248,7 +248,44 @@ def _info_summary(sock: socket.socket) -> dict:
     return {k: r[k] for k in keep if k in r}
 
 
+def _receiver_failed(result: SenderResult, msg: dict) -> None:
+    """The receiver's abort: it failed the run (e.g. a corrupted media stream) and says why."""
+    result.status = "receiver-failed"
+    result.error = (f"the receiver failed the run ({msg.get('status') or 'no status'}): "
+                    f"{msg.get('reason') or 'no reason given'}")
+
+
+def _late_abort(ctl: socket.socket, reader: control.ControlReader, timeout_s: float) -> dict | None:
+    """After a media connection broke: the receiver's abort, if it sent one (it closes the
+    media connections right after it, so the abort may still be on its way)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            ctl.settimeout(left)
+            data = ctl.recv(4096)
+            msgs = reader.feed(data) if data else []
+        except (OSError, control.ControlError):
+            return None
+        for msg, _ in msgs:
+            if msg.get("type") == "abort":
+                return msg
+        if not data:
+            return None
+    return None
+
+
 def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on_progress):
+    reader = control.ControlReader()
+    try:
+        _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop, on_progress)
+    finally:
+        if result.status in ("connection-lost", "receiver-disconnected"):
+            msg = _late_abort(ctl, reader, 2.0)
+            if msg is not None:
+                _receiver_failed(result, msg)
+
+
+def _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop, on_progress):
     sel = selectors.DefaultSelector()
     ctl.setblocking(False)
     sel.register(ctl, selectors.EVENT_READ, None)
@@ -438,7 +475,16 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                     if not data:
                         result.status = "receiver-disconnected"
                         return
-                    result.error = "unexpected control message from the receiver"
+                    try:
+                        msgs = reader.feed(data)
+                    except control.ControlError as err:
+                        result.error = f"control: {err}"
+                        msgs = []
+                    for msg, _ in msgs:
+                        if msg.get("type") == "abort":
+                            _receiver_failed(result, msg)
+                            return
+                        result.error = f"unexpected control message {msg.get('type')!r} from the receiver"
                 else:
                     flush(key.data)
     except (ConnectionResetError, BrokenPipeError, ConnectionAbortedError) as err:
@@ -470,7 +516,13 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                                   else cfg.drain_timeout_s + 5.0)
         if summary.get("type") == "summary":
             result.receiver = {k: v for k, v in summary.items() if k != "type"}
+        elif summary.get("type") == "abort":
+            _receiver_failed(result, summary)
         else:
             result.error = f"receiver answered 'end' with {summary.get('type')!r}"
     except (control.ControlError, OSError) as err:
         result.error = f"no summary from the receiver: {err}"
+        if isinstance(err, OSError):        # the receiver may have aborted and closed
+            msg = _late_abort(ctl, reader, 2.0)
+            if msg is not None:
+                _receiver_failed(result, msg)
