@@ -66,9 +66,13 @@ _CHECKED_BYTES = MIN_MEDIA_RTP_BYTES - 2      # what the check covers (after the
 _ZEROS = bytes(RFC4571_MAX_BYTES)
 
 
-def _check(n: int, packet) -> int:
-    """The header check of a media RTP packet of ``n`` bytes (see the module docstring)."""
+def header_check(n: int, packet) -> int:
+    """The header check of a media RTP packet of ``n`` bytes whose first 30 bytes ``packet``
+    holds (see the module docstring): what goes into its bytes 30-31."""
     return zlib.crc32(packet[:_CHECKED_BYTES], zlib.crc32(_LEN.pack(n))) & 0xFFFF
+
+
+_check = header_check
 
 
 class FramingError(TcpdelayError):
