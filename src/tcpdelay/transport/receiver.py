@@ -4,8 +4,14 @@
 connections (told apart by their first message, :mod:`tcpdelay.transport.control`) and UDP on
 the same port number for UDP media. It serves ``runs`` runs one after another.
 
-Per run, one single-threaded event loop (``selectors``) reads every socket as soon as it is
-readable. The receive time of a packet is the CLOCK_MONOTONIC reading (:mod:`.clock`) taken
+One single-threaded event loop (``selectors``) reads every socket as soon as it is readable:
+the listening socket, the connections that have not yet sent their first control message
+(:mod:`.pending`: read concurrently, bounded in count and time, so idle or slow connections
+cannot keep a sender out), and, during a run, its control connection and media. A run gets
+its directory when its first media arrives; a sender that leaves before that leaves nothing
+and is not counted. A media stream that is not the flow's packets (:class:`FramingError`)
+fails the run: status "corrupted" (or "truncated"), the reason in ``failure``, an "abort" to
+the sender. The receive time of a packet is the CLOCK_MONOTONIC reading (:mod:`.clock`) taken
 right after the ``recv`` call that returned its last byte: the moment the application has it.
 What is recorded ("received", :mod:`tcpdelay.records`), per media packet:
 
