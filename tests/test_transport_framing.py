@@ -186,6 +186,9 @@ def test_a_made_up_length_is_caught_at_the_header_not_after_the_packets_it_swall
                                send_time_ns=i, size_bytes=172)) for i in range(200)]
     p = FrameParser(flow_id=3)
     assert len(p.feed(b"".join(pkts[:10]))) == 10
+    with pytest.raises(FramingError) as caught:      # in one chunk: the good ones are kept
+        FrameParser(flow_id=3).feed(b"".join(pkts[:10]) + struct.pack("!H", 20000) + pkts[10])
+    assert [m.seq for m in caught.value.before] == list(range(10))
     p.feed(struct.pack("!H", 20000))
     with pytest.raises(FramingError, match="RTP version 0"):
         for pkt in pkts[10:]:

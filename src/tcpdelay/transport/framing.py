@@ -78,6 +78,8 @@ _check = header_check
 class FramingError(TcpdelayError):
     """The byte stream or datagram is not a valid tcpdelay RTP message."""
 
+    before: list = []       # FrameParser.feed: the valid messages of the chunk before the bad one
+
 
 class MediaPiece(NamedTuple):
     """One RTP packet of media as read from the wire."""
@@ -237,13 +239,24 @@ class FrameParser:
         self._head_ok = True
 
     def feed(self, data) -> list[MediaPiece | KeepAlive]:
+        """The messages ``data`` completes. On a :class:`FramingError`, the valid messages of
+        ``data`` before the bad one are in the error's ``before``."""
         if self._failed is not None:
+            self._failed.before = []
             raise self._failed
+        out: list[MediaPiece | KeepAlive] = []
+        try:
+            self._feed(data, out)
+        except FramingError as err:
+            err.before = out
+            raise
+        return out
+
+    def _feed(self, data, out: list) -> None:
         view = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else memoryview(data)
         end = len(view)
-        out: list[MediaPiece | KeepAlive] = []
         if not end:
-            return out
+            return
         at = 0
         if self._partial:
             part = self._partial
@@ -258,7 +271,7 @@ class FrameParser:
             at += take
             if len(part) < self._need:
                 self._check_partial_head()
-                return out
+                return
             out.append(self._decode(memoryview(part)[2:]))
             self._partial = bytearray()
             self._need = 0
@@ -274,7 +287,6 @@ class FrameParser:
             self._need = 2 + self._length(view, at) if end - at >= 2 else 0
             self._head_ok = False
             self._check_partial_head()
-        return out
 
     def finish(self) -> None:
         """The stream has ended: raise :class:`FramingError` if it ended inside a message."""

@@ -563,6 +563,8 @@ class _Run:
         try:
             pieces = parser.feed(data)
         except FramingError as err:
+            for piece in err.before:       # what came before the bad bytes was the flow's
+                self._piece(piece, index, t_ns)
             self._fail("corrupted", f"connection {index}: {err}")
             return
         for piece in pieces:
