@@ -189,7 +189,8 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
         try:
             reply, _ = control.recv(ctl, max(0.1, deadline - time.monotonic()) + 5.0)
         except control.ControlError as err:
-            raise SenderError(f"receiver did not accept the run: {err}") from None
+            raise SenderError(f"the receiver at {cfg.to_host}:{cfg.to_port} did not accept the run: "
+                              f"{err}") from None
         if reply.get("type") != "accept":
             raise SenderError(f"receiver refused the run: {reply.get('reason', 'no reason given')}")
         token = reply.get("token")
