@@ -2,11 +2,11 @@
 
 A real TCP relay on loopback sits between `tcpdelay send` and `tcpdelay recv`. It forwards
 the control connection untouched and the media connection frame by frame, and after the 20th
-frame injects two bytes: a plausible RFC 4571 length prefix (20000) that no packet follows,
-then forwards the rest of the valid stream. A receiver that trusts the prefix reads the next
-~115 valid packets as the body of one message; this one checks the header of a message as soon
-as it starts, fails the run as "corrupted" with the reason, tells the sender, and both commands
-exit 1.
+frame injects two bytes: a plausible RFC 4571 length prefix (the flow's own packet size, so
+no bound on lengths can catch it) that no packet follows, then forwards the rest of the valid
+stream. A receiver that trusts the prefix reads the start of the next valid packet as the body
+of this one, and so on; this one checks the header of a message as soon as it starts, fails
+the run as "corrupted" with the reason, tells the sender, and both commands exit 1.
 """
 
 import json
@@ -21,7 +21,6 @@ from tcpdelay.records import read_records, read_run_metadata
 
 TCPDELAY = [sys.executable, "-m", "tcpdelay"]
 GOOD_FRAMES = 20
-GARBAGE = struct.pack("!H", 20000)
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:
@@ -35,7 +34,8 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
 
 
 class GarbageProxy:
-    """A TCP relay that injects GARBAGE into each media connection after GOOD_FRAMES frames."""
+    """A TCP relay that injects a made-up length prefix into each media connection after
+    GOOD_FRAMES frames."""
 
     def __init__(self, upstream: tuple[str, int]):
         self.upstream = upstream
@@ -66,7 +66,7 @@ class GarbageProxy:
                     for _ in range(GOOD_FRAMES):
                         head = _read_exactly(src, 2)
                         dst.sendall(head + _read_exactly(src, struct.unpack("!H", head)[0]))
-                    dst.sendall(GARBAGE)
+                    dst.sendall(head)       # the length of the last frame, and no frame
                     self.injected += 1
             while chunk := src.recv(65536):
                 dst.sendall(chunk)
@@ -109,6 +109,7 @@ def test_garbage_injected_by_a_relay_fails_the_flow_at_both_ends(tmp_path):
     assert rx.returncode == 1, err
     (run,) = json.loads(out)["runs"]
     assert run["status"] == "corrupted" and run["failure"].startswith("connection 0: ")
+    assert run["params"]["max_packet_bytes"] == 172      # the voip profile's packets bound the lengths
     assert "RTP version 0" in run["failure"]          # the next valid frame's length prefix
     # what came before the garbage is kept; nothing behind it was swallowed as a message body
     assert run["received_packets"] == GOOD_FRAMES

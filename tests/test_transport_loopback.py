@@ -1,6 +1,7 @@
 """Sender and receiver end to end over loopback (127.0.0.1): every mode, every ending."""
 
 import socket
+import struct
 import threading
 import time
 
@@ -334,3 +335,27 @@ def test_in_order_gap_that_never_fills_is_skipped_not_held_for_ever(tmp_path, mo
         (rr,) = rx.join()
     assert read_records(tmp_path, "received").column("seq").to_pylist() == list(range(1, 11))
     assert any("0..0 never came" in e for e in rr.errors) and rr.held_at_end == 0
+
+
+def test_a_length_beyond_the_flows_packet_size_fails_the_run_at_the_prefix(tmp_path):
+    """The hello carries the source's largest packet (a CBR source's size): a longer length
+    prefix on a media connection is corruption, caught before its body is read."""
+    rx0 = Receiver()
+    assert send(rx0, VOIP, duration_s=0.1).status == "completed"
+    assert rx0.join()[0].params["max_packet_bytes"] == 172
+    rx = Receiver(out_dir=str(tmp_path / "rx"), idle_timeout_s=5)
+    with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
+                           "run_id": "bound", "params": RunParams(duration_s=5, max_packet_bytes=100).to_dict()},
+                     pad_to=control.REQUEST_PAD_BYTES)
+        accept, _ = control.recv(ctl, 5)
+        with socket.create_connection(("127.0.0.1", rx.port)) as data:
+            data.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
+            data.sendall(frame(encode_media(flow_id=0, rtp_seq=0, rtp_timestamp=0, marker=True, seq=0,
+                                            send_time_ns=time.monotonic_ns(), size_bytes=100)))
+            data.sendall(struct.pack("!H", 101))
+            abort, _ = control.recv(ctl, 10)
+            (rr,) = rx.join()
+    assert abort == {"type": "abort", "status": "corrupted", "reason": rr.failure}
+    assert rr.status == "corrupted" and "RFC 4571 length 101 is outside [12, 100]" in rr.failure
+    assert rr.received_packets == 1 and rr.bytes_out <= rr.bytes_in

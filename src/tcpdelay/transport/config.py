@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.transport.framing import MAX_PIECES, RFC4571_MAX_BYTES
+from tcpdelay.transport.framing import MAX_PIECES, MIN_MEDIA_RTP_BYTES, RFC4571_MAX_BYTES
 from tcpdelay.transport.scheduler import SCHEDULERS
 from tcpdelay.transport.sockopts import TcpOptions
 
@@ -65,6 +65,7 @@ class RunParams:
     flow_id: int = 0
     delivery: str = "read"
     source: str = ""
+    max_packet_bytes: int = RFC4571_MAX_BYTES   # the source's largest RTP packet (CBR: its size)
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
@@ -83,6 +84,7 @@ class RunParams:
                                  "would hold back every later one for ever)")
         if not isinstance(self.source, str) or len(self.source) > 64:
             raise ParameterError("source: must be a name of at most 64 characters")
+        _int_in("max_packet_bytes", self.max_packet_bytes, MIN_MEDIA_RTP_BYTES, RFC4571_MAX_BYTES)
 
     def to_dict(self) -> dict:
         return asdict(self)

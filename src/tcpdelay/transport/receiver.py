@@ -541,7 +541,7 @@ class _Run:
         self.last_rx = t_ns
         res.bytes_in += n + len(rest)
         self._media_arrived()
-        parser = FrameParser(self.cfg.max_message_bytes, flow_id=self.flow)
+        parser = FrameParser(min(self.cfg.max_message_bytes, self.p.max_packet_bytes), flow_id=self.flow)
         self.media[index] = sock
         self.media_socks.add(sock)
         self.open_media += 1

@@ -167,6 +167,9 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
     rp = cfg.run
     if not rp.source:
         rp = type(rp)(**{**rp.to_dict(), "source": str(getattr(source, "name", ""))[:64]})
+    size = getattr(source, "packet_bytes", None)     # a constant-size source: the receiver's bound
+    if isinstance(size, int) and framing.MIN_MEDIA_RTP_BYTES <= size < rp.max_packet_bytes:
+        rp = type(rp)(**{**rp.to_dict(), "max_packet_bytes": size})
     run_id = cfg.run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
     run_dir = Path(cfg.out_dir) if cfg.out_dir else None
     if run_dir is not None:
