@@ -116,9 +116,11 @@ def flood(duration_s: float) -> dict:
         while time.monotonic() < t_end:
             buf = bytearray(template * batch)
             now = time.monotonic_ns()
-            for k in range(batch):   # patch media seq and send time into each copy
+            for k in range(batch):   # patch media seq, send time and the header check into each copy
                 off = k * WIRE_BYTES + 2 + framing.RTP_HEADER_BYTES
                 buf[off:off + 16] = (seq + k).to_bytes(8, "big") + now.to_bytes(8, "big")
+                rtp = k * WIRE_BYTES + 2
+                buf[rtp + 30:rtp + 32] = framing.header_check(RTP_BYTES, buf[rtp:rtp + 30]).to_bytes(2, "big")
             data.sendall(buf)
             seq += batch
         data.close()

@@ -50,7 +50,7 @@ def test_send_and_recv_commands_make_a_run(tmp_path, extra):
     (["send", "--to", "127.0.0.1:1", "--split", "0"], "split"),
     (["send", "--to", "127.0.0.1:1", "--profile", "voip", "--mpeg4-rate-bps", "1e6",
       "--video-trace", __file__], "choose one"),
-    (["send", "--to", "127.0.0.1:1", "--connect-timeout-s", "0.2", "--duration-s", "0.1"], "cannot reach"),
+    (["send", "--to", "no-such-host.invalid:9", "--connect-timeout-s", "5"], "cannot resolve"),
     (["recv", "--listen", "127.0.0.1"], "HOST:PORT"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, match):
@@ -59,6 +59,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, match):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and match in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_receiver_that_never_answers_is_exit_1_not_bad_input(tmp_path):
+    """Good input, no receiver: nothing listening (refused), and a listener that accepts the
+    connection and never answers the hello. Both are a failed run (1), not bad input (2)."""
+    with socket.socket() as silent, socket.socket() as closed:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)                       # the kernel completes the handshake; no one reads
+        closed.bind(("127.0.0.1", 0))          # bound, not listening: connection refused
+        for port, match in ((silent.getsockname()[1], "did not accept the run"),
+                            (closed.getsockname()[1], "cannot reach")):
+            proc = subprocess.run([*TCPDELAY, "send", "--to", f"127.0.0.1:{port}", "--duration-s", "0.1",
+                                   "--connect-timeout-s", "0.3", "--out", str(tmp_path / str(port))],
+                                  capture_output=True, text=True, timeout=60)
+            lines = proc.stderr.strip().splitlines()
+            assert proc.returncode == 1, proc.stderr
+            assert len(lines) == 1 and lines[0].startswith("tcpdelay send: ") and match in lines[0], lines
+            assert "Traceback" not in proc.stderr
 
 
 def test_delay_summary_is_relative_to_the_minimum_without_a_shared_clock(tmp_path):

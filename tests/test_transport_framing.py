@@ -3,6 +3,7 @@
 import os
 import struct
 import tracemalloc
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -106,14 +107,15 @@ def test_bad_lengths_fail_on_the_prefix_before_the_body():
 
 
 def test_a_maximal_claim_never_holds_more_than_its_bound():
-    """A peer announcing 65535 bytes and trickling them in: memory stays ~ the message size."""
+    """A peer announcing 65535 bytes and trickling them in: memory stays ~ the message size.
+    (A valid header, then its filler: the header of a message is checked before its body.)"""
     p = FrameParser()
+    msg = frame(encode_media(flow_id=1, rtp_seq=0, rtp_timestamp=0, marker=True, seq=0,
+                             send_time_ns=0, size_bytes=65535))
     tracemalloc.start()
     try:
-        p.feed(b"\xff\xff")
-        body = os.urandom(64)
-        for _ in range(65535 // 64):
-            p.feed(body)
+        for at in range(0, 65535 - 64, 64):
+            p.feed(msg[at:at + 64])
             assert p.buffered_bytes <= 2 + 65535
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -131,6 +133,10 @@ def test_a_maximal_claim_never_holds_more_than_its_bound():
     (lambda b: b[:8], "shorter than the 12-byte header"),
     (lambda b: b[:12 + 16] + bytes([3, 3]) + b[30:], "piece 3 of 3"),
     (lambda b: b[:12 + 16] + bytes([0, 0]) + b[30:], "piece 0 of 0"),
+    (lambda b: b[:12] + bytes([b[12] ^ 1]) + b[13:], "header check"),     # the media seq
+    (lambda b: b[:30] + bytes([b[30] ^ 1]) + b[31:], "header check"),     # the check itself
+    (lambda b: b[:99], "header check"),                                   # cut: another length
+    (lambda b: b[:50] + b"x" + b[51:], "filler"),
 ])
 def test_decode_rejects_malformed_datagrams(mutate, match):
     good = encode_media(flow_id=1, rtp_seq=2, rtp_timestamp=3, marker=True, seq=4,
@@ -146,7 +152,10 @@ def test_header_layout_is_rfc3550():
     b0, b1, seq16, ts, ssrc = struct.unpack("!BBHII", pkt[:12])
     assert b0 == 0x80 and b1 == 0x80 | PT_MEDIA and seq16 == 70000 % 65536
     assert ts == 90000 and ssrc == 0xDEADBEEF
-    assert struct.unpack("!QQBBH", pkt[12:32]) == (1, 2, 0, 1, 0)
+    assert struct.unpack("!QQBB", pkt[12:30]) == (1, 2, 0, 1)
+    # wire version 2: the last two header bytes are the CRC-32 of length + first 30 bytes
+    check = zlib.crc32(pkt[:30], zlib.crc32(struct.pack("!H", 40))) & 0xFFFF
+    assert struct.unpack("!H", pkt[30:32]) == (check,) and pkt[32:] == bytes(8)
     assert frame(pkt)[:2] == b"\x00\x28"
 
 
@@ -167,3 +176,50 @@ def test_encode_checks_its_parameters():
                      send_time_ns=0, size_bytes=MIN_MEDIA_RTP_BYTES - 1)
     with pytest.raises(ParameterError):
         FrameParser(5)
+
+
+def test_a_made_up_length_is_caught_at_the_header_not_after_the_packets_it_swallows():
+    """A stream, then a plausible length prefix that no packet follows, then the stream goes
+    on: the parser fails on the bytes right after the prefix instead of reading the next
+    ~115 valid packets as the body of a 20000-byte message."""
+    pkts = [frame(encode_media(flow_id=3, rtp_seq=i, rtp_timestamp=0, marker=True, seq=i,
+                               send_time_ns=i, size_bytes=172)) for i in range(200)]
+    p = FrameParser(flow_id=3)
+    assert len(p.feed(b"".join(pkts[:10]))) == 10
+    with pytest.raises(FramingError) as caught:      # in one chunk: the good ones are kept
+        FrameParser(flow_id=3).feed(b"".join(pkts[:10]) + struct.pack("!H", 20000) + pkts[10])
+    assert [m.seq for m in caught.value.before] == list(range(10))
+    p.feed(struct.pack("!H", 20000))
+    with pytest.raises(FramingError, match="RTP version 0"):
+        for pkt in pkts[10:]:
+            p.feed(pkt)
+            assert p.buffered_bytes < 2 + 174, "the parser is swallowing valid packets"
+
+
+def test_a_packet_of_another_flow_on_a_flow_connection_is_an_error():
+    other = frame(encode_media(flow_id=4, rtp_seq=0, rtp_timestamp=0, marker=True, seq=0,
+                               send_time_ns=0, size_bytes=100))
+    assert FrameParser().feed(other)[0].flow_id == 4
+    with pytest.raises(FramingError, match="SSRC 4 is not this flow's"):
+        FrameParser(flow_id=3).feed(other)
+    with pytest.raises(FramingError, match="SSRC 4"):
+        FrameParser(flow_id=3).feed(frame(encode_keepalive(flow_id=4, rtp_seq=0, rtp_timestamp=0)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=1, max_size=64), st.integers(0, 20), st.integers(0, 3000))
+def test_garbage_injected_into_a_valid_stream_is_detected(garbage, after, seed):
+    """Any bytes injected between two frames of a valid stream, where they do not happen to
+    be whole valid frames of the flow themselves, fail the stream before its end."""
+    pkts = [frame(encode_media(flow_id=9, rtp_seq=i, rtp_timestamp=0, marker=True, seq=i,
+                               send_time_ns=seed + i, size_bytes=100)) for i in range(40)]
+    stream = b"".join(pkts[:after]) + garbage + b"".join(pkts[after:])
+    p = FrameParser(flow_id=9)
+    got = []
+    try:
+        got = p.feed(stream)
+        p.finish()
+    except FramingError:
+        return
+    # not detected: then the garbage decoded as frames of this flow with a valid check
+    assert len(got) > 40

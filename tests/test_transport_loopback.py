@@ -1,6 +1,7 @@
 """Sender and receiver end to end over loopback (127.0.0.1): every mode, every ending."""
 
 import socket
+import struct
 import threading
 import time
 
@@ -161,14 +162,16 @@ def test_unknown_congestion_control_is_a_parameter_error():
     rx.join()
 
 
-def test_receiver_refuses_another_protocol_version():
+@pytest.mark.parametrize("version", [1, 99])
+def test_receiver_refuses_another_protocol_version(version):
+    """Version 1 (media without the header check) included: its packets would fail version 2's."""
     rx = Receiver()
     with socket.create_connection(("127.0.0.1", rx.port)) as s:
-        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": 99,
+        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": version,
                               "run_id": "x", "params": {}}, pad_to=300)
         s.sendall(req)
         reply, n = control.recv(s, 5)
-    assert reply["type"] == "reject" and "version 1" in reply["reason"]
+    assert reply["type"] == "reject" and "speaks version 2" in reply["reason"]
     assert n <= len(req)
     rx.stop.set()
     assert rx.join() == []
@@ -177,7 +180,7 @@ def test_receiver_refuses_another_protocol_version():
 def test_a_tiny_request_gets_no_more_bytes_back_than_it_sent():
     rx = Receiver()
     with socket.create_connection(("127.0.0.1", rx.port)) as s:
-        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+        req = control.encode({"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
                               "run_id": "r", "params": {"transport": "bogus"}})
         s.sendall(req)
         s.settimeout(5)
@@ -228,7 +231,7 @@ def test_receiver_gone_mid_run_ends_the_sender_cleanly(tmp_path):
 def test_receiver_idle_timeout_keeps_what_it_recorded(tmp_path):
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=0.5)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
                            "run_id": "idle", "params": RunParams(duration_s=5).to_dict()},
                      pad_to=control.REQUEST_PAD_BYTES)
         accept, _ = control.recv(ctl, 5)
@@ -245,7 +248,7 @@ def test_receiver_idle_timeout_keeps_what_it_recorded(tmp_path):
 def test_wrong_token_and_garbage_are_shut_out(tmp_path):
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=2)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1,
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
                            "run_id": "tok", "params": RunParams(duration_s=5).to_dict()},
                      pad_to=control.REQUEST_PAD_BYTES)
         accept, _ = control.recv(ctl, 5)
@@ -261,6 +264,7 @@ def test_wrong_token_and_garbage_are_shut_out(tmp_path):
         control.send(ctl, {"type": "end"}, pad_to=control.REQUEST_PAD_BYTES)
         (rr,) = rx.join()
     assert any("outside" in e for e in rr.errors)
+    assert rr.status == "corrupted" and "outside" in rr.failure      # garbage fails the flow
     assert rr.received_packets == 0
 
 
@@ -291,7 +295,7 @@ def test_a_stalled_receiver_bounds_the_application_queue_and_drains_out(tmp_path
     def fake_receiver():
         ctl, _ = lst.accept()
         control.recv(ctl, 5)
-        ctl.sendall(control.encode({"type": "accept", "version": 1, "token": "ab" * 16,
+        ctl.sendall(control.encode({"type": "accept", "version": control.VERSION, "token": "ab" * 16,
                                     "clock": "shared-monotonic"}))
         data, _ = lst.accept()
         conns.extend([ctl, data])          # keep them open, read nothing
@@ -318,7 +322,7 @@ def test_in_order_gap_that_never_fills_is_skipped_not_held_for_ever(tmp_path, mo
     monkeypatch.setattr(receiver_mod, "MAX_HELD_PACKETS", 5)
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=5)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": 1, "run_id": "gap",
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION, "run_id": "gap",
                            "params": RunParams(duration_s=5, delivery="in-order").to_dict()},
                      pad_to=control.REQUEST_PAD_BYTES)
         accept, _ = control.recv(ctl, 5)
@@ -331,3 +335,27 @@ def test_in_order_gap_that_never_fills_is_skipped_not_held_for_ever(tmp_path, mo
         (rr,) = rx.join()
     assert read_records(tmp_path, "received").column("seq").to_pylist() == list(range(1, 11))
     assert any("0..0 never came" in e for e in rr.errors) and rr.held_at_end == 0
+
+
+def test_a_length_beyond_the_flows_packet_size_fails_the_run_at_the_prefix(tmp_path):
+    """The hello carries the source's largest packet (a CBR source's size): a longer length
+    prefix on a media connection is corruption, caught before its body is read."""
+    rx0 = Receiver()
+    assert send(rx0, VOIP, duration_s=0.1).status == "completed"
+    assert rx0.join()[0].params["max_packet_bytes"] == 172
+    rx = Receiver(out_dir=str(tmp_path / "rx"), idle_timeout_s=5)
+    with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
+                           "run_id": "bound", "params": RunParams(duration_s=5, max_packet_bytes=100).to_dict()},
+                     pad_to=control.REQUEST_PAD_BYTES)
+        accept, _ = control.recv(ctl, 5)
+        with socket.create_connection(("127.0.0.1", rx.port)) as data:
+            data.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
+            data.sendall(frame(encode_media(flow_id=0, rtp_seq=0, rtp_timestamp=0, marker=True, seq=0,
+                                            send_time_ns=time.monotonic_ns(), size_bytes=100)))
+            data.sendall(struct.pack("!H", 101))
+            abort, _ = control.recv(ctl, 10)
+            (rr,) = rx.join()
+    assert abort == {"type": "abort", "status": "corrupted", "reason": rr.failure}
+    assert rr.status == "corrupted" and "RFC 4571 length 101 is outside [12, 100]" in rr.failure
+    assert rr.received_packets == 1 and rr.bytes_out <= rr.bytes_in

@@ -2,7 +2,8 @@
 
 Both ends write per-packet records (Parquet) as the run goes; an interrupted or cut-off run
 keeps what it measured. Exit status: 0 when the run completed, 1 when it ended otherwise (the
-result, with its ``status``, is still printed), 2 on bad input.
+result, with its ``status``, is still printed) or could not start because the receiver was
+unreachable, silent or refused the run (one line on stderr), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
              congestion, notsent_lowat_bytes, sndbuf_bytes, rcvbuf_bytes, flow_id, seed, out,
              run_id, connect_timeout_s, drain_timeout_s, max_queue_bytes, as_json):
     """Send a media flow to a `tcpdelay recv` over TCP (RFC 4571) or UDP (RTP)."""
-    from tcpdelay.transport import RunParams, SenderConfig, TcpOptions, parse_host_port, run_sender
+    from tcpdelay.transport import (RunParams, SenderConfig, SenderError, TcpOptions, parse_host_port,
+                                    run_sender)
     import secrets
 
     host, port = parse_host_port("--to", to)
@@ -158,8 +160,12 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
         out_dir=out or str(Path("results") / run_id), run_id=run_id,
         connect_timeout_s=connect_timeout_s, drain_timeout_s=drain_timeout_s,
         max_queue_bytes=max_queue_bytes)
-    with _stop_on_sigterm() as stop, _progress(not as_json, f"send {run_id}", duration_s) as prog:
-        res = run_sender(cfg, source, stop=stop, on_progress=prog)
+    try:
+        with _stop_on_sigterm() as stop, _progress(not as_json, f"send {run_id}", duration_s) as prog:
+            res = run_sender(cfg, source, stop=stop, on_progress=prog)
+    except SenderError as err:      # the input was fine; the receiver was not there for it
+        click.echo(f"tcpdelay send: {err}", err=True)
+        sys.exit(1)
     doc = res.to_dict()
 
     def human(console):
@@ -189,13 +195,17 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
 @click.option("--runs", type=click.IntRange(0), default=1, show_default=True, help="Runs to serve; 0 = until interrupted.")
 @click.option("--idle-timeout-s", type=POSITIVE, default=10.0, show_default=True,
               help="End a run when the sender is silent this long.")
-@click.option("--handshake-timeout-s", type=POSITIVE, default=5.0, show_default=True)
+@click.option("--handshake-timeout-s", type=POSITIVE, default=5.0, show_default=True,
+              help="Time an accepted connection has to send its first control message.")
+@click.option("--max-pending", type=click.IntRange(1, 4096), default=128, show_default=True,
+              help="Connections awaiting their first control message held at once; more close the oldest.")
 @click.option("--udp-linger-s", type=POSITIVE, default=1.0, show_default=True,
               help="After the sender's end, how long UDP packets in flight are awaited.")
 @click.option("--rcvbuf-bytes", type=click.IntRange(1, 2**31 - 1), default=None,
               help="SO_RCVBUF of the media sockets [default: the kernel's autotuning].")
 @json_option
-def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, udp_linger_s, rcvbuf_bytes, as_json):
+def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, max_pending, udp_linger_s, rcvbuf_bytes,
+             as_json):
     """Receive media flows from `tcpdelay send` and record every packet."""
     from tcpdelay.transport import ReceiverConfig, TcpOptions, parse_host_port, run_receiver
 
@@ -204,13 +214,15 @@ def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, udp_linger_
                          out_dir=out if out is not None else "results",
                          per_run_dirs=True if out is None else None, runs=runs,
                          idle_timeout_s=idle_timeout_s, handshake_timeout_s=handshake_timeout_s,
-                         udp_linger_s=udp_linger_s, tcp=TcpOptions(rcvbuf_bytes=rcvbuf_bytes))
+                         max_pending=max_pending, udp_linger_s=udp_linger_s,
+                         tcp=TcpOptions(rcvbuf_bytes=rcvbuf_bytes))
 
     def ready(addr):   # on stderr even with --json: scripts can wait for this line
         click.echo(f"tcpdelay recv: listening on {addr[0]}:{addr[1]} (TCP and UDP)", err=True)
 
     with _stop_on_sigterm() as stop, _progress(not as_json, "recv", 1.0) as prog:
-        results = run_receiver(cfg, stop=stop, on_ready=ready, on_progress=prog)
+        results = run_receiver(cfg, stop=stop, on_ready=ready, on_progress=prog,
+                               on_notice=lambda text: click.echo(f"tcpdelay recv: {text}", err=True))
     docs = []
     for r in results:
         d = r.to_dict()
@@ -233,6 +245,8 @@ def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, udp_linger_
                 rows += [(f"delay p50{ref}", fmt_s(dl["delay_p50_s"])),
                          (f"delay p95{ref}", fmt_s(dl["delay_p95_s"])),
                          (f"delay max{ref}", fmt_s(dl["delay_max_s"]))]
+            if d.get("failure"):
+                rows.append(("failed", d["failure"]))
             for e in d["errors"][:5]:
                 rows.append(("error", e))
             console.print(key_value_table(f"tcpdelay recv: run {d['run_id']}", rows))

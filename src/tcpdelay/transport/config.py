@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.transport.framing import MAX_PIECES, RFC4571_MAX_BYTES
+from tcpdelay.transport.framing import MAX_PIECES, MIN_MEDIA_RTP_BYTES, RFC4571_MAX_BYTES
 from tcpdelay.transport.scheduler import SCHEDULERS
 from tcpdelay.transport.sockopts import TcpOptions
 
@@ -21,6 +21,7 @@ TRANSPORTS = ("tcp", "udp")
 DELIVERIES = ("read", "in-order")
 MAX_CONNECTIONS = 64
 MAX_DURATION_S = 86_400.0
+MAX_PENDING = 4096
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -64,6 +65,7 @@ class RunParams:
     flow_id: int = 0
     delivery: str = "read"
     source: str = ""
+    max_packet_bytes: int = RFC4571_MAX_BYTES   # the source's largest RTP packet (CBR: its size)
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
@@ -82,6 +84,7 @@ class RunParams:
                                  "would hold back every later one for ever)")
         if not isinstance(self.source, str) or len(self.source) > 64:
             raise ParameterError("source: must be a name of at most 64 characters")
+        _int_in("max_packet_bytes", self.max_packet_bytes, MIN_MEDIA_RTP_BYTES, RFC4571_MAX_BYTES)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -152,10 +155,13 @@ class ReceiverConfig:
 
     ``listen_port`` 0 picks a free port (reported to ``on_ready``). ``out_dir``: with
     ``runs`` = 1 the run directory itself, otherwise one sub-directory per run (named by the
-    run id; ``per_run_dirs`` True/False forces either); None = no records. ``runs``: how many runs to serve before returning (0 = until
-    stopped). ``idle_timeout_s``: a run with no bytes from the sender for this long ends (and
-    keeps what it recorded). ``udp_linger_s``: after the sender's "end", how long UDP media
-    still in flight is awaited.
+    run id; ``per_run_dirs`` True/False forces either); None = no records. ``runs``: how many
+    runs to serve before returning (0 = until stopped). ``idle_timeout_s``: a run with no bytes
+    from the sender for this long ends (and keeps what it recorded). ``handshake_timeout_s``:
+    how long an accepted connection has to complete its first control message (a hello or a
+    media connection's opening), however slowly it sends. ``max_pending``: how many such
+    connections are held at once; one more closes the oldest (:mod:`.pending`).
+    ``udp_linger_s``: after the sender's "end", how long UDP media still in flight is awaited.
     """
     listen_host: str = "127.0.0.1"
     listen_port: int = 0
@@ -167,6 +173,7 @@ class ReceiverConfig:
     udp_linger_s: float = 1.0
     tcp: TcpOptions = field(default_factory=TcpOptions)
     max_message_bytes: int = RFC4571_MAX_BYTES
+    max_pending: int = 128
 
     def __post_init__(self):
         check_host_port("listen", self.listen_host, self.listen_port, allow_zero=True)
@@ -175,3 +182,4 @@ class ReceiverConfig:
         _positive("handshake_timeout_s", self.handshake_timeout_s, upper=3600)
         _positive("udp_linger_s", self.udp_linger_s, upper=3600)
         _int_in("max_message_bytes", self.max_message_bytes, 32, RFC4571_MAX_BYTES)
+        _int_in("max_pending", self.max_pending, 1, MAX_PENDING)

@@ -1,4 +1,4 @@
-"""The control exchange between ``tcpdelay send`` and ``tcpdelay recv`` (protocol version 1).
+"""The control exchange between ``tcpdelay send`` and ``tcpdelay recv`` (protocol version 2).
 
 Everything a receiver needs to know about a run travels here, on one TCP connection to the
 receiver's HOST:PORT, before any media. Messages are JSON objects, each preceded by its length
@@ -6,19 +6,27 @@ as an unsigned 16-bit integer (like RFC 4571) and at most :data:`MAX_CONTROL_BYT
 
 Sequence (S = sender, R = receiver)::
 
-    S -> R  hello   {"type": "hello", "protocol": "tcpdelay-media", "version": 1,
+    S -> R  hello   {"type": "hello", "protocol": "tcpdelay-media", "version": 2,
                      "run_id": str, "params": {...}, "pad": "..."}
-    R -> S  accept  {"type": "accept", "version": 1, "token": hex}   or
+    R -> S  accept  {"type": "accept", "version": 2, "token": hex}   or
             reject  {"type": "reject", "reason": str}
     S -> R  (TCP media) one new TCP connection per media connection, to the same HOST:PORT,
             opening with  {"type": "data", "token": hex, "connection": i}  and then RFC 4571
             (UDP media) datagrams to the same port number, from the control peer's address
     S -> R  end     {"type": "end", "sent_packets": n, ..., "pad": "..."}
     R -> S  summary {"type": "summary", "received_packets": n, ...}
+    R -> S  abort   {"type": "abort", "status": "corrupted", "reason": str}   at any time after
+            the accept, instead of the summary: the receiver failed the run (a media stream
+            that is not what the sender sent) and closes everything.
 
-No amplification: the receiver answers only these two requests, and each answer is no longer
-than the request it answers (the sender pads its requests to :data:`REQUEST_PAD_BYTES` so that
-the answers fit, as QUIC pads its first packet, RFC 9000 §8.1). The receiver never sends on
+The version is that of the whole wire format, media framing included
+(:mod:`tcpdelay.transport.framing`): version 2 added the header check of the media packets and
+the abort; a receiver refuses a hello of another version.
+
+No amplification: the receiver answers only these two requests (the abort spends what their
+answers leave), and everything it sends is no longer than the requests it answers (the sender
+pads its requests to :data:`REQUEST_PAD_BYTES` so that the answers fit, as QUIC pads its first
+packet, RFC 9000 §8.1). The receiver never sends on
 the media connections nor over UDP.
 """
 
@@ -32,7 +40,7 @@ import time
 from tcpdelay.errors import TcpdelayError
 
 PROTOCOL = "tcpdelay-media"
-VERSION = 1
+VERSION = 2
 MAX_CONTROL_BYTES = 4096
 REQUEST_PAD_BYTES = 512
 TOKEN_BYTES = 16

@@ -4,8 +4,14 @@
 connections (told apart by their first message, :mod:`tcpdelay.transport.control`) and UDP on
 the same port number for UDP media. It serves ``runs`` runs one after another.
 
-Per run, one single-threaded event loop (``selectors``) reads every socket as soon as it is
-readable. The receive time of a packet is the CLOCK_MONOTONIC reading (:mod:`.clock`) taken
+One single-threaded event loop (``selectors``) reads every socket as soon as it is readable:
+the listening socket, the connections that have not yet sent their first control message
+(:mod:`.pending`: read concurrently, bounded in count and time, so idle or slow connections
+cannot keep a sender out), and, during a run, its control connection and media. A run gets
+its directory when its first media arrives; a sender that leaves before that leaves nothing
+and is not counted. A media stream that is not the flow's packets (:class:`FramingError`)
+fails the run: status "corrupted" (or "truncated"), the reason in ``failure``, an "abort" to
+the sender. The receive time of a packet is the CLOCK_MONOTONIC reading (:mod:`.clock`) taken
 right after the ``recv`` call that returned its last byte: the moment the application has it.
 What is recorded ("received", :mod:`tcpdelay.records`), per media packet:
 
@@ -43,6 +49,7 @@ from tcpdelay.records import RecordWriter
 from tcpdelay.transport import clock, control
 from tcpdelay.transport.config import _RUN_ID, ReceiverConfig, RunParams
 from tcpdelay.transport.framing import FrameParser, FramingError, KeepAlive, decode
+from tcpdelay.transport.pending import Pending
 from tcpdelay.transport.runmeta import update_run_metadata
 from tcpdelay.transport.sockopts import apply_buffers
 
@@ -51,6 +58,7 @@ MAX_HELD_PACKETS = 65536
 RECV_BUFFER_BYTES = 256 * 1024
 _UDP_BATCH = 256
 _POLL_S = 0.2
+_BACKLOG = 1024      # the kernel caps it at net.core.somaxconn
 _BLOCKED = (BlockingIOError, InterruptedError)
 
 
@@ -59,7 +67,7 @@ class ReceiverResult:
     """One served run (picklable; ``to_dict`` for JSON)."""
     run_id: str
     run_dir: str | None
-    status: str            # completed | sender-disconnected | idle-timeout | interrupted
+    status: str            # completed | corrupted | truncated | sender-disconnected | idle-timeout | interrupted
     clock: str
     peer: str
     params: dict
@@ -76,6 +84,7 @@ class ReceiverResult:
     bytes_in: int = 0              # everything read from the sender (control + media)
     bytes_out: int = 0             # everything written to it (control answers only)
     errors: list[str] = field(default_factory=list)
+    failure: str | None = None     # why a run that did not complete failed (corrupted, truncated)
     sender_end: dict | None = None
     first_recv_time_s: float | None = None
     last_recv_time_s: float | None = None
@@ -95,7 +104,7 @@ def _bind(cfg: ReceiverConfig) -> tuple[socket.socket, socket.socket, tuple[str,
         lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         apply_buffers(lst, cfg.tcp)     # inherited by accepted sockets; set before listen()
         lst.bind(addr)
-        lst.listen(64)
+        lst.listen(_BACKLOG)
         port = lst.getsockname()[1]
         udp = socket.socket(family, socket.SOCK_DGRAM)
         try:
@@ -119,12 +128,15 @@ def _bind(cfg: ReceiverConfig) -> tuple[socket.socket, socket.socket, tuple[str,
 
 def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
                  on_ready: Callable[[tuple[str, int]], None] | None = None,
-                 on_progress: Callable[[dict], None] | None = None) -> list[ReceiverResult]:
+                 on_progress: Callable[[dict], None] | None = None,
+                 on_notice: Callable[[str], None] | None = None) -> list[ReceiverResult]:
     """Listen and serve ``config.runs`` runs (0: until ``stop`` is set or KeyboardInterrupt).
 
     ``on_ready((host, port))`` is called once listening (useful with port 0). Returns the
-    results of the runs served; a control connection that does not complete a valid hello is
-    answered with a reject and does not count as a run.
+    results of the runs served. Handshakes are read concurrently (:mod:`.pending`): a
+    connection that does not complete a valid hello in time is closed, or answered with a
+    reject, and does not count as a run; nor does a run its sender abandons before any media
+    arrived (``on_notice`` is told why, and nothing is written for it).
     """
     per_run = config.per_run_dirs if config.per_run_dirs is not None else config.runs != 1
     if config.out_dir is not None and not per_run:
@@ -133,6 +145,9 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
             raise ParameterError(f"out: {config.out_dir} already holds 'received' records of "
                                  "another run; choose a new directory")
     lst, udp, addr = _bind(config)
+    sel = selectors.DefaultSelector()
+    pending = Pending(sel, config.max_pending, config.handshake_timeout_s)
+    sel.register(lst, selectors.EVENT_READ, ("listen", None))
     results: list[ReceiverResult] = []
     try:
         if on_ready is not None:
@@ -140,49 +155,57 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
         while config.runs == 0 or len(results) < config.runs:
             if stop is not None and stop.is_set():
                 break
-            try:
-                ctl, peer = lst.accept()
-            except _BLOCKED:
-                selectors_wait(lst, _POLL_S)
-                continue
-            res = _serve(config, lst, udp, ctl, peer, stop, on_progress, single=not per_run)
-            if res is not None:
-                results.append(res)
+            wait = pending.next_deadline_s()
+            for key, _ in sel.select(_POLL_S if wait is None else min(_POLL_S, wait)):
+                kind, _ = key.data
+                if kind == "listen":
+                    pending.accept_all(lst)
+                    continue
+                got = pending.read(key.fileobj)
+                if got is None:
+                    continue
+                run = _handshake(config, lst, udp, got, stop, on_progress, single=not per_run)
+                if run is None:
+                    continue
+                res = run.loop(sel, pending)
+                if run.abandoned():
+                    if on_notice is not None:
+                        on_notice(f"run {res.run_id} from {res.peer} ended ({res.status}) before any "
+                                  f"media arrived; not counted, nothing written"
+                                  + (f": {res.errors[0]}" if res.errors else ""))
+                else:
+                    results.append(res)
                 if res.status == "interrupted":
-                    break
+                    return results
+                break           # the keys selected before the run are stale
+            pending.expire()
     except KeyboardInterrupt:
         pass
     finally:
+        pending.close_all()
+        sel.close()
         lst.close()
         udp.close()
     return results
 
 
-def selectors_wait(sock: socket.socket, timeout_s: float) -> None:
-    with selectors.DefaultSelector() as sel:
-        sel.register(sock, selectors.EVENT_READ)
-        sel.select(timeout_s)
-
-
 def _reject(ctl: socket.socket, reason: str, request_bytes: int) -> None:
     try:
-        ctl.sendall(control.answer({"type": "reject", "reason": reason}, request_bytes))
+        ctl.send(control.answer({"type": "reject", "reason": reason}, request_bytes))
     except OSError:
         pass
 
 
-def _serve(cfg: ReceiverConfig, lst, udp, ctl: socket.socket, peer, stop, on_progress,
-           single: bool) -> ReceiverResult | None:
-    """Handshake on ``ctl``, then receive one run. None if the handshake failed."""
+def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bool) -> "_Run | None":
+    """A pending connection's first message is complete: if it is a valid hello, accept the
+    run and return it (ready for :meth:`_Run.loop`); otherwise reject or close, and None."""
+    hello, hello_bytes, rest, peer, ctl = got
+    run = None
     try:
-        ctl.setblocking(True)
-        try:
-            hello, hello_bytes = control.recv(ctl, cfg.handshake_timeout_s)
-        except control.ControlError:
-            return None
         if hello.get("type") != "hello" or hello.get("protocol") != control.PROTOCOL:
-            _reject(ctl, "expected a tcpdelay-media hello", hello_bytes)
-            return None
+            if hello.get("type") == "hello":
+                _reject(ctl, "expected a tcpdelay-media hello", hello_bytes)
+            return None            # a stray data connection (of a run that is over) or junk
         if hello.get("version") != control.VERSION:
             _reject(ctl, f"protocol version {hello.get('version')!r} is not supported; this "
                          f"receiver speaks version {control.VERSION}", hello_bytes)
@@ -209,26 +232,32 @@ def _serve(cfg: ReceiverConfig, lst, udp, ctl: socket.socket, peer, stop, on_pro
                                  "clock": run_clock}, hello_bytes)
         res = ReceiverResult(run_id=run_id, run_dir=str(run_dir) if run_dir else None,
                              status="completed", clock=run_clock, peer=f"{peer[0]}:{peer[1]}",
-                             params=params.to_dict(), bytes_in=hello_bytes, bytes_out=len(accept))
-        run = _Run(cfg, params, res, lst, udp, ctl, peer, token, run_dir, stop, on_progress)
-        run.prepare()      # records open, run.json written, stale UDP drained: before media can come
+                             params=params.to_dict(), bytes_in=hello_bytes,
+                             bytes_out=len(accept))
+        run = _Run(cfg, params, res, lst, udp, ctl, peer, token, run_dir, stop, on_progress,
+                   budget=hello_bytes - len(accept), ctl_rest=rest)
+        run.prepare()      # stale UDP drained: before media can come
         try:
+            ctl.setblocking(True)
+            ctl.settimeout(2.0)
             ctl.sendall(accept)
         except OSError as err:
             res.status = "sender-disconnected"
             res.errors.append(f"control: accept not delivered ({err.strerror or err})")
-        run.loop()
-        return res
+        return run
     finally:
-        ctl.close()
+        if run is None:
+            ctl.close()
 
 
 class _Run:
     """The receiving side of one run (see the module docstring)."""
 
     def __init__(self, cfg, params: RunParams, res: ReceiverResult, lst, udp, ctl, peer, token,
-                 run_dir, stop, on_progress):
+                 run_dir, stop, on_progress, *, budget: int, ctl_rest: bytes = b""):
         self.cfg, self.p, self.res = cfg, params, res
+        self.budget = budget            # bytes the receiver may still answer (no amplification)
+        self.ctl_rest = ctl_rest        # control bytes that came right behind the hello
         self.lst, self.udp, self.ctl, self.peer_ip, self.token = lst, udp, ctl, peer[0], token
         self.run_dir, self.stop, self.on_progress = run_dir, stop, on_progress
         self.flow = params.flow_id
@@ -324,23 +353,35 @@ class _Run:
         self.common = {"clock": res.clock, "clock_source": clock.CLOCK_NAME, "run_id": res.run_id}
         self.meta = {"params": p.to_dict(), "listen": f"{cfg.listen_host}:{cfg.listen_port}",
                      "peer": res.peer, "status": "running"}
-        if self.run_dir is not None:
-            update_run_metadata(self.run_dir, self.common, "receiver", self.meta)
-            self.writer = RecordWriter(self.run_dir, "received", writer_id=f"receiver-{res.run_id}")
+        self.got_media = False
         if p.transport == "udp":
             self._drain_stale_udp()
 
-    def loop(self) -> None:
+    def _media_arrived(self) -> None:
+        """The first media connection or datagram: only now does the run get a directory, so a
+        sender that says hello and goes away leaves nothing behind."""
+        if self.got_media:
+            return
+        self.got_media = True
+        if self.run_dir is not None:
+            update_run_metadata(self.run_dir, self.common, "receiver", self.meta)
+            self.writer = RecordWriter(self.run_dir, "received", writer_id=f"receiver-{self.res.run_id}")
+
+    def abandoned(self) -> bool:
+        """Ended before any media arrived (and not completed): not a run."""
+        return not self.got_media and self.res.status != "completed"
+
+    def loop(self, sel: selectors.BaseSelector, pending: Pending) -> ReceiverResult:
         cfg, res, p = self.cfg, self.res, self.p
         common, meta = self.common, self.meta
-        sel = selectors.DefaultSelector()
-        self.sel = sel
+        self.sel, self.pending = sel, pending
         self.ctl.setblocking(False)
-        sel.register(self.ctl, selectors.EVENT_READ, ("ctl", control.ControlReader()))
-        sel.register(self.lst, selectors.EVENT_READ, ("listen", None))
+        reader = control.ControlReader()
+        sel.register(self.ctl, selectors.EVENT_READ, ("ctl", reader))
         if p.transport == "udp":
             sel.register(self.udp, selectors.EVENT_READ, ("udp", None))
         self.media: dict[int, socket.socket] = {}
+        self.media_socks: set[socket.socket] = set()
         self.open_media = 0
         self.ending_since: int | None = None
         t_start = clock.now_ns()
@@ -349,6 +390,8 @@ class _Run:
         idle_ns = int(cfg.idle_timeout_s * 1e9)
         hard_end = t_start + int((p.duration_s + 2 * cfg.idle_timeout_s + 60) * 1e9)
         try:
+            if self.ctl_rest:
+                self._read_ctl(reader, self.ctl_rest)
             while res.status == "completed":
                 now = clock.now_ns()
                 if self.stop is not None and self.stop.is_set():
@@ -375,12 +418,17 @@ class _Run:
                     elif kind == "udp":
                         self._read_udp()
                     elif kind == "pending":
-                        self._read_pending(key.fileobj, state)
+                        got = pending.read(key.fileobj)
+                        if got is not None:
+                            self._identified(*got)
                     elif kind == "listen":
-                        self._accept()
+                        pending.accept_all(self.lst)
                     elif kind == "ctl":
                         if not self._read_ctl(state):
                             break
+                    if res.status != "completed":
+                        break
+                pending.expire()
                 if res.status != "completed":
                     break
         except KeyboardInterrupt:      # the run ends, its result is returned (and no next run)
@@ -389,17 +437,22 @@ class _Run:
             res.elapsed_s = (clock.now_ns() - t_start) / 1e9
             res.incomplete_packets += len(self.partial)
             res.held_at_end = len(self.held)
-            for key in list(sel.get_map().values()):
-                if key.data[0] in ("media", "pending"):
-                    key.fileobj.close()
-            sel.close()
+            for sock in list(self.media_socks):
+                self._close_media(sock)
+            for sock in (self.ctl, self.udp):
+                if sock.fileno() >= 0 and sock in sel.get_map():
+                    sel.unregister(sock)
             if self.writer is not None:
                 self.writer.close()
             if res.status == "completed" and res.sender_end is not None:
                 self._answer_end()
-            if self.run_dir is not None:
+            elif res.failure is not None:
+                self._abort()
+            self.ctl.close()
+            if self.run_dir is not None and self.got_media:
                 meta.update(status=res.status, result=res.to_dict())
                 update_run_metadata(self.run_dir, common, "receiver", meta)
+        return res
 
     def _finished(self, now: int) -> bool:
         if self.ending_since is None:
@@ -407,6 +460,22 @@ class _Run:
         if self.p.transport == "tcp":
             return self.open_media == 0 and len(self.media) == self.p.connections
         return now - self.ending_since >= int(self.cfg.udp_linger_s * 1e9)
+
+    def _abort(self) -> None:
+        """Tell the sender that the run failed and why, within what the receiver may still
+        answer (its hello's and end's bytes less the answers sent: no amplification)."""
+        r = self.res
+        budget = self.budget + (getattr(self, "_end_bytes", 0) or 0)
+        data = control.answer({"type": "abort", "status": r.status, "reason": r.failure or ""}, budget)
+        if not data or len(data) > budget:
+            return
+        try:
+            self.ctl.setblocking(True)
+            self.ctl.settimeout(2.0)
+            self.ctl.sendall(data)
+            r.bytes_out += len(data)
+        except OSError:
+            pass
 
     def _answer_end(self) -> None:
         r = self.res
@@ -422,14 +491,15 @@ class _Run:
         except OSError:
             pass
 
-    def _read_ctl(self, reader: control.ControlReader) -> bool:
+    def _read_ctl(self, reader: control.ControlReader, data: bytes | None = None) -> bool:
         res = self.res
-        try:
-            data = self.ctl.recv(4096)
-        except _BLOCKED:
-            return True
-        except OSError:
-            data = b""
+        if data is None:
+            try:
+                data = self.ctl.recv(4096)
+            except _BLOCKED:
+                return True
+            except OSError:
+                data = b""
         if not data:
             if res.sender_end is None:
                 res.status = "sender-disconnected"
@@ -453,69 +523,57 @@ class _Run:
                 res.errors.append(f"control: unexpected {msg.get('type')!r}")
         return True
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, addr = self.lst.accept()
-            except _BLOCKED:
-                return
-            except OSError:
-                return
-            if addr[0] != self.peer_ip or len(self.media) >= self.p.connections:
-                sock.close()      # busy with this run: another sender, or one too many
-                continue
-            sock.setblocking(False)
-            self.sel.register(sock, selectors.EVENT_READ, ("pending", control.ControlReader()))
-
-    def _read_pending(self, sock: socket.socket, reader: control.ControlReader) -> None:
+    def _identified(self, msg: dict, n: int, rest: bytes, peer, sock: socket.socket) -> None:
+        """A pending connection's first message: a media connection of this run, another
+        sender's hello (told that the receiver is busy), or junk (closed)."""
         res = self.res
-        try:
-            data = sock.recv(4096)
-        except _BLOCKED:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self.sel.unregister(sock)
+        index = msg.get("connection")
+        if msg.get("type") == "hello":
+            _reject(sock, f"busy with run {res.run_id}; try again when it has ended", n)
             sock.close()
             return
-        res.bytes_in += len(data)
+        if (msg.get("type") != "data" or msg.get("token") != self.token or peer[0] != self.peer_ip
+                or not isinstance(index, int) or isinstance(index, bool)
+                or not 0 <= index < self.p.connections or index in self.media):
+            sock.close()
+            return
         t_ns = clock.now_ns()
         self.last_rx = t_ns
-        try:
-            msgs = reader.feed(data, limit=1)
-        except control.ControlError:
-            msgs = [({"type": "invalid"}, 0)]
-        if not msgs:
-            return
-        msg = msgs[0][0]
-        index = msg.get("connection")
-        if (msg.get("type") != "data" or msg.get("token") != self.token or not isinstance(index, int)
-                or isinstance(index, bool) or not 0 <= index < self.p.connections or index in self.media):
-            self.sel.unregister(sock)
-            sock.close()
-            return
-        self.sel.unregister(sock)
-        parser = FrameParser(self.cfg.max_message_bytes)
+        res.bytes_in += n + len(rest)
+        self._media_arrived()
+        parser = FrameParser(min(self.cfg.max_message_bytes, self.p.max_packet_bytes), flow_id=self.flow)
         self.media[index] = sock
+        self.media_socks.add(sock)
         self.open_media += 1
         res.media_connections += 1
         self.sel.register(sock, selectors.EVENT_READ, ("media", (index, parser)))
-        rest = reader.take_rest()
         if rest:
             self._feed(index, parser, sock, rest, t_ns)
+
+    def _fail(self, status: str, reason: str) -> None:
+        """The flow failed (its media stream is not what the sender sent): the run ends now,
+        with this status and reason, and the sender is told (:meth:`_abort`)."""
+        res = self.res
+        if res.status == "completed":
+            res.status = status
+            res.failure = reason
+        res.errors.append(reason)
 
     def _feed(self, index: int, parser: FrameParser, sock, data, t_ns: int) -> None:
         try:
             pieces = parser.feed(data)
         except FramingError as err:
-            self.res.errors.append(f"connection {index}: {err}; connection closed")
-            self._close_media(sock)
+            for piece in err.before:       # what came before the bad bytes was the flow's
+                self._piece(piece, index, t_ns)
+            self._fail("corrupted", f"connection {index}: {err}")
             return
         for piece in pieces:
             self._piece(piece, index, t_ns)
 
     def _close_media(self, sock) -> None:
+        if sock not in self.media_socks:
+            return
+        self.media_socks.discard(sock)
         self.sel.unregister(sock)
         sock.close()
         self.open_media -= 1
@@ -534,7 +592,7 @@ class _Run:
             try:
                 parser.finish()
             except FramingError as err:
-                self.res.errors.append(f"connection {index}: {err}")
+                self._fail("truncated", f"connection {index}: {err}")
             self._close_media(sock)
             return
         self.res.bytes_in += n
@@ -563,6 +621,8 @@ class _Run:
             except FramingError:
                 res.foreign_datagrams += 1
                 continue
+            if piece.flow_id == self.flow and not self.got_media:
+                self._media_arrived()
             self._piece(piece, 0, t_ns)
 
     def _drain_stale_udp(self) -> None:

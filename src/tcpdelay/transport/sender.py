@@ -63,7 +63,7 @@ class SenderResult:
     """What :func:`run_sender` returns (picklable; ``to_dict`` for JSON)."""
     run_id: str
     run_dir: str | None
-    status: str                 # completed | interrupted | receiver-disconnected | connection-lost | drain-timeout
+    status: str                 # completed | interrupted | receiver-failed | receiver-disconnected | connection-lost | drain-timeout
     clock: str
     transport: str
     connections: int
@@ -124,7 +124,7 @@ def _connect_control(cfg: SenderConfig, deadline: float) -> socket.socket:
         except (ConnectionRefusedError, socket.timeout, OSError) as err:
             last = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
             if isinstance(err, socket.gaierror):
-                raise SenderError(f"cannot resolve {cfg.to_host!r}: {last}") from None
+                raise ParameterError(f"to: cannot resolve {cfg.to_host!r}: {last}") from None
             time.sleep(min(0.05, max(0.0, left)))
 
 
@@ -167,6 +167,9 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
     rp = cfg.run
     if not rp.source:
         rp = type(rp)(**{**rp.to_dict(), "source": str(getattr(source, "name", ""))[:64]})
+    size = getattr(source, "packet_bytes", None)     # a constant-size source: the receiver's bound
+    if isinstance(size, int) and framing.MIN_MEDIA_RTP_BYTES <= size < rp.max_packet_bytes:
+        rp = type(rp)(**{**rp.to_dict(), "max_packet_bytes": size})
     run_id = cfg.run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
     run_dir = Path(cfg.out_dir) if cfg.out_dir else None
     if run_dir is not None:
@@ -189,7 +192,8 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
         try:
             reply, _ = control.recv(ctl, max(0.1, deadline - time.monotonic()) + 5.0)
         except control.ControlError as err:
-            raise SenderError(f"receiver did not accept the run: {err}") from None
+            raise SenderError(f"the receiver at {cfg.to_host}:{cfg.to_port} did not accept the run: "
+                              f"{err}") from None
         if reply.get("type") != "accept":
             raise SenderError(f"receiver refused the run: {reply.get('reason', 'no reason given')}")
         token = reply.get("token")
@@ -248,7 +252,44 @@ def _info_summary(sock: socket.socket) -> dict:
     return {k: r[k] for k in keep if k in r}
 
 
+def _receiver_failed(result: SenderResult, msg: dict) -> None:
+    """The receiver's abort: it failed the run (e.g. a corrupted media stream) and says why."""
+    result.status = "receiver-failed"
+    result.error = (f"the receiver failed the run ({msg.get('status') or 'no status'}): "
+                    f"{msg.get('reason') or 'no reason given'}")
+
+
+def _late_abort(ctl: socket.socket, reader: control.ControlReader, timeout_s: float) -> dict | None:
+    """After a media connection broke: the receiver's abort, if it sent one (it closes the
+    media connections right after it, so the abort may still be on its way)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            ctl.settimeout(left)
+            data = ctl.recv(4096)
+            msgs = reader.feed(data) if data else []
+        except (OSError, control.ControlError):
+            return None
+        for msg, _ in msgs:
+            if msg.get("type") == "abort":
+                return msg
+        if not data:
+            return None
+    return None
+
+
 def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on_progress):
+    reader = control.ControlReader()
+    try:
+        _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop, on_progress)
+    finally:
+        if result.status in ("connection-lost", "receiver-disconnected"):
+            msg = _late_abort(ctl, reader, 2.0)
+            if msg is not None:
+                _receiver_failed(result, msg)
+
+
+def _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop, on_progress):
     sel = selectors.DefaultSelector()
     ctl.setblocking(False)
     sel.register(ctl, selectors.EVENT_READ, None)
@@ -438,7 +479,16 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                     if not data:
                         result.status = "receiver-disconnected"
                         return
-                    result.error = "unexpected control message from the receiver"
+                    try:
+                        msgs = reader.feed(data)
+                    except control.ControlError as err:
+                        result.error = f"control: {err}"
+                        msgs = []
+                    for msg, _ in msgs:
+                        if msg.get("type") == "abort":
+                            _receiver_failed(result, msg)
+                            return
+                        result.error = f"unexpected control message {msg.get('type')!r} from the receiver"
                 else:
                     flush(key.data)
     except (ConnectionResetError, BrokenPipeError, ConnectionAbortedError) as err:
@@ -470,7 +520,13 @@ def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on
                                   else cfg.drain_timeout_s + 5.0)
         if summary.get("type") == "summary":
             result.receiver = {k: v for k, v in summary.items() if k != "type"}
+        elif summary.get("type") == "abort":
+            _receiver_failed(result, summary)
         else:
             result.error = f"receiver answered 'end' with {summary.get('type')!r}"
     except (control.ControlError, OSError) as err:
         result.error = f"no summary from the receiver: {err}"
+        if isinstance(err, OSError):        # the receiver may have aborted and closed
+            msg = _late_abort(ctl, reader, 2.0)
+            if msg is not None:
+                _receiver_failed(result, msg)
