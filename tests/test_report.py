@@ -120,7 +120,7 @@ def test_single_run_and_run_directory(tmp_path):
 
 def test_packets_file_reopens_a_run_without_its_records(tmp_path):
     """packets.parquet holds the records joined: with sent/ and received/ gone, the run's
-    metrics come out the same (up to the nanosecond the times are stored at)."""
+    metrics come out the same (up to the microsecond the times are stored at)."""
     import shutil
 
     from tcpdelay.report.run_packets import PACKETS_FILE, read_run_packets, write_run_packets
@@ -136,12 +136,12 @@ def test_packets_file_reopens_a_run_without_its_records(tmp_path):
     after = load_results(tmp_path / "r").cells[0].runs[0]
     assert after.status == "complete" and after.packets == "records"
     (fb,), (fa,) = before.flows, after.flows
-    np.testing.assert_allclose(fa.delay_s, fb.delay_s, atol=2e-9)
+    np.testing.assert_allclose(fa.delay_s, fb.delay_s, atol=1e-6)
     assert np.isnan(fa.delay_s[[0, 7]]).all()
     for key in ("mean_s", "std_s", "p95_s", "max_s"):
-        assert fa.metrics["delay"][key] == pytest.approx(fb.metrics["delay"][key], abs=2e-9)
+        assert fa.metrics["delay"][key] == pytest.approx(fb.metrics["delay"][key], abs=1e-6)
     assert fa.metrics["packets"] == fb.metrics["packets"]
-    assert fa.metrics["emodel"]["best"]["mos"] == pytest.approx(fb.metrics["emodel"]["best"]["mos"], rel=1e-9)
+    assert fa.metrics["emodel"]["best"]["mos"] == pytest.approx(fb.metrics["emodel"]["best"]["mos"], rel=1e-4)
 
 
 def test_runs_known_only_by_their_metrics(tmp_path):
@@ -228,5 +228,5 @@ def test_report_of_a_real_tiny_run(tmp_path):
     flow2 = doc["cells"][0]["flows"][0]
     assert flow2["packets"] == flow["packets"] and flow2["received"] == flow["received"]
     for key in ("mean_s", "p95_s", "std_s", "max_s"):
-        assert flow2["delay"][key] == pytest.approx(flow["delay"][key], rel=1e-9, abs=1e-9)
-    assert flow2["mos"] == pytest.approx(flow["mos"], rel=1e-9)
+        assert flow2["delay"][key] == pytest.approx(flow["delay"][key], abs=1e-6)  # times kept at 1 µs
+    assert flow2["mos"] == pytest.approx(flow["mos"], rel=1e-4)

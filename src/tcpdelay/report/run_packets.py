@@ -4,18 +4,19 @@ A run writes its records as hundreds of small Parquet parts (``sent/``, ``receiv
 :mod:`tcpdelay.records`); they stay out of git. What the report and the metrics need of them is
 one row per packet the media source produced, with the sent and received records already
 joined (:class:`tcpdelay.metrics.packets.FlowPackets`). :func:`write_run_packets` stores that
-compactly (times as integer nanoseconds, delta-encoded, zstd; about 6 bytes a packet), and
+compactly (times as integer microseconds, delta-encoded, zstd: about 6 bytes a packet, a
+twentieth of the parts; a delay is exact to 1 µs, far below anything the testbed resolves), and
 :func:`read_run_packets` gives the flows back, so a committed run can be reopened, filtered,
 re-plotted and its metrics recomputed on a fresh clone.
 
 Two kinds of file (the file's metadata key ``tcpdelay.packets`` says which):
 
-- ``records``: every column of :class:`FlowPackets` (``flow_id, seq, size_bytes, send_time_ns,
-  recv_time_ns`` (null: never received), ``connection, frame_id, frame_type, frame_last,
+- ``records``: every column of :class:`FlowPackets` (``flow_id, seq, size_bytes, send_time_us,
+  recv_time_us`` (null: never received), ``connection, frame_id, frame_type, frame_last,
   dropped``), written by the sweep after every run (:func:`tcpdelay.experiments.sweep.run_unit`);
 - ``delays``: what survives of runs measured before this file existed, whose records were never
-  committed: ``flow_id``, ``seq`` (null where unknown), ``send_time_ns`` (from the run's first
-  packet; null where unknown) and ``delay_ns`` (null: never received). The metrics of such a run
+  committed: ``flow_id``, ``seq`` (null where unknown), ``send_time_us`` (from the run's first
+  packet; null where unknown) and ``delay_us`` (null: never received). The metrics of such a run
   come from its ``metrics.json``; the delays give the pooled statistics and the plots.
 """
 
@@ -55,17 +56,17 @@ class RunPackets:
     """``records``: :class:`FlowPackets`; ``delays``: :class:`DelayFlow`."""
 
 
-def _ns(x: np.ndarray) -> pa.Array:
+def _us(x: np.ndarray) -> pa.Array:
     x = np.asarray(x, dtype=float)
     ok = np.isfinite(x)
-    return pa.array(np.where(ok, np.round(np.where(ok, x, 0.0) * 1e9), 0).astype(np.int64),
+    return pa.array(np.where(ok, np.round(np.where(ok, x, 0.0) * 1e6), 0).astype(np.int64),
                     type=pa.int64(), mask=~ok)
 
 
 def _write(path: Path, table: pa.Table, info: dict) -> Path:
     table = table.replace_schema_metadata({_META_KEY: json.dumps(info, sort_keys=True).encode()})
     tmp = path.with_name(f".{path.name}.tmp")
-    ints = [n for n in ("seq", "send_time_ns", "recv_time_ns", "delay_ns", "frame_id") if n in table.column_names]
+    ints = [n for n in ("seq", "send_time_us", "recv_time_us", "delay_us", "frame_id") if n in table.column_names]
     pq.write_table(table, tmp, compression="zstd", compression_level=9, use_dictionary=["frame_type"],
                    column_encoding={n: "DELTA_BINARY_PACKED" for n in ints})
     os.replace(tmp, path)  # a rerun rewrites the file, never adds one
@@ -97,8 +98,8 @@ def write_run_packets(run_dir: str | os.PathLike, flows=None) -> Path | None:
         "flow_id": pa.array(cat["flow_id"].astype(np.int32)),
         "seq": pa.array(cat["seq"].astype(np.int64)),
         "size_bytes": pa.array(cat["size_bytes"].astype(np.int32)),
-        "send_time_ns": _ns(cat["send_time_s"]),
-        "recv_time_ns": _ns(cat["recv_time_s"]),
+        "send_time_us": _us(cat["send_time_s"]),
+        "recv_time_us": _us(cat["recv_time_s"]),
         "connection": pa.array(cat["connection"].astype(np.int32)),
         "frame_id": pa.array(cat["frame_id"].astype(np.int64)),
         "frame_type": pa.array(cat["frame_type"].astype(str), type=pa.string()),
@@ -116,8 +117,8 @@ def write_delay_packets(run_dir: str | os.PathLike, flow_id: np.ndarray, delay_s
     table = pa.table({
         "flow_id": pa.array(np.asarray(flow_id, np.int32)),
         "seq": pa.array(np.asarray(seq, np.int64)) if seq is not None else pa.nulls(n, pa.int64()),
-        "send_time_ns": _ns(send_time_s) if send_time_s is not None else pa.nulls(n, pa.int64()),
-        "delay_ns": _ns(delay_s),
+        "send_time_us": _us(send_time_s) if send_time_s is not None else pa.nulls(n, pa.int64()),
+        "delay_us": _us(delay_s),
     })
     return _write(Path(run_dir) / PACKETS_FILE, table, {"kind": "delays", "source": source})
 
@@ -153,7 +154,7 @@ def read_run_packets(run_dir: str | os.PathLike) -> RunPackets | None:
             meta = (info.get("flows") or {}).get(str(int(f)), {})
             flows.append(FlowPackets(
                 int(f), _col(t, "seq", np.int64), _col(t, "size_bytes", np.int64),
-                _col(t, "send_time_ns") / 1e9, _col(t, "recv_time_ns") / 1e9,
+                _col(t, "send_time_us") / 1e6, _col(t, "recv_time_us") / 1e6,
                 _col(t, "connection", np.int64), _col(t, "frame_id", np.int64),
                 np.asarray(t.column("frame_type").to_pylist(), dtype=str), _col(t, "frame_last", bool),
                 _col(t, "dropped", bool), duplicates=int(meta.get("duplicates", 0)),
@@ -163,7 +164,7 @@ def read_run_packets(run_dir: str | os.PathLike) -> RunPackets | None:
         elif kind == "delays":
             seq = t.column("seq")
             flows.append(DelayFlow(int(f), None if seq.null_count == len(seq) else _col(t, "seq", np.int64),
-                                   _col(t, "send_time_ns") / 1e9, _col(t, "delay_ns") / 1e9))
+                                   _col(t, "send_time_us") / 1e6, _col(t, "delay_us") / 1e6))
         else:
             raise ParameterError(f"{str(path)!r}: unknown kind {kind!r} (records or delays)")
     return RunPackets(kind, info, flows)
