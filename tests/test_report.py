@@ -118,7 +118,7 @@ def test_single_run_and_run_directory(tmp_path):
     assert one["kind"] == "single" and one["cells"][0]["flows"][0]["delay"]["mean_s"] == pytest.approx(0.03)
 
 
-def test_packets_file_reopens_a_run_without_its_records(tmp_path):
+def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys):
     """packets.parquet holds the records joined: with sent/ and received/ gone, the run's
     metrics come out the same (up to the microsecond the times are stored at)."""
     import shutil
@@ -142,6 +142,11 @@ def test_packets_file_reopens_a_run_without_its_records(tmp_path):
         assert fa.metrics["delay"][key] == pytest.approx(fb.metrics["delay"][key], abs=1e-6)
     assert fa.metrics["packets"] == fb.metrics["packets"]
     assert fa.metrics["emodel"]["best"]["mos"] == pytest.approx(fb.metrics["emodel"]["best"]["mos"], rel=1e-4)
+    # tcpdelay metrics reads it too
+    capsys.readouterr()
+    assert main_code(["metrics", str(run_dir), "--json"]) == 0
+    (m,) = json.loads(capsys.readouterr().out)["flows"]
+    assert m["packets"]["lost"] == 2 and m["delay"]["mean_s"] == pytest.approx(fb.metrics["delay"]["mean_s"], abs=1e-6)
 
 
 def test_runs_known_only_by_their_metrics(tmp_path):
