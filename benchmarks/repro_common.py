@@ -2,9 +2,10 @@
 runs, and every media packet's one-way delay.
 
 The per-packet record sets (``sent/``, ``received/``) are not committed (results/.gitignore);
-:func:`media_delays` therefore writes the media packets' delays of a whole sweep into one small
-``delays.parquet`` in the sweep directory the first time it reads the records, and reads that
-file when the records are absent (a fresh clone of ``results/``).
+each run's ``packets.parquet`` is (:mod:`tcpdelay.report.run_packets`). :func:`media_delays`
+reads the media packets' delays of a whole sweep from the records when they are there, else from
+the runs' ``packets.parquet``, and keeps them in ``delays.parquet`` in the sweep directory (a
+cache, not committed: it is rebuilt from what is).
 """
 
 from __future__ import annotations
@@ -74,6 +75,23 @@ def _delays_from_records(run_dir: Path) -> pa.Table:
                      "delay_s": delay})
 
 
+def _delays_from_packets(run_dir: Path) -> pa.Table:
+    """The same columns as :func:`_delays_from_records`, from the run's ``packets.parquet``."""
+    from tcpdelay.report.run_packets import read_run_packets
+
+    stored = read_run_packets(run_dir)
+    if stored.kind == "records":
+        flows = [(f.flow_id, f.seq, f.send_time_s, f.delay_s) for f in stored.flows]
+    else:  # delays kept of a run measured before packets.parquet: send times from the first packet
+        flows = [(f.flow_id, f.seq if f.seq is not None else np.arange(f.delay_s.size), f.send_time_s, f.delay_s)
+                 for f in stored.flows]
+    t0 = min(float(np.nanmin(s)) for _, _, s, _ in flows)
+    return pa.table({"flow_id": np.concatenate([np.full(len(d), fid, np.int32) for fid, _, _, d in flows]),
+                     "seq": np.concatenate([q for _, q, _, _ in flows]),
+                     "send_time_s": np.concatenate([s for _, _, s, _ in flows]) - t0,
+                     "delay_s": np.concatenate([d for _, _, _, d in flows])})
+
+
 def _pack(table: pa.Table) -> pa.Table:
     """The stored form: send time in whole ms, delay in whole µs (-1: not delivered), no seq
     (a quarter of the size of float columns)."""
@@ -98,14 +116,16 @@ def media_delays(sweep_dir: Path) -> pa.Table:
     cache = sweep_dir / DELAYS_FILE
     rs = runs(sweep_dir)
     have_records = all((r["dir"] / "received").is_dir() for r in rs) and rs
-    if cache.exists() and (not have_records or cache.stat().st_mtime >= max(
-            (r["dir"] / "run.json").stat().st_mtime for r in rs)):
+    have_packets = all((r["dir"] / "packets.parquet").is_file() for r in rs) and rs
+    sources = [r["dir"] / ("received" if have_records else "packets.parquet") for r in rs]
+    if cache.exists() and (have_records or have_packets) and cache.stat().st_mtime >= max(
+            p.stat().st_mtime for p in sources):
         return _unpack(pq.read_table(cache))
-    if not have_records:
-        raise SystemExit(f"{sweep_dir}: neither the per-packet records nor {DELAYS_FILE} are there")
+    if not (have_records or have_packets):
+        raise SystemExit(f"{sweep_dir}: the runs have neither their per-packet records nor packets.parquet")
     parts = []
     for r in rs:
-        t = _delays_from_records(r["dir"])
+        t = _delays_from_records(r["dir"]) if have_records else _delays_from_packets(r["dir"])
         n = t.num_rows
         parts.append(t.add_column(0, "seed", pa.array([r["seed"]] * n, pa.int32()))
                       .add_column(0, "cell_id", pa.array([r["cell_id"]] * n)))

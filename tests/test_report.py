@@ -118,6 +118,78 @@ def test_single_run_and_run_directory(tmp_path):
     assert one["kind"] == "single" and one["cells"][0]["flows"][0]["delay"]["mean_s"] == pytest.approx(0.03)
 
 
+def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys):
+    """packets.parquet holds the records joined: with sent/ and received/ gone, the run's
+    metrics come out the same (up to the microsecond the times are stored at)."""
+    import shutil
+
+    from tcpdelay.report.run_packets import PACKETS_FILE, read_run_packets, write_run_packets
+
+    run_dir = tmp_path / "r" / "seed-1"
+    _run(run_dir, [0.05] * 90 + [0.25] * 10, lost={0, 7})
+    before = load_results(tmp_path / "r").cells[0].runs[0]
+    assert write_run_packets(run_dir) == run_dir / PACKETS_FILE
+    shutil.rmtree(run_dir / "sent")
+    shutil.rmtree(run_dir / "received")
+    stored = read_run_packets(run_dir)
+    assert stored.kind == "records" and [len(f) for f in stored.flows] == [100]
+    after = load_results(tmp_path / "r").cells[0].runs[0]
+    assert after.status == "complete" and after.packets == "records"
+    (fb,), (fa,) = before.flows, after.flows
+    np.testing.assert_allclose(fa.delay_s, fb.delay_s, atol=1e-6)
+    assert np.isnan(fa.delay_s[[0, 7]]).all()
+    for key in ("mean_s", "std_s", "p95_s", "max_s"):
+        assert fa.metrics["delay"][key] == pytest.approx(fb.metrics["delay"][key], abs=1e-6)
+    assert fa.metrics["packets"] == fb.metrics["packets"]
+    assert fa.metrics["emodel"]["best"]["mos"] == pytest.approx(fb.metrics["emodel"]["best"]["mos"], rel=1e-4)
+    # tcpdelay metrics reads it too
+    capsys.readouterr()
+    assert main_code(["metrics", str(run_dir), "--json"]) == 0
+    (m,) = json.loads(capsys.readouterr().out)["flows"]
+    assert m["packets"]["lost"] == 2 and m["delay"]["mean_s"] == pytest.approx(fb.metrics["delay"]["mean_s"], abs=1e-6)
+
+
+def test_runs_known_only_by_their_metrics(tmp_path):
+    """A complete run without records (measured before packets.parquet): its figures from
+    metrics.json; with a delays-only packets file, its delays too; a cell mixing such runs is
+    not pooled and says so."""
+    import shutil
+
+    from tcpdelay.report.run_packets import write_delay_packets
+
+    out = tmp_path / "sweep"
+    out.mkdir()
+    cells = [{"id": "aaaaaaaaaaaa", "index": 0, "overrides": {"x": 1}, "label": "x=1"}]
+    (out / "sweep.json").write_text(json.dumps({"name": "old", "seeds": [1, 2], "cells": cells}))
+    runs = [out / "cells" / "aaaaaaaaaaaa" / f"seed-{s}" for s in (1, 2)]
+    _run(runs[0], [0.05] * 100)
+    _run(runs[1], [0.15] * 100, lost={3})
+    from tcpdelay.metrics.summary import summarize_run
+
+    for rd in runs:
+        (rd / "metrics.json").write_text(json.dumps(summarize_run(rd)))
+        shutil.rmtree(rd / "sent")
+        shutil.rmtree(rd / "received")
+    write_delay_packets(runs[0], np.zeros(100), np.full(100, 0.05), source="by hand")
+    res = load_results(out)
+    r1, r2 = res.cells[0].runs
+    assert (r1.status, r1.packets, r2.status, r2.packets) == ("complete", "delays", "complete", "none")
+    assert r2.flows[0].delay_s is None and r2.flows[0].metrics["packets"]["lost"] == 1
+    (agg,) = aggregate_cell(res.cells[0])
+    assert agg["pooled"] is False and agg["runs"] == 2 and agg["packets"] == 200 and agg["received"] == 199
+    assert agg["delay"]["mean_s"] == pytest.approx((0.05 + 0.15) / 2)  # mean of the per-run means
+    assert agg["late"]["late_fraction"] is None
+    doc = write_report(out, tmp_path / "old.html")
+    assert doc["runs"]["complete"] == 2 and doc["packets"] == {"records": 0, "delays": 1, "none": 1}
+    assert "not the statistics of the pooled packets" in (tmp_path / "old.html").read_text()
+    shutil.rmtree(runs[0])  # only the delays left of seed 1: the delay figures from them
+    runs[0].mkdir()
+    (runs[0] / "complete.json").write_text("{}")
+    write_delay_packets(runs[0], np.zeros(4), np.array([0.01, 0.02, np.nan, 0.03]), source="by hand")
+    f = load_results(out).cells[0].runs[0].flows[0]
+    assert f.metrics["delay"]["mean_s"] == pytest.approx(0.02) and f.metrics["packets"]["loss_rate"] == 0.25
+
+
 def _testbed_unavailable():
     from tcpdelay.testbed.netns import unavailable_reason
 
@@ -145,3 +217,21 @@ def test_report_of_a_real_tiny_run(tmp_path):
     # the first cell of the scenario: RTT 20 ms, so no packet arrives before 10 ms
     assert flow["delay"]["min_s"] >= 0.010 and flow["packets"] >= 140
     assert (out / "report.html").stat().st_size > 10_000
+    # what a committed result keeps (results/.gitignore leaves the record parts out): the
+    # run's packets.parquet, written by the sweep, reopens to the same numbers
+    import shutil
+
+    run_dir = next(out.glob("seed-*"))
+    assert (run_dir / "packets.parquet").is_file() and (run_dir / "complete.json").is_file()
+    for parts in ("sent", "received", "flows"):
+        shutil.rmtree(run_dir / parts, ignore_errors=True)
+    again = subprocess.run([*exe, "report", str(out), "--json", "--out", str(tmp_path / "again.html")],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    doc = json.loads(again.stdout)
+    assert doc["runs"]["complete"] == 1 and doc["packets"]["records"] == 1
+    flow2 = doc["cells"][0]["flows"][0]
+    assert flow2["packets"] == flow["packets"] and flow2["received"] == flow["received"]
+    for key in ("mean_s", "p95_s", "std_s", "max_s"):
+        assert flow2["delay"][key] == pytest.approx(flow["delay"][key], abs=1e-6)  # times kept at 1 µs
+    assert flow2["mos"] == pytest.approx(flow["mos"], rel=1e-4)

@@ -211,3 +211,43 @@ def test_interrupted_parallel_sweep_stops_at_once_and_starts_nothing_new(tmp_pat
     started = list(out.glob("cells/*/seed-1"))
     assert len(started) == 2  # the two running units; the queued ones never started
     assert all((d / FAILED).exists() and not (d / COMPLETE).exists() for d in started)
+
+
+def records_runner(sc, seed, run_dir):
+    """Writes real per-packet records (the writer tcpdelay send/recv use): 50 packets, every
+    tenth never received, delay 10 ms + seed ms."""
+    from tcpdelay.records import RecordWriter, write_run_metadata
+
+    with RecordWriter(run_dir, "sent", writer_id="s") as ws, RecordWriter(run_dir, "received", writer_id="r") as wr:
+        for seq in range(50):
+            t = 1000.0 + seq * 0.02
+            ws.append(flow_id=0, connection=0, seq=seq, size_bytes=174, send_time_s=t,
+                      frame_id=-1, frame_type="", frame_last=True, dropped=False)
+            if seq % 10:
+                wr.append(flow_id=0, connection=0, seq=seq, size_bytes=174, send_time_s=t,
+                          recv_time_s=t + 0.010 + seed / 1000)
+    write_run_metadata(run_dir, {"clock": "shared-monotonic"})
+    return {}
+
+
+def test_a_complete_run_keeps_its_records_in_packets_parquet(tmp_path, log):
+    """The sweep joins a run's record parts into packets.parquet before marking it complete (what
+    a committed result keeps); a runner that writes no records gets none."""
+    import numpy as np
+
+    from tcpdelay.report.run_packets import read_run_packets
+
+    sc = scenario(sweep={"path.loss.p": [0.01]}, repetitions=2)
+    run_sweep(sc, tmp_path / "rec", records_runner, progress=False)
+    runs = sorted((tmp_path / "rec" / "cells").glob("*/seed-*"))
+    assert len(runs) == 2
+    for rd in runs:
+        seed = int(rd.name.split("-")[1])
+        assert (rd / COMPLETE).is_file()
+        assert (rd / "packets.parquet").stat().st_mtime_ns <= (rd / COMPLETE).stat().st_mtime_ns
+        (flow,) = read_run_packets(rd).flows
+        assert flow.flow_id == 0 and list(flow.seq) == list(range(50))
+        np.testing.assert_allclose(flow.delay_s[np.arange(50) % 10 != 0], 0.010 + seed / 1000, atol=1e-6)
+        assert np.isnan(flow.delay_s[::10]).all()
+    run_sweep(sc, tmp_path / "none", loss_runner, progress=False)
+    assert not list((tmp_path / "none").rglob("packets.parquet"))

@@ -6,7 +6,8 @@ Layout of an output directory::
     OUT/scenario.toml                   the scenario as given (with its [sweep])
     OUT/cells/<cell_id>/cell.json       the cell's overrides
     OUT/cells/<cell_id>/scenario.toml   the cell's scenario (overrides applied, no sweep)
-    OUT/cells/<cell_id>/seed-<s>/       one run: records, run.json, ... and, written LAST,
+    OUT/cells/<cell_id>/seed-<s>/       one run: records, run.json, ..., packets.parquet (the
+                                        records joined, in one small file) and, written LAST,
                                         complete.json (or failed.json)
 
 A *cell* is one point of the grid; its ``cell_id`` is a hash of everything in its scenario that
@@ -15,6 +16,9 @@ metrics to compute, repetitions or seeds; a trace file by its content), so editi
 gives new ids and never mixes old results with new, while adding repetitions or seeds reuses the
 runs already made. A *unit* is one cell run with one seed. A rerun skips every unit with
 ``complete.json``; a unit directory without it (interrupted, or failed) is removed and run again.
+``complete.json`` and ``packets.parquet`` are what a committed result keeps (results/.gitignore
+leaves out the record parts), so a fresh clone reopens every run; to measure again, sweep into
+another directory.
 
 Units run one at a time, or ``jobs`` at once in separate processes (each with its own testbed;
 emulation is real time, so more jobs than the machine's cores can serve distorts the
@@ -177,6 +181,7 @@ def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, ce
     t0 = time.monotonic()
     try:
         summary = runner(scenario, seed, rd)
+        _write_packets(rd)
     except BaseException as err:
         _write_json(rd / FAILED, {"cell_id": cell_id_, "seed": seed, "error": f"{type(err).__name__}: {err}",
                                   "traceback": traceback.format_exc()})
@@ -185,6 +190,14 @@ def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, ce
               "wall_s": time.monotonic() - t0, "summary": summary or {}}
     _write_json(rd / COMPLETE, record)
     return record
+
+
+def _write_packets(run_dir: Path) -> None:
+    """The run's records joined into ``packets.parquet`` (:mod:`tcpdelay.report.run_packets`),
+    before the run is marked complete; nothing when the runner wrote no records."""
+    from tcpdelay.report.run_packets import write_run_packets
+
+    write_run_packets(run_dir)
 
 
 class _Lock:

@@ -199,8 +199,27 @@ def measured_points(results) -> list[dict]:
                 "emulator_lateness_max_us": max((e.get("lateness_max_us") or 0.0) for e in extras) if extras else None,
                 "emulator_lateness_p99_us": max((e.get("lateness_p99_us") or 0.0) for e in extras) if extras else None,
             }
+            complete = [r for r in cell.runs if r.status == "complete"]
+            if len(complete) == 1 and not (complete[0].run_dir / "run.json").is_file():
+                point["measured"].update(_recorded_counters(complete[0].run_dir))
         out.append(point)
     return out
+
+
+#: The run counters (from run.json) of a point's measured statistics.
+_COUNTERS = ("segment_drop_ratio", "tcp_retransmissions", "tcp_rtos", "rtos_per_drop",
+             "emulator_lateness_max_us", "emulator_lateness_p99_us")
+
+
+def _recorded_counters(run_dir: Path) -> dict:
+    """The counters of a run whose run.json was never kept (validate-wide's runs: only their
+    delays and their point's counters survive): the ones recorded in its complete.json
+    (``summary.measured``), so that recomputing the model does not lose them."""
+    try:
+        measured = (json.loads((run_dir / "complete.json").read_text()).get("summary") or {}).get("measured") or {}
+    except (OSError, ValueError):
+        return {}
+    return {k: measured[k] for k in _COUNTERS if k in measured}
 
 
 def _late(flow: dict, x: float) -> float | None:

@@ -175,7 +175,8 @@ def load_flows(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None = 
 
     ``sent_dir`` is the sender's directory when it differs from ``run_dir`` (runs across real
     hosts); its ``run.json`` fills keys the receiver's lacks. Raises ParameterError when a
-    directory is missing or there are no records at all.
+    directory is missing or there are no records at all. Without record parts, the run's
+    ``packets.parquet`` (kind ``records``: what a committed run keeps) gives the flows.
     """
     run = Path(run_dir)
     if not run.is_dir():
@@ -189,6 +190,13 @@ def load_flows(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None = 
         meta = {**read_run_metadata(sent_from), **meta}
     sent = read_records(sent_from, "sent")
     received = read_records(run, "received")
+    if sent.num_rows == 0 and received.num_rows == 0 and sent_dir is None:
+        # a committed run: its records joined in packets.parquet (tcpdelay.report.run_packets)
+        from tcpdelay.report.run_packets import read_run_packets
+
+        stored = read_run_packets(run)
+        if stored is not None and stored.kind == "records":
+            return stored.flows, meta
     if sent.num_rows == 0 and received.num_rows == 0:
         raise ParameterError(f"{str(run)!r} has no packet records (expected sent/ and received/ "
                              "Parquet parts written by tcpdelay send/recv)")

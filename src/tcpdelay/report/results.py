@@ -7,9 +7,14 @@ docs/experiments/README.md, "Output"):
 - a *run* directory of ``tcpdelay run`` (``seed-<s>/`` run directories),
 - one run directory (``complete.json`` / ``failed.json`` / ``run.json`` / records).
 
-Every run with records is measured again from its per-packet records with
-:func:`tcpdelay.metrics.summary.summarize_flows` (the same numbers as its ``metrics.json``, plus
-the quality levels over time); a run without records (failed early) is listed with its error.
+Every complete run with per-packet records (``sent/`` and ``received/`` as the run wrote them,
+or else the compact ``packets.parquet`` of :mod:`tcpdelay.report.run_packets`, the one that is
+committed) is measured again from them with :func:`tcpdelay.metrics.summary.summarize_flows`
+(the same numbers as its ``metrics.json``, plus the quality levels over time). A complete run
+measured before runs kept ``packets.parquet`` has its per-run figures from its ``metrics.json``
+and its packets' delays from a ``delays`` packets file where they survived
+(``RunData.packets``). A run that is not complete (interrupted, or failed: listed with its
+error) is left out.
 
 :func:`aggregate_cell` joins the repetitions of a cell per media flow: the delay statistics
 (mean, standard deviation, percentiles) and the late fractions over the *pooled* packets of every
@@ -59,9 +64,10 @@ class FlowRun:
 
     flow_id: int
     name: str
-    delay_s: np.ndarray
-    send_time_s: np.ndarray
-    dropped: np.ndarray
+    delay_s: np.ndarray | None
+    """None when the run's per-packet delays were never kept (its metrics are from metrics.json)."""
+    send_time_s: np.ndarray | None
+    dropped: np.ndarray | None
     metrics: dict
 
 
@@ -75,6 +81,10 @@ class RunData:
     flows: list[FlowRun] = field(default_factory=list)
     jain_index: float | None = None
     wall_s: float | None = None
+    packets: str = "none"
+    """Where the per-packet data came from: records (sent/ and received/, or packets.parquet of
+    kind records: metrics recomputed) | delays (a delays-only packets.parquet; metrics from
+    metrics.json) | none (metrics.json only)"""
 
 
 @dataclass
@@ -182,6 +192,8 @@ def _flow_names(run_dir: Path) -> dict[int, str]:
 def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
     from tcpdelay.metrics.packets import load_flows
     from tcpdelay.metrics.summary import summarize_flows
+    from tcpdelay.records import read_run_metadata
+    from tcpdelay.report.run_packets import read_run_packets
 
     seed = _seed_of(run_dir)
     status, error, wall = "incomplete", None, None
@@ -200,18 +212,65 @@ def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
     run = RunData(seed, run_dir, status, error, wall_s=wall)
     if status != "complete":
         return run  # partial records of an interrupted or failed run are not a result
+    names = _flow_names(run_dir)
     try:
-        flows, meta = load_flows(run_dir)
+        if any((run_dir / k).is_dir() for k in ("sent", "received")):
+            flows, meta = load_flows(run_dir)  # the records as the run wrote them
+            run.packets = "records"
+        else:
+            stored = read_run_packets(run_dir)
+            if stored is not None and stored.kind == "records":
+                flows, meta = stored.flows, read_run_metadata(run_dir)
+                run.packets = "records"
+            else:
+                return _load_from_metrics(run, names, stored)
     except ParameterError as err:
         run.status, run.error = "failed", str(err)
         return run
-    names = _flow_names(run_dir)
     summary = summarize_flows(flows, meta, opts)
     for fp, m in zip(flows, summary["flows"]):
         run.flows.append(FlowRun(fp.flow_id, names.get(fp.flow_id, f"flow{fp.flow_id}"),
                                  fp.delay_s, fp.send_time_s, fp.dropped, m))
     run.jain_index = summary["fairness"]["jain_index_goodput"]
     return run
+
+
+def _load_from_metrics(run: RunData, names: dict[int, str], stored) -> RunData:
+    """A complete run without per-packet records (measured before runs kept ``packets.parquet``):
+    its metrics from ``metrics.json``, its delays from a ``delays`` packets file when there is
+    one (else no per-packet delays: ``run.packets == "none"``)."""
+    delays = {f.flow_id: f for f in stored.flows} if stored is not None else {}
+    try:
+        metrics = json.loads((run.run_dir / "metrics.json").read_text())
+    except (OSError, ValueError):
+        metrics = None
+    if metrics is None and not delays:
+        run.status = "failed"
+        run.error = "complete, but neither per-packet records (sent/, received/, packets.parquet) nor metrics.json are there"
+        return run
+    if metrics is not None:
+        per_flow = {int(m["flow_id"]): m for m in metrics.get("flows", [])}  # media flows only
+        run.jain_index = (metrics.get("fairness") or {}).get("jain_index_goodput")
+    else:  # only the delays survive: the delay statistics and loss from them
+        per_flow = {fid: _metrics_from_delays(f.delay_s) for fid, f in delays.items()}
+    run.packets = "delays" if delays else "none"
+    for fid in sorted(set(per_flow) | set(delays)):
+        d = delays.get(fid)
+        m = per_flow.get(fid) or _metrics_from_delays(d.delay_s)
+        run.flows.append(FlowRun(fid, names.get(fid, f"flow{fid}"),
+                                 d.delay_s if d is not None else None,
+                                 d.send_time_s if d is not None else None,
+                                 np.zeros(d.delay_s.size, bool) if d is not None else None, m))
+    return run
+
+
+def _metrics_from_delays(delay_s: np.ndarray) -> dict:
+    """The per-run figures that per-packet delays alone give (the rest: None)."""
+    n = int(delay_s.size)
+    got = int(np.count_nonzero(np.isfinite(delay_s)))
+    return {"delay": dl.delay_stats(delay_s), "packets": {"loss_rate": (n - got) / n if n else None,
+                                                           "sent": n, "received": got},
+            "rtpi": {}, "goodput_bps": None, "tcp_retransmissions": None}
 
 
 def _mean(values) -> float | None:
@@ -229,26 +288,32 @@ def aggregate_cell(cell: CellData) -> list[dict]:
     out = []
     for fid in sorted(by_flow):
         frs = by_flow[fid]
-        delays = np.concatenate([f.delay_s for f in frs]) if frs else np.zeros(0)
-        dropped = np.concatenate([f.dropped for f in frs]) if frs else np.zeros(0, bool)
-        on_wire = int(np.count_nonzero(~dropped))
-        received = int(np.count_nonzero(np.isfinite(delays)))
+        pooled = all(f.delay_s is not None for f in frs)
+        if pooled:
+            delays = np.concatenate([f.delay_s for f in frs]) if frs else np.zeros(0)
+            dropped = np.concatenate([f.dropped for f in frs]) if frs else np.zeros(0, bool)
+            on_wire = int(np.count_nonzero(~dropped))
+            received = int(np.count_nonzero(np.isfinite(delays)))
+            packets, loss = int(delays.size), (on_wire - received) / on_wire if on_wire else None
+            delay = dl.delay_stats(delays)
+            late = dl.late_fraction(delays, PLOT_PLAYOUT_DELAYS_S).tolist() if delays.size else None
+        else:  # a repetition without per-packet delays: its metrics.json figures, not pooled
+            delay, packets, received, loss, late = _unpooled(frs)
         run_means = [f.metrics["delay"]["mean_s"] for f in frs if f.metrics["delay"]["mean_s"] is not None]
         voice = [f.metrics for f in frs if "emodel" in f.metrics]
         out.append({
             "flow_id": fid,
             "name": frs[0].name,
             "runs": len(frs),
-            "packets": int(delays.size),
+            "pooled": pooled,
+            "packets": packets,
             "received": received,
-            "loss_rate": (on_wire - received) / on_wire if on_wire else None,
-            "delay": dl.delay_stats(delays),
+            "loss_rate": loss,
+            "delay": delay,
             "run_mean_delay_s": {"min": min(run_means) if run_means else None,
                                  "max": max(run_means) if run_means else None,
                                  "std": float(np.std(run_means)) if run_means else None},
-            "late": {"playout_delay_s": list(PLOT_PLAYOUT_DELAYS_S),
-                     "late_fraction": dl.late_fraction(delays, PLOT_PLAYOUT_DELAYS_S).tolist()
-                     if delays.size else None},
+            "late": {"playout_delay_s": list(PLOT_PLAYOUT_DELAYS_S), "late_fraction": late},
             "mos": _mean(v["emodel"]["best"]["mos"] for v in voice) if voice else None,
             "acceptable_quality_fraction": _mean(v["quality"]["acceptable_fraction"] for v in voice)
             if voice else None,
@@ -267,6 +332,21 @@ def _discard_fraction(frs: list[FlowRun]) -> float | None:
     video = [f.metrics["video"] for f in frs if "video" in f.metrics]
     frames = sum(v["frames"] for v in video)
     return sum(v["picture_discards"] for v in video) / frames if frames else None
+
+
+def _unpooled(frs: list[FlowRun]) -> tuple[dict, int, int, float | None, None]:
+    """Delay statistics, packets, received and loss of repetitions known only by their per-run
+    metrics: one repetition's own figures; over several, each statistic's mean over the
+    repetitions (not the pooled packets' statistic; the report says which cells are so)."""
+    stats = [f.metrics["delay"] for f in frs]
+    delay = dict(stats[0]) if len(stats) == 1 else {
+        k: _mean(s.get(k) for s in stats) for k in stats[0] if k not in ("count", "relative_to_min")}
+    delay["count"] = sum(int(s.get("count") or 0) for s in stats)
+    pk = [f.metrics.get("packets") or {} for f in frs]
+    packets = sum(int(p.get("packets", p.get("sent")) or 0) for p in pk)
+    received = sum(int(p.get("received") or 0) for p in pk)
+    on_wire = sum(int(p.get("packets_on_wire", p.get("packets", p.get("sent"))) or 0) for p in pk)
+    return delay, packets, received, ((on_wire - received) / on_wire if on_wire else None), None
 
 
 def late_at(agg: dict, playout_s: float) -> float | None:
@@ -317,6 +397,15 @@ def build_report(results: Results, report) -> dict:
         "repetition; MOS, acceptable quality, RTPI, goodput and Jain's index are means over the repetitions. "
         f"Shown: {', '.join(shown)} (the scenario's `metrics`; `tcpdelay metrics RUN_DIR` gives every "
         "metric of a run).")
+    sources = {k: sum(r.status == "complete" and r.packets == k for r in runs) for k in ("records", "delays", "none")}
+    if sources["delays"] or sources["none"]:
+        sec.paragraph(
+            f"Per-packet data: {sources['records']} complete run(s) with their packet records (metrics "
+            f"recomputed from them), {sources['delays']} with only their packets' delays and "
+            f"{sources['none']} with none (measured before runs kept packets.parquet; their records "
+            "were never kept): their per-run figures are those of their metrics.json. A cell with a "
+            "repetition without per-packet delays shows the mean of the per-run statistics, not the "
+            "statistics of the pooled packets, and has no delay plots.", note=True)
     if counts["failed"]:
         sec.paragraph("Failed runs: " + "; ".join(
             f"{r.run_dir}: {r.error}" for r in runs if r.status == "failed"), note=True)
@@ -330,7 +419,7 @@ def build_report(results: Results, report) -> dict:
         cells_out.append({
             "id": cell.id, "label": cell.label, "overrides": cell.overrides,
             "runs": [{"seed": r.seed, "status": r.status, "run_dir": str(r.run_dir), "error": r.error,
-                      "wall_s": r.wall_s} for r in cell.runs],
+                      "wall_s": r.wall_s, "packets": r.packets} for r in cell.runs],
             "flows": aggs, "jain_index_goodput": jain,
         })
         for a in aggs:
@@ -362,8 +451,9 @@ def build_report(results: Results, report) -> dict:
         series = []
         for cell in results.cells:
             agg = next((a for a in aggregate_cell_cached(cells_out, cell) if a["flow_id"] == fid), None)
-            ds = [f.delay_s for r in cell.runs if r.status == "complete" for f in r.flows if f.flow_id == fid]
-            if agg and ds:
+            ds = [f.delay_s for r in cell.runs if r.status == "complete" for f in r.flows
+                  if f.flow_id == fid and f.delay_s is not None]
+            if agg and ds and agg["pooled"]:
                 series.append((cell_label(cell), np.concatenate(ds), agg))
         for chunk in _chunks(series, CURVES_PER_FIGURE):
             if "delay" in shown:
@@ -394,7 +484,8 @@ def build_report(results: Results, report) -> dict:
         sec.paragraph("No complete run with media records: nothing to plot." if names else
                       f"No figure of the metrics shown ({', '.join(shown)}).", note=True)
     return {"results": str(results.path), "kind": results.kind, "name": results.name,
-            "metrics": list(shown), "runs": counts, "table_playout_delays_s": list(TABLE_PLAYOUT_DELAYS_S), "cells": cells_out,
+            "metrics": list(shown), "runs": counts, "packets": sources,
+            "table_playout_delays_s": list(TABLE_PLAYOUT_DELAYS_S), "cells": cells_out,
             "figures": figures}
 
 

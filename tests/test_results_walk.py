@@ -1,0 +1,163 @@
+"""Every directory under results/ reopens from what git holds (run it on a fresh clone: the record
+parts are not committed): ``tcpdelay report`` counts every committed run as complete and renders,
+its numbers are the committed ones (each run's metrics.json, validation.json), the
+``tcpdelay validate`` commands in results/README.md rerun on a copy of their directories
+recompute the model without measuring anything and give the committed numbers again, and the
+run counts results/README.md states are the committed ones. (The §5.3/§7 summary.json files
+against what the reproduction scripts compute from the same files: test_repro_brosh.py.)"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow   # reads and plots every committed result
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+DIRS = sorted(p.name for p in RESULTS.iterdir() if p.is_dir())
+SWEEPS = [d for d in DIRS if (RESULTS / d / "sweep.json").is_file()]
+README = (RESULTS / "README.md").read_text()
+
+
+def _readme_rows() -> dict[str, str]:
+    """results/README.md's table: directory -> its row."""
+    rows = {}
+    for line in README.splitlines():
+        m = re.match(r"\| `([^`/]+)/` \|", line)
+        if m:
+            rows[m.group(1)] = line
+    return rows
+
+
+def _committed_runs(name: str) -> set[Path]:
+    """The run directories (``cells/<id>/seed-<s>``) git holds for ``results/name`` (what is on
+    disk when this is not a git checkout, e.g. an unpacked archive)."""
+    files = None
+    if (ROOT / ".git").exists():
+        out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--", f"results/{name}/cells"],
+                             capture_output=True, text=True)
+        if out.returncode == 0:
+            files = [ROOT / f for f in out.stdout.splitlines()]
+    if files is None:
+        files = [p for p in (RESULTS / name / "cells").rglob("*") if p.is_file()]
+    return {f.parent for f in files if re.fullmatch(r"seed-\d+", f.parent.name)}
+
+
+def _report(name: str, tmp_path: Path) -> dict:
+    out = tmp_path / f"{name}.html"
+    run = subprocess.run([sys.executable, "-m", "tcpdelay", "report", str(RESULTS / name), "--out", str(out),
+                          "--json"], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    html = out.read_text()
+    assert doc["report_path"] == str(out) and html.count("data:image/png;base64,") == doc["figures"]
+    return doc
+
+
+def test_every_directory_is_a_result_the_readme_lists():
+    rows = _readme_rows()
+    assert sorted(rows) == DIRS, "results/README.md lists exactly the directories under results/"
+    for d in DIRS:
+        if d in SWEEPS:
+            continue
+        # a directory of computed figures (playout-6): no runs of its own; it names the
+        # directories it is computed from, and those reopen (below)
+        assert not (RESULTS / d / "cells").exists() and not list((RESULTS / d).glob("seed-*")), d
+        sources = re.findall(r"`([\w.-]+)/`", rows[d].split("|")[3])
+        assert sources and all(s in SWEEPS for s in sources), (d, sources)
+
+
+@pytest.mark.parametrize("name", SWEEPS)
+def test_readme_run_counts_are_the_committed_ones(name):
+    runs = _committed_runs(name)
+    m = re.search(r"\((\d+) runs", _readme_rows()[name])
+    assert m, f"results/README.md: the row of {name}/ says how many runs it holds"
+    assert int(m.group(1)) == len(runs), (name, int(m.group(1)), len(runs))
+
+
+@pytest.mark.parametrize("name", SWEEPS)
+def test_report_reopens_every_committed_run(name, tmp_path):
+    runs = _committed_runs(name)
+    index = json.loads((RESULTS / name / "sweep.json").read_text())
+    assert runs, f"{name}: no committed run"
+    # every committed run keeps its marker and its figures (what report reads)
+    for rd in runs:
+        assert (rd / "complete.json").is_file(), rd
+        assert (rd / "packets.parquet").is_file() or (rd / "metrics.json").is_file(), rd
+    doc = _report(name, tmp_path)
+    assert doc["kind"] == "sweep" and len(doc["cells"]) == len(index["cells"])
+    assert doc["runs"] == {"complete": len(runs), "failed": 0, "incomplete": 0}
+    assert sum(doc["packets"].values()) == len(runs)
+    by_dir = {Path(r["run_dir"]).resolve(): (c, r) for c in doc["cells"] for r in c["runs"]}
+    assert set(by_dir) == {r.resolve() for r in runs}
+
+    # the numbers are the committed ones: a cell of one run shows that run's metrics.json
+    for rd in runs:
+        cell, _ = by_dir[rd.resolve()]
+        if len(cell["runs"]) != 1 or not (rd / "metrics.json").is_file():
+            continue
+        metrics = {f["flow_id"]: f for f in json.loads((rd / "metrics.json").read_text())["flows"]}
+        assert {f["flow_id"] for f in cell["flows"]} == set(metrics), rd
+        for f in cell["flows"]:
+            m = metrics[f["flow_id"]]
+            # the delays kept of these runs are at 1 µs
+            for key in ("mean_s", "p95_s", "max_s", "std_s"):
+                assert f["delay"][key] == pytest.approx(m["delay"][key], abs=2e-6), (rd, f["flow_id"], key)
+            assert f["received"] == m["packets"]["received"], (rd, f["flow_id"])
+            mos = (m.get("emodel") or {}).get("best", {}).get("mos")
+            assert (f["mos"] is None and mos is None) or f["mos"] == pytest.approx(mos), rd
+
+
+VALIDATE = [d for d in SWEEPS if (RESULTS / d / "validation.json").is_file()]
+
+
+def _validate_args(name: str) -> list[str]:
+    """The ``tcpdelay validate`` arguments results/README.md gives for ``name`` (without --out)."""
+    row = _readme_rows()[name]
+    cmd = re.search(r"`(?:sudo )?\S*tcpdelay validate ([^`]*)`", row)
+    assert cmd, f"results/README.md: the row of {name}/ gives its tcpdelay validate command"
+    args = shlex.split(cmd.group(1))
+    i = args.index("--out")
+    assert args[i + 1] == f"results/{name}"
+    return args[:i] + args[i + 2:]
+
+
+@pytest.mark.parametrize("name", VALIDATE)
+def test_validate_rerun_recomputes_the_model_from_what_is_committed(name, tmp_path):
+    """The README's command on a copy of the directory: nothing is measured (every committed
+    run is complete), and the measured side and the model are the committed ones (the delays
+    statistics to the microsecond the committed delays are kept at)."""
+    copy = tmp_path / name
+    shutil.copytree(RESULTS / name, copy, ignore=shutil.ignore_patterns("sent", "received", "flows"))
+    run = subprocess.run([sys.executable, "-m", "tcpdelay", "validate", *_validate_args(name),
+                          "--out", str(copy), "--json"], capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    committed = json.loads((RESULTS / name / "validation.json").read_text())
+    runs = len(_committed_runs(name))
+    assert doc["sweep"]["ran"] == 0 and doc["sweep"]["skipped"] == runs and not doc["sweep"]["failed"]
+    assert [p["cell_id"] for p in doc["points"]] == [p["cell_id"] for p in committed["points"]]
+    for new, old in zip(doc["points"], committed["points"]):
+        for key, value in old["measured"].items():
+            if isinstance(value, dict) or value is None:
+                assert new["measured"][key] == pytest.approx(value, abs=1e-6), (name, old["cell_id"], key)
+            else:
+                tol = 1e-6 if key.endswith("_s") else 1e-9 * abs(value)
+                assert abs(new["measured"][key] - value) <= tol, (name, old["cell_id"], key, new["measured"][key], value)
+        for key in ("mean_s", "p95_s", "std_s"):
+            a, b = (new["model"] or {}).get(key), (old["model"] or {}).get(key)
+            assert (a is None and b is None) or math.isclose(a, b, rel_tol=1e-6), (name, old["cell_id"], key)
+    # the rerun rewrote the same files, it added none (but its lock, .lock, which git ignores)
+    def listing(d):
+        return sorted(str(p.relative_to(d)) for p in d.rglob("*") if not p.name.startswith("."))
+
+    assert listing(copy) == listing(RESULTS / name)
