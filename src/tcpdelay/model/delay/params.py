@@ -158,7 +158,14 @@ class DelayParams:
         _check_choice("queue", self.queue, QUEUES)
         _check_choice("al_fr_backlog", self.al_fr_backlog, AL_FR_BACKLOGS)
         _check_choice("backlog_rounding", self.backlog_rounding, BACKLOG_ROUNDINGS)
+        if a < 1:
+            raise ParameterError(f"packet_bytes: {a:g} is below one byte")
         r = f * rtt
+        if not math.isfinite(8 * r):
+            raise ParameterError(
+                f"rtt_s: {rtt:g} is too large: f*RTT = {r:g} packets per round trip at {f:g} packets/s")
+        if not math.isfinite(4 * t0 * f):
+            raise ParameterError(f"t0_s: {t0:g} is too large: 4*T0*f = {4 * t0 * f:g} packets")
         wm = max(4, math.ceil(8 * r - 1e-9)) if self.max_window is None else int(self.max_window)
         if wm < max(1, math.ceil(r - 1e-9)):
             raise ParameterError(
