@@ -12,6 +12,7 @@ from tcpdelay.cli.common import (
     POSITIVE, PROBABILITY, FiniteFloatRange, PlotPath, emit, fmt_bps, fmt_s, json_option, key_value_table,
 )
 from tcpdelay.errors import ParameterError
+from tcpdelay.model.delay.predict import MAX_CONNECTIONS, MAX_SPLIT
 from tcpdelay.model.delay.profiles import PROFILES
 
 
@@ -77,8 +78,8 @@ def _warn(messages) -> None:
 @click.option("--rtt-s", type=POSITIVE, required=True, help="Round-trip time in seconds.")
 @click.option("--loss", type=PROBABILITY, required=True, help="Segment loss probability, 0 <= p < 1.")
 @_model_options
-@click.option("--split", type=click.IntRange(min=1), default=1, show_default=True, help="split-N: N packets of a/N at N·f (Section 7.1).")
-@click.option("--connections", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--split", type=click.IntRange(1, MAX_SPLIT), default=1, show_default=True, help="split-N: N packets of a/N at N·f (Section 7.1).")
+@click.option("--connections", type=click.IntRange(1, MAX_CONNECTIONS), default=1, show_default=True,
               help="Blind round-robin over N parallel connections (Section 7.2).")
 @click.option("--plot", "plot_path", type=PlotPath(), default=None, help="Write the delay CDF to this file (.png, .svg, .pdf).")
 @json_option
@@ -150,7 +151,7 @@ def _floats(text: str | None, name: str):
 @click.option("--bound-s", type=POSITIVE, default=None, help="Criterion bound in seconds [default: the profile's, 0.2 VoIP, 5 video].")
 @click.option("--rtts-s", default=None, help="Comma-separated RTTs [default 0.02,0.1,0.3].")
 @click.option("--losses", default=None, help="Comma-separated loss rates [default 0.001,0.005,0.01,0.02,0.03,0.05,0.1].")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes [default: CPU count].")
+@click.option("--workers", type=click.IntRange(1, 256), default=None, help="Processes [default: CPU count].")
 @_model_options
 @click.option("--plot", "plot_path", type=PlotPath(), default=None, help="Write the region plot (.png, .svg, .pdf) to this file.")
 @json_option
