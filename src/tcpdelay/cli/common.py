@@ -42,6 +42,29 @@ PROBABILITY = FiniteFloatRange(min=0.0, max=1.0, max_open=True)
 POSITIVE = FiniteFloatRange(min=0.0, min_open=True)
 NON_NEGATIVE = FiniteFloatRange(min=0.0)
 
+class DirPath(click.Path):
+    """A directory to read (a run or results directory): empty, an existing file, or (with
+    ``must_exist``) a missing path is refused here with one line; what it holds is the
+    command's to say."""
+
+    def __init__(self, must_exist: bool = False) -> None:
+        super().__init__(file_okay=False)
+        self.name = "DIR"
+        self.must_exist = must_exist
+
+    def convert(self, value, param, ctx):
+        import os
+
+        text = os.fspath(value)
+        if not text.strip():
+            self.fail("empty path; give a directory", param, ctx)
+        if self.must_exist and not os.path.exists(text):
+            self.fail(f"{text} does not exist", param, ctx)
+        if os.path.exists(text) and not os.path.isdir(text):
+            self.fail(f"{text} is not a directory", param, ctx)
+        return text
+
+
 PLOT_FORMATS = (".png", ".svg", ".pdf")
 
 
@@ -126,7 +149,8 @@ def fmt_bps(bps: float | None) -> str:
 #   tcpdelay: error: tcpdelay throughput: --rtt-s: NaN is not allowed
 #
 # Every command the group hands out is wrapped by :func:`guard`: before its body runs, every
-# float it was given must be finite (click's FloatRange lets NaN and inf through); a
+# float it was given must be finite (click's FloatRange lets NaN and inf through) and no path
+# empty; a
 # TcpdelayError or a file error raised inside becomes a CommandError that knows the command,
 # and a leading ``name:`` in the message (the library's parameter name, e.g. ``rtt_s:``) is
 # rewritten to the flag the user typed (``--rtt-s:``).
@@ -181,10 +205,18 @@ def _non_finite(value) -> str | None:
     return None
 
 
-def check_finite(ctx: click.Context) -> None:
-    """Every float parameter of the command is finite (NaN and inf are no one's input)."""
+def _empty_path(param: click.Parameter, value) -> str | None:
+    if isinstance(param.type, (click.Path, PlotPath)) and isinstance(value, str) and not value.strip():
+        return "empty path; give a file or directory name"
+    return None
+
+
+def check_values(ctx: click.Context) -> None:
+    """Every float parameter of the command is finite (NaN and inf are no one's input) and no
+    path is empty (an empty string would quietly mean the current directory)."""
     for param in ctx.command.params:
-        bad = _non_finite(ctx.params.get(param.name))
+        value = ctx.params.get(param.name)
+        bad = _non_finite(value) or _empty_path(param, value)
         if bad:
             raise CommandError(f"{ctx.command_path}: {_param_label(param)}: {bad}")
 
@@ -204,7 +236,7 @@ def _guarded(callback: Callable) -> Callable:
     @functools.wraps(callback)
     def run(*args, **kwargs):
         ctx = click.get_current_context()
-        check_finite(ctx)
+        check_values(ctx)
         try:
             return callback(*args, **kwargs)
         except (CommandError, EnvironmentNotSupported):
