@@ -89,10 +89,10 @@ def test_playout_json_and_plot(tmp_path):
 
 
 @pytest.mark.parametrize("args, prefix", [
-    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--plot", "x.xyz"],
-     "tcpdelay delay: --plot: x.xyz must end in one of .png, .svg, .pdf"),
-    (["region", "--profile", "voip", "--rtts-s", "0.1", "--losses", "0.01", "--plot", "r.jpg"],
-     "tcpdelay region: --plot: r.jpg must end in one of"),
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--plot", "{dir}/x.xyz"],
+     "tcpdelay delay: --plot: {dir}/x.xyz must end in one of .png, .svg, .pdf"),
+    (["region", "--profile", "voip", "--rtts-s", "0.1", "--losses", "0.01", "--plot", "{dir}/r.jpg"],
+     "tcpdelay region: --plot: {dir}/r.jpg must end in one of"),
     (["playout", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--plot", "{dir}"],
      "tcpdelay playout: --plot: {dir} is a directory"),
     (["delay", "--profile", "voip", "--rtt-s", "1e308", "--loss", "0.01"], "tcpdelay delay: --rtt-s: 1e+308 is too large"),
