@@ -77,3 +77,80 @@ def test_no_loss_unlimited_throughput_is_null_in_json():
     doc = json.loads(tcpdelay("throughput", "--rtt-s", "0.1", "--loss", "0", "--max-window", "10", "--json").stdout)
     # window-limited: 10 segments per 100 ms RTT
     assert doc["pftk_segments_per_s"] == pytest.approx(100.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every input gets one line: exit 2, exactly one line on stderr that names the command and the
+# flag as typed, never a traceback (issue 9, item 10). Each case was a traceback, or a line
+# naming neither the command nor the flag, before.
+
+def assert_one_line(res, prefix):
+    assert "Traceback" not in res.stderr, res.stderr
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith(f"tcpdelay: error: {prefix}"), lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, prefix", [
+    # the line docs/cli.md promises, word for word
+    (["throughput", "--rtt-s", "nan", "--loss", "0.01"], "tcpdelay throughput: --rtt-s: NaN is not allowed"),
+    (["throughput", "--rtt-s", "inf", "--loss", "0.01"], "tcpdelay throughput: --rtt-s: inf is not allowed"),
+    (["throughput", "--rtt-s", "", "--loss", "0.01"], "tcpdelay throughput: --rtt-s: '' is not a number"),
+    (["throughput", "--rtt-s", "0.1", "--loss", "nan"], "tcpdelay throughput: --loss: NaN"),
+    (["throughput", "--rtt-s", "0.1", "--loss", "0.01", "--max-window", "inf"], "tcpdelay throughput: --max-window: inf"),
+    (["latency", "--size-bytes", "nan", "--rtt-s", "0.1", "--loss", "0.01"], "tcpdelay latency: --size-bytes: NaN"),
+    (["latency", "--size-bytes", "1e308", "--rtt-s", "0.1", "--loss", "0.01"], "tcpdelay latency: --size-bytes: 1e+308"),
+    (["latency", "--size-bytes", "99999999999999999999999", "--rtt-s", "0.1", "--loss", "0.01"],
+     "tcpdelay latency: --size-bytes: 1e+23"),
+    (["latency", "--size-bytes", "1e4", "--rtt-s", "0.1", "--loss", "0.01", "--init-window", "nan"],
+     "tcpdelay latency: --init-window: NaN"),
+    (["region", "--profile", "voip", "--rtts-s", "1e308", "--losses", "0.01"], "tcpdelay region: --rtts-s: 1e+308"),
+    (["region", "--profile", "voip", "--rtts-s", "99999999999999999999999", "--losses", "0.01"],
+     "tcpdelay region: --rtts-s: 1e+23"),
+    (["region", "--profile", "voip", "--rtts-s", "nan", "--losses", "0.01"], "tcpdelay region: --rtts-s: NaN"),
+    (["region", "--profile", "voip", "--rtts-s", "0.1", "--losses", "inf"], "tcpdelay region: --losses: inf"),
+    (["region", "--profile", "voip", "--rtts-s", "0.1", "--losses", "0.01", "--workers", "99999999999999999999999"],
+     "tcpdelay region: --workers: "),
+    (["region", "--profile", "voip", "--percentile", "nan"], "tcpdelay region: --percentile: NaN"),
+    (["playout", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--one-way-s", "1e308"],
+     "tcpdelay playout: --one-way-s: "),
+    (["validate", "--rtt-s", "inf"], "tcpdelay validate: --rtt-s: inf is not allowed"),
+    (["testbed", "up", "--delay-s", "nan"], "tcpdelay testbed up: --delay-s: NaN is not allowed"),
+    (["testbed", "up", "--rate-bps", "1e308"], "tcpdelay testbed up: --rate-bps: "),
+    (["run", ""], "tcpdelay run: SCENARIO_FILE: empty path"),
+    (["no-such-command"], "tcpdelay: No such command"),
+])
+def test_bad_values_name_the_command_and_the_flag(args, prefix):
+    assert_one_line(tcpdelay(*args), prefix)
+
+
+def test_metrics_paths_name_the_argument_or_flag(tmp_path):
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("x")
+    for args, prefix in [
+        (["metrics", ""], "tcpdelay metrics: RESULTS: empty path"),
+        (["metrics", str(a_file)], f"tcpdelay metrics: RESULTS: {a_file} is not a directory"),
+        (["metrics", str(tmp_path / "missing")], f"tcpdelay metrics: RESULTS: {tmp_path / 'missing'} does not exist"),
+        (["metrics", str(tmp_path), "--sent", ""], "tcpdelay metrics: --sent: empty path"),
+        (["metrics", str(tmp_path), "--sent", "/dev/null"], "tcpdelay metrics: --sent: /dev/null is not a directory"),
+        (["metrics", str(tmp_path), "--jitter-buffer-s", "nan"], "tcpdelay metrics: --jitter-buffer-s: NaN"),
+        (["metrics", str(tmp_path), "--cross-traffic-start-s", "-inf"], "tcpdelay metrics: --cross-traffic-start-s: -inf"),
+    ]:
+        assert_one_line(tcpdelay(*args), prefix)
+
+
+def test_the_library_names_its_parameter_and_the_cli_the_flag():
+    """A ParameterError from the model (``rtt_s: ...``) reaches the user as the flag typed."""
+    import click
+
+    from tcpdelay.cli import cli
+    from tcpdelay.cli.common import name_the_flag
+
+    ctx = click.Context(cli.get_command(click.Context(cli), "delay"), info_name="delay")
+    assert name_the_flag(ctx, "rtt_s: 2 is bad") == "--rtt-s: 2 is bad"
+    assert name_the_flag(ctx, "plot_path: x") == "--plot: x"
+    assert name_the_flag(ctx, "one_way_s: x") == "--one-way-s: x"
+    assert name_the_flag(ctx, "give --profile NAME") == "give --profile NAME"  # no parameter: unchanged
+    assert name_the_flag(ctx, "frobnicate: x") == "frobnicate: x"

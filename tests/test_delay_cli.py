@@ -86,3 +86,51 @@ def test_playout_json_and_plot(tmp_path):
     assert all(a >= b - 1e-12 for a, b in zip(lf, lf[1:]))  # non-increasing in the playout delay
     assert 0 <= d["masked_tcp_delay_fraction"] <= 1
     assert plot.stat().st_size > 5000
+
+
+@pytest.mark.parametrize("args, prefix", [
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--plot", "{dir}/x.xyz"],
+     "tcpdelay delay: --plot: {dir}/x.xyz must end in one of .png, .svg, .pdf"),
+    (["region", "--profile", "voip", "--rtts-s", "0.1", "--losses", "0.01", "--plot", "{dir}/r.jpg"],
+     "tcpdelay region: --plot: {dir}/r.jpg must end in one of"),
+    (["playout", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--plot", "{dir}"],
+     "tcpdelay playout: --plot: {dir} is a directory"),
+    (["delay", "--profile", "voip", "--rtt-s", "1e308", "--loss", "0.01"], "tcpdelay delay: --rtt-s: 1e+308 is too large"),
+    (["delay", "--profile", "voip", "--rtt-s", "1e20", "--loss", "0"], "tcpdelay delay: --rtt-s: 1e+20 s at 50 packets/s"),
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--t0-s", "1e308"], "tcpdelay delay: --t0-s: 1e+308"),
+    (["delay", "--rate-bps", "1", "--packet-bytes", "1e-300", "--rtt-s", "0.1", "--loss", "0.01"],
+     "tcpdelay delay: --packet-bytes: 1e-300 is below one byte"),
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--connections", "99999999999999999999999"],
+     "tcpdelay delay: --connections: "),
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--split", "99999999999999999999"],
+     "tcpdelay delay: --split: "),
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--one-way-s", "1e308"],
+     "tcpdelay delay: --one-way-s: "),
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--mss-bytes", "nan"],
+     "tcpdelay delay: --mss-bytes: NaN is not allowed"),
+])
+def test_bad_values_are_one_line_naming_command_and_flag(tmp_path, args, prefix):
+    """Each was a traceback (matplotlib's ValueError after the solve, OverflowError in
+    DelayParams, MemoryError in the mixture) or a line without the flag."""
+    args = [a.replace("{dir}", str(tmp_path)) for a in args]
+    res = tcpdelay(*args, "--json")
+    assert "Traceback" not in res.stderr, res.stderr
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("tcpdelay: error: " + prefix.replace("{dir}", str(tmp_path))), lines[0]
+    assert res.stdout == ""  # refused before anything was solved or printed
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_library_refuses_what_would_overflow():
+    from tcpdelay.errors import ParameterError
+    from tcpdelay.model.delay import predict
+    from tcpdelay.model.delay.params import DelayParams
+
+    with pytest.raises(ParameterError, match=r"^rtt_s: 1e\+308 is too large"):
+        DelayParams(rate_pps=50, packet_bytes=200, rtt_s=1e308, loss=0.01)
+    with pytest.raises(ParameterError, match=r"^connections: .* must be an integer in \[1, 64\]"):
+        predict("voip", rtt_s=0.1, loss=0.01, connections=10**23)
+    with pytest.raises(ParameterError, match=r"^rtt_s: 1e\+20 s at 50 packets/s needs a window bound"):
+        predict("voip", rtt_s=1e20, loss=0.0)

@@ -177,3 +177,70 @@ def test_round_trip_through_toml(p, rtt, q, cc, profile):
                               flows=[{"profile": profile, "tcp": {"congestion_control": cc}}]))
     assert parse_scenario(tomllib.loads(dump_scenario(sc))) == sc
     assert isinstance(sc.path.direction("forward").loss, BernoulliLoss)
+
+
+# --------------------------------------------------------------------------- item 10: bounded grids, one line
+
+def _huge_grid_file(tmp_path) -> Path:
+    """A valid scenario whose [sweep] is 100 x 100 x 100 = 10^6 cells (far over the limit)."""
+    delays = ", ".join(f"{0.001 * (i + 1):g}" for i in range(100))
+    durations = ", ".join(str(i + 1) for i in range(100))
+    starts = ", ".join(f"{0.01 * i:g}" for i in range(100))
+    f = tmp_path / "huge.toml"
+    f.write_text(f'duration_s = 3\n[[flows]]\nprofile = "voip"\n[sweep]\n"path.forward.delay_s" = [{delays}]\n'
+                 f'"duration_s" = [{durations}]\n"flows[0].start_s" = [{starts}]\n')
+    return f
+
+
+def _cli(*args, env=None):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "tcpdelay", *args], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **(env or {})})
+
+
+def test_a_huge_sweep_grid_is_refused_at_once_naming_its_size(tmp_path):
+    from tcpdelay.experiments.scenario import MAX_SWEEP_CELLS
+
+    f = _huge_grid_file(tmp_path)
+    with pytest.raises(ParameterError, match=rf"^huge.toml: \[sweep\]: the grid has 1000000 cells \(100 x 100 x 100\); "
+                                             rf"at most {MAX_SWEEP_CELLS}"):
+        load_scenario(f)
+    # tcpdelay run ignores [sweep]: the grid is neither expanded nor refused
+    assert load_scenario(f, sweep=False).duration_s == 3
+    res = _cli("sweep", str(f), "--out", str(tmp_path / "out"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.splitlines() == [
+        f"tcpdelay: error: tcpdelay sweep: huge.toml: [sweep]: the grid has 1000000 cells (100 x 100 x 100); "
+        f"at most {MAX_SWEEP_CELLS} per scenario (split it into several files)"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_does_not_expand_the_sweep_grid(tmp_path):
+    """`run` ignores [sweep]: with a 10^6-cell grid it gets past loading at once and stops at the
+    next check (here: no emulator binary), one line, nothing written."""
+    f = _huge_grid_file(tmp_path)
+    res = _cli("run", str(f), "--out", str(tmp_path / "out"), env={"TCPDELAY_LINK": str(tmp_path / "no-emulator")})
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcpdelay: error: TCPDELAY_LINK="), lines  # the machine's, not input
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_directory_given_as_a_file_says_so(tmp_path):
+    (tmp_path / "traces").mkdir()
+    f = tmp_path / "s.toml"
+    f.write_text('duration_s = 3\n[[flows]]\nprofile = "video-trace"\ntrace = "traces"\n')
+    with pytest.raises(ParameterError, match=r"^s.toml: flows\[0\].trace: 'traces' is a directory, not a trace file$"):
+        load_scenario(f)
+    f.write_text('duration_s = 3\n[[flows]]\nprofile = "video-trace"\ntrace = ""\n')
+    with pytest.raises(ParameterError, match=r"^s.toml: flows\[0\].trace: empty path"):
+        load_scenario(f)
+    with pytest.raises(ParameterError, match=r"is a directory, not a scenario file"):
+        load_scenario(tmp_path)
+    f.write_text('duration_s = 3\n[[flows]]\nprofile = "video-trace"\ntrace = "traces"\n')
+    res = _cli("sweep", str(f), "--out", str(tmp_path / "out"))
+    assert res.returncode == 2 and res.stderr.splitlines() == [
+        "tcpdelay: error: tcpdelay sweep: s.toml: flows[0].trace: 'traces' is a directory, not a trace file"]

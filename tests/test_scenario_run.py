@@ -236,7 +236,7 @@ def test_cli_refuses_bad_input_and_a_missing_backend_with_one_line(tmp_path, cap
     code, out, err = cli("run", str(bad), "--out", str(tmp_path / "o1"))
     assert (code, out) == (2, "")
     assert err.strip().splitlines() == [
-        "tcpdelay: error: bad.toml: flows[0].profile: 'voip2' is not one of voip, voip-low, ivideo, "
+        "tcpdelay: error: tcpdelay run: bad.toml: flows[0].profile: 'voip2' is not one of voip, voip-low, ivideo, "
         "ivideo-low, video, video-low, audio-16k, voip-onoff, mpeg4-tes, video-trace"]
     good = tmp_path / "good.toml"
     good.write_text('duration_s = 3\n[[flows]]\nprofile = "voip"\n')

@@ -31,6 +31,37 @@ fn err<T>(msg: String) -> Result<T> {
     Err(ConfigError(msg))
 }
 
+/// Errors gathered across independent keys, so that one run of `--check` reports every
+/// mistake in a file (one line each), not only the first.
+#[derive(Default)]
+struct Errors(Vec<String>);
+
+impl Errors {
+    /// The value, or `None` with its error(s) noted.
+    fn take<T>(&mut self, r: Result<T>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(ConfigError(m)) => {
+                self.0.extend(m.lines().map(str::to_string));
+                None
+            }
+        }
+    }
+
+    fn push(&mut self, msg: String) {
+        self.0.push(msg);
+    }
+
+    /// Every error noted, one per line.
+    fn finish(self) -> Result<()> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            err(self.0.join("\n"))
+        }
+    }
+}
+
 /// One side of the emulated link.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Endpoint {
@@ -145,12 +176,13 @@ impl<'a> Obj<'a> {
     }
 
     fn check_keys(&self, allowed: &[&str]) -> Result<()> {
+        let mut e = Errors::default();
         for k in self.map.keys() {
             if !allowed.contains(&k.as_str()) {
-                return err(format!("{}: unknown key (allowed: {})", self.key(k), allowed.join(", ")));
+                e.push(format!("{}: unknown key (allowed: {})", self.key(k), allowed.join(", ")));
             }
         }
-        Ok(())
+        e.finish()
     }
 
     /// The value, with JSON null treated as absent.
@@ -249,25 +281,26 @@ fn endpoint(top: &Obj, k: &str) -> Result<Endpoint> {
         None => return err(format!("{k}: required ({{\"netns\": NAME, \"tun\": DEVICE}}; flags --{k}-netns, --{k}-tun)")),
     };
     let o = Obj::new(k, v)?;
-    o.check_keys(ENDPOINT_KEYS)?;
-    let netns = match o.string("netns", "a namespace name or an absolute path (string)")? {
-        None => return err(format!("{k}.netns: required (a name under /var/run/netns or an absolute path)")),
-        Some(s) if s.is_empty() || (!s.starts_with('/') && s.contains('/')) || s.chars().any(char::is_whitespace) => {
-            return err(format!(
-                "{k}.netns: must be a namespace name (no '/' or spaces) or an absolute path, got {:?}",
-                s
-            ))
+    let mut e = Errors::default();
+    e.take(o.check_keys(ENDPOINT_KEYS));
+    let netns = e.take(match o.string("netns", "a namespace name or an absolute path (string)") {
+        Err(x) => Err(x),
+        Ok(None) => err(format!("{k}.netns: required (a name under /var/run/netns or an absolute path)")),
+        Ok(Some(s)) if s.is_empty() || (!s.starts_with('/') && s.contains('/')) || s.chars().any(char::is_whitespace) => {
+            err(format!("{k}.netns: must be a namespace name (no '/' or spaces) or an absolute path, got {:?}", s))
         }
-        Some(s) => s,
-    };
-    let tun = match o.string("tun", "a TUN device name (string)")? {
-        None => return err(format!("{k}.tun: required (the name of an existing TUN device in {k}.netns)")),
-        Some(s) if s.is_empty() || s.len() > 15 || s.contains('/') || s.chars().any(char::is_whitespace) => {
-            return err(format!("{k}.tun: must be 1 to 15 characters without '/' or spaces, got {:?}", s))
+        Ok(Some(s)) => Ok(s),
+    });
+    let tun = e.take(match o.string("tun", "a TUN device name (string)") {
+        Err(x) => Err(x),
+        Ok(None) => err(format!("{k}.tun: required (the name of an existing TUN device in {k}.netns)")),
+        Ok(Some(s)) if s.is_empty() || s.len() > 15 || s.contains('/') || s.chars().any(char::is_whitespace) => {
+            err(format!("{k}.tun: must be 1 to 15 characters without '/' or spaces, got {:?}", s))
         }
-        Some(s) => s,
-    };
-    Ok(Endpoint { netns, tun })
+        Ok(Some(s)) => Ok(s),
+    });
+    e.finish()?;
+    Ok(Endpoint { netns: netns.unwrap(), tun: tun.unwrap() })
 }
 
 fn loss(d: &Obj) -> Result<LossSpec> {
@@ -347,52 +380,51 @@ fn direction(top: &Obj, k: &str, mtu: u32) -> Result<DirectionConfig> {
         Some(v) => v,
     };
     let d = Obj::new(k, v)?;
-    d.check_keys(DIRECTION_KEYS)?;
+    let mut e = Errors::default();
+    e.take(d.check_keys(DIRECTION_KEYS));
     let mut c = DirectionConfig::default();
-    c.delay_ns = d.seconds("delay_s", false)?.map_or(0, s_to_ns);
-    c.jitter_ns = d.seconds("jitter_s", false)?.map_or(0, s_to_ns);
-    c.reorder = d.boolean("reorder")?.unwrap_or(false);
-    c.loss = loss(&d)?;
-    c.rate_bps = d.whole(
-        "rate_bps",
-        1,
-        1_000_000_000_000,
-        "a whole number of bits per second in [1, 1e12] (or null for no limit)",
-    )?;
-    c.trace_file = d.path_string("trace_file")?;
+    c.delay_ns = e.take(d.seconds("delay_s", false)).flatten().map_or(0, s_to_ns);
+    c.jitter_ns = e.take(d.seconds("jitter_s", false)).flatten().map_or(0, s_to_ns);
+    c.reorder = e.take(d.boolean("reorder")).flatten().unwrap_or(false);
+    c.loss = e.take(loss(&d)).unwrap_or(LossSpec::None);
+    c.rate_bps = e
+        .take(d.whole("rate_bps", 1, 1_000_000_000_000, "a whole number of bits per second in [1, 1e12] (or null for no limit)"))
+        .flatten();
+    c.trace_file = e.take(d.path_string("trace_file")).flatten();
     if let Some(path) = &c.trace_file {
         if c.rate_bps.is_some() {
-            return err(format!(
-                "{}: cannot be combined with {} (choose one bottleneck)",
-                d.key("trace_file"),
-                d.key("rate_bps")
-            ));
+            e.push(format!("{}: cannot be combined with {} (choose one bottleneck)", d.key("trace_file"), d.key("rate_bps")));
+        } else if Path::new(path).is_dir() {
+            e.push(format!("{}: {} is a directory, not a trace file", d.key("trace_file"), path));
+        } else {
+            c.trace = e.take(
+                std::fs::read_to_string(path)
+                    .map_err(|x| ConfigError(format!("{}: cannot read {}: {}", d.key("trace_file"), path, io_reason(&x))))
+                    .and_then(|text| {
+                        Trace::parse(&text).map_err(|x| ConfigError(format!("{}: {}: {}", d.key("trace_file"), path, x)))
+                    }),
+            );
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("{}: cannot read {}: {}", d.key("trace_file"), path, io_reason(&e))))?;
-        c.trace = Some(Trace::parse(&text).map_err(|e| ConfigError(format!("{}: {}: {}", d.key("trace_file"), path, e)))?);
     }
-    let qp = d.whole("queue_packets", 1, 100_000_000, "a whole number of packets in [1, 1e8] (or null for no limit)")?;
-    let qb = d.whole(
+    let qp = e.take(d.whole("queue_packets", 1, 100_000_000, "a whole number of packets in [1, 1e8] (or null for no limit)"));
+    let qb = e.take(d.whole(
         "queue_bytes",
         mtu as u64,
         100_000_000_000,
         &format!("a whole number of bytes in [mtu ({mtu}), 1e11] (or null for no limit)"),
-    )?;
-    c.queue = match (qp, qb) {
+    ));
+    c.queue = match (qp.flatten(), qb.flatten()) {
         (Some(_), Some(_)) => {
-            return err(format!(
-                "{}: cannot be combined with {} (one limit per queue)",
-                d.key("queue_bytes"),
-                d.key("queue_packets")
-            ))
+            e.push(format!("{}: cannot be combined with {} (one limit per queue)", d.key("queue_bytes"), d.key("queue_packets")));
+            QueueLimit::Unlimited
         }
         (Some(n), None) => QueueLimit::Packets(n),
         (None, Some(b)) => QueueLimit::Bytes(b),
         (None, None) => QueueLimit::Unlimited,
     };
-    c.outages = outages(&d)?;
-    c.pcap_file = d.path_string("pcap_file")?;
+    c.outages = e.take(outages(&d)).unwrap_or_default();
+    c.pcap_file = e.take(d.path_string("pcap_file")).flatten();
+    e.finish()?;
     Ok(c)
 }
 
@@ -407,56 +439,75 @@ fn io_reason(e: &std::io::Error) -> String {
 impl Config {
     /// Validates a configuration tree (after flags were merged into it).
     pub fn from_value(v: &Value) -> Result<Config> {
+        // Every key is checked even after an error, so that the message lists every mistake
+        // (one line each, in key order), not only the first.
         let top = Obj::new("", v)?;
-        top.check_keys(TOP_KEYS)?;
-        let mtu = top.whole("mtu", 68, 65535, "a whole number of bytes in [68, 65535]")?.unwrap_or(1500) as u32;
-        let a = endpoint(&top, "a")?;
-        let b = endpoint(&top, "b")?;
-        if a.netns == b.netns && a.tun == b.tun {
-            return err("b.tun: must differ from a.tun when both are in the same namespace".to_string());
+        let mut e = Errors::default();
+        e.take(top.check_keys(TOP_KEYS));
+        let mtu = e.take(top.whole("mtu", 68, 65535, "a whole number of bytes in [68, 65535]")).flatten().unwrap_or(1500) as u32;
+        let a = e.take(endpoint(&top, "a"));
+        let b = e.take(endpoint(&top, "b"));
+        if let (Some(a), Some(b)) = (&a, &b) {
+            if a.netns == b.netns && a.tun == b.tun {
+                e.push("b.tun: must differ from a.tun when both are in the same namespace".to_string());
+            }
         }
-        let seed = top.whole("seed", 0, u64::MAX, "a whole number in [0, 2^64)")?.unwrap_or(1);
-        let realtime = top.boolean("realtime")?.unwrap_or(true);
-        let events_format = match top.string("events_format", "\"csv\" or \"jsonl\"")?.as_deref() {
+        let seed = e.take(top.whole("seed", 0, u64::MAX, "a whole number in [0, 2^64)")).flatten().unwrap_or(1);
+        let realtime = e.take(top.boolean("realtime")).flatten().unwrap_or(true);
+        let events_format = match e.take(top.string("events_format", "\"csv\" or \"jsonl\"")).flatten().as_deref() {
             None | Some("csv") => EventFormat::Csv,
             Some("jsonl") => EventFormat::Jsonl,
-            Some(other) => return err(format!("events_format: must be csv or jsonl, got {:?}", other)),
+            Some(other) => {
+                e.push(format!("events_format: must be csv or jsonl, got {:?}", other));
+                EventFormat::Csv
+            }
         };
-        let max_packets =
-            top.whole("max_packets", 16, 10_000_000, "a whole number of packets in [16, 1e7]")?.unwrap_or(200_000) as u32;
-        let spin_us = top.whole("spin_us", 0, 10_000, "a whole number of microseconds in [0, 10000]")?.unwrap_or(300) as u32;
-        let spin_percent = top.whole("spin_percent", 0, 100, "a whole number of percent in [0, 100]")?.unwrap_or(10) as u32;
-        let pcap_snaplen =
-            top.whole("pcap_snaplen", 20, 262_144, "a whole number of bytes in [20, 262144]")?.unwrap_or(65_535) as u32;
-        let cfg = Config {
-            a,
-            b,
+        let max_packets = e
+            .take(top.whole("max_packets", 16, 10_000_000, "a whole number of packets in [16, 1e7]"))
+            .flatten()
+            .unwrap_or(200_000) as u32;
+        let spin_us =
+            e.take(top.whole("spin_us", 0, 10_000, "a whole number of microseconds in [0, 10000]")).flatten().unwrap_or(300) as u32;
+        let spin_percent =
+            e.take(top.whole("spin_percent", 0, 100, "a whole number of percent in [0, 100]")).flatten().unwrap_or(10) as u32;
+        let pcap_snaplen = e
+            .take(top.whole("pcap_snaplen", 20, 262_144, "a whole number of bytes in [20, 262144]"))
+            .flatten()
+            .unwrap_or(65_535) as u32;
+        let ready_file = e.take(top.path_string("ready_file")).flatten();
+        let counters_file = e.take(top.path_string("counters_file")).flatten();
+        let events_file = e.take(top.path_string("events_file")).flatten();
+        let a_to_b = e.take(direction(&top, "a_to_b", mtu));
+        let b_to_a = e.take(direction(&top, "b_to_a", mtu));
+        for (key, p) in [
+            ("ready_file", ready_file.as_ref()),
+            ("counters_file", counters_file.as_ref()),
+            ("events_file", events_file.as_ref()),
+            ("a_to_b.pcap_file", a_to_b.as_ref().and_then(|d| d.pcap_file.as_ref())),
+            ("b_to_a.pcap_file", b_to_a.as_ref().and_then(|d| d.pcap_file.as_ref())),
+        ] {
+            if let Some(p) = p {
+                e.take(check_parent_dir(key, p));
+            }
+        }
+        e.finish()?;
+        Ok(Config {
+            a: a.unwrap(),
+            b: b.unwrap(),
             seed,
             realtime,
-            ready_file: top.path_string("ready_file")?,
-            counters_file: top.path_string("counters_file")?,
-            events_file: top.path_string("events_file")?,
+            ready_file,
+            counters_file,
+            events_file,
             events_format,
             mtu,
             max_packets,
             spin_us,
             spin_percent,
             pcap_snaplen,
-            a_to_b: direction(&top, "a_to_b", mtu)?,
-            b_to_a: direction(&top, "b_to_a", mtu)?,
-        };
-        for (key, p) in [
-            ("ready_file", &cfg.ready_file),
-            ("counters_file", &cfg.counters_file),
-            ("events_file", &cfg.events_file),
-            ("a_to_b.pcap_file", &cfg.a_to_b.pcap_file),
-            ("b_to_a.pcap_file", &cfg.b_to_a.pcap_file),
-        ] {
-            if let Some(p) = p {
-                check_parent_dir(key, p)?;
-            }
-        }
-        Ok(cfg)
+            a_to_b: a_to_b.unwrap(),
+            b_to_a: b_to_a.unwrap(),
+        })
     }
 
     /// The effective configuration as JSON (what `--check` prints).
@@ -513,6 +564,9 @@ impl Config {
 }
 
 fn check_parent_dir(key: &str, p: &str) -> Result<()> {
+    if Path::new(p).is_dir() {
+        return err(format!("{key}: {p} is a directory; give a file name"));
+    }
     let parent = Path::new(p).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return err(format!("{key}: directory {} does not exist", parent.display()));
@@ -1011,6 +1065,47 @@ mod tests {
         let a = parse_args(&args(&["--a-netns", "x", "--a-tun", "t", "--b-netns", "y", "--b-tun", "u", "--ba-loss-bernoulli", "2"])).unwrap();
         assert_eq!(a.config().unwrap_err().0, "b_to_a.loss.p: must be a probability in [0, 1], got 2");
         assert_eq!(parse_args(&args(&["stray"])).unwrap_err().0, "stray: unexpected argument (flags start with --; see --help)");
+    }
+
+    #[test]
+    fn every_error_is_reported_one_line_each() {
+        // Nothing at all: both endpoints are missing, each named.
+        assert_eq!(
+            error_of(json!({})),
+            "a: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --a-netns, --a-tun)\n\
+             b: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --b-netns, --b-tun)"
+        );
+        // Mistakes in every part of a file: each one named, in key order.
+        let v = json!({
+            "a": {"netns": "na"},
+            "b": {"tun": "tb", "colour": 1},
+            "seed": -1,
+            "mtu": 10,
+            "speed": 3,
+            "a_to_b": {"delay_s": -1, "loss": {"model": "bernoulli", "p": 2}, "queue_packets": 0, "trace_file": "/"},
+            "b_to_a": {"jitter_s": "x", "rate_bps": 0},
+            "events_file": "/",
+        });
+        let got = error_of(v);
+        let lines: Vec<&str> = got.lines().collect();
+        for want in [
+            "speed: unknown key",
+            "mtu: must be a whole number of bytes in [68, 65535], got 10",
+            "a.tun: required",
+            "b.colour: unknown key",
+            "b.netns: required",
+            "seed: must be a whole number in [0, 2^64), got -1",
+            "events_file: / is a directory; give a file name",
+            "a_to_b.delay_s: must be a finite number of seconds in [0, 3600], got -1",
+            "a_to_b.loss.p: must be a probability in [0, 1], got 2",
+            "a_to_b.queue_packets: must be a whole number of packets in [1, 1e8]",
+            "a_to_b.trace_file: / is a directory, not a trace file",
+            "b_to_a.jitter_s: must be a finite number of seconds in [0, 3600], got \"x\"",
+            "b_to_a.rate_bps: must be a whole number of bits per second in [1, 1e12]",
+        ] {
+            assert_eq!(lines.iter().filter(|l| l.starts_with(want)).count(), 1, "{want:?} not once in:\n{got}");
+        }
+        assert_eq!(lines.len(), 13, "{got}");
     }
 
     #[test]

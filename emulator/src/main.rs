@@ -23,8 +23,11 @@ use tcpdelay_link::{netns, sys, tun};
 
 const PROG: &str = "tcpdelay-link";
 
+/// Exit 2 with the message; a configuration with several errors gives one line per error.
 fn usage_error(msg: &str) -> ! {
-    eprintln!("{PROG}: {msg}");
+    for line in msg.lines() {
+        eprintln!("{PROG}: {line}");
+    }
     exit(2)
 }
 

@@ -36,7 +36,11 @@ fn bad_values_exit_2_with_one_line_naming_the_key() {
     );
     assert_usage_error(&with_endpoints(&["--ab-rate-bps", "fast"]), "a_to_b.rate_bps: must be a whole number of bits per second in [1, 1e12] (or null for no limit), got \"fast\"");
     assert_usage_error(&["--nope", "1"], "--nope: unknown flag (see --help)");
-    assert_usage_error(&["--a-netns", "x"], "a.tun: required (the name of an existing TUN device in a.netns)");
+    assert_usage_error(
+        &["--a-netns", "x"],
+        "a.tun: required (the name of an existing TUN device in a.netns)\n\
+         tcpdelay-link: b: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --b-netns, --b-tun)",
+    );
     assert_usage_error(&["--config", "/nonexistent/link.json"], "--config: cannot read /nonexistent/link.json: No such file or directory");
 }
 
@@ -87,4 +91,35 @@ fn help_lists_every_contract_flag() {
     ] {
         assert!(h.contains(f), "--help lacks {f}");
     }
+}
+
+#[test]
+fn check_reports_every_config_error_not_only_the_first() {
+    let dir = std::env::temp_dir().join(format!("tdl-cli-all-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("link.toml");
+    std::fs::write(
+        &cfg,
+        "seed = -3\n[a]\nnetns = \"na\"\n[b]\nnetns = \"nb\"\n[a_to_b]\ndelay_s = -1\nqueue_packets = 0\n\
+         [b_to_a]\nloss = { model = \"bernoulli\", p = 7 }\n",
+    )
+    .unwrap();
+    let out = run(&["--config", cfg.to_str().unwrap(), "--check"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(out.stdout.is_empty());
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "tcpdelay-link: a.tun: required (the name of an existing TUN device in a.netns)",
+            "tcpdelay-link: b.tun: required (the name of an existing TUN device in b.netns)",
+            "tcpdelay-link: seed: must be a whole number in [0, 2^64), got -3",
+            "tcpdelay-link: a_to_b.delay_s: must be a finite number of seconds in [0, 3600], got -1",
+            "tcpdelay-link: a_to_b.queue_packets: must be a whole number of packets in [1, 1e8] (or null for no limit), got 0",
+            "tcpdelay-link: b_to_a.loss.p: must be a probability in [0, 1], got 7",
+        ],
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

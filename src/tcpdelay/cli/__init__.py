@@ -14,6 +14,7 @@ import click
 
 from tcpdelay import __version__
 from tcpdelay.timing import drop_timer_slack
+from tcpdelay.cli.common import guard, usage_error_line
 from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
 
 # Each command and the module under tcpdelay.cli that defines it (listed in its COMMANDS).
@@ -50,7 +51,7 @@ class LazyGroup(click.Group):
         commands = importlib.import_module(f"tcpdelay.cli.{module}").COMMANDS
         for cmd in commands:
             if cmd.name == name:
-                return cmd
+                return guard(cmd)
         raise RuntimeError(f"tcpdelay.cli.{module} does not define the command {name!r}")
 
 
@@ -82,8 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(err.ctx.get_help() if err.ctx else str(err))
         sys.exit(0)
     except click.UsageError as err:
-        where = f"{err.ctx.command_path}: " if err.ctx is not None else ""
-        _fail(where + " ".join(err.format_message().split()))
+        _fail(usage_error_line(err))
     except click.ClickException as err:
         _fail(" ".join(err.format_message().split()))
     except EnvironmentNotSupported as err:

@@ -1,9 +1,12 @@
-"""Shared pieces of the command line: the --json flag, output, parameter types."""
+"""Shared pieces of the command line: the --json flag, output, parameter types, and the one
+line every error becomes (:func:`guard`, :func:`error_line`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 from typing import Any, Callable
 
 import click
@@ -11,13 +14,82 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (documented keys) instead of text."
 )
 
-PROBABILITY = click.FloatRange(min=0.0, max=1.0, max_open=True)
-POSITIVE = click.FloatRange(min=0.0, min_open=True)
-NON_NEGATIVE = click.FloatRange(min=0.0)
+class FiniteFloatRange(click.FloatRange):
+    """A FloatRange that refuses NaN and inf (click's lets them through) and says so plainly."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                self.fail(f"{value!r} is not a number", param, ctx)
+        else:
+            number = value
+        if isinstance(number, float) and math.isnan(number):
+            self.fail("NaN is not allowed", param, ctx)
+        if isinstance(number, float) and math.isinf(number):
+            self.fail(f"{number:g} is not allowed; give a finite number", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+PROBABILITY = FiniteFloatRange(min=0.0, max=1.0, max_open=True)
+POSITIVE = FiniteFloatRange(min=0.0, min_open=True)
+NON_NEGATIVE = FiniteFloatRange(min=0.0)
+
+class DirPath(click.Path):
+    """A directory to read (a run or results directory): empty, an existing file, or (with
+    ``must_exist``) a missing path is refused here with one line; what it holds is the
+    command's to say."""
+
+    def __init__(self, must_exist: bool = False) -> None:
+        super().__init__(file_okay=False)
+        self.name = "DIR"
+        self.must_exist = must_exist
+
+    def convert(self, value, param, ctx):
+        import os
+
+        text = os.fspath(value)
+        if not text.strip():
+            self.fail("empty path; give a directory", param, ctx)
+        if self.must_exist and not os.path.exists(text):
+            self.fail(f"{text} does not exist", param, ctx)
+        if os.path.exists(text) and not os.path.isdir(text):
+            self.fail(f"{text} is not a directory", param, ctx)
+        return text
+
+
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+class PlotPath(click.ParamType):
+    """A figure file to write: its suffix names a format we draw (checked before any work is
+    done), and it is not a directory."""
+
+    name = "FILE.png|.svg|.pdf"
+
+    def convert(self, value, param, ctx):
+        import os
+
+        text = os.fspath(value)
+        if not text:
+            self.fail("empty path; give a file name ending in " + ", ".join(PLOT_FORMATS), param, ctx)
+        if os.path.isdir(text):
+            self.fail(f"{text} is a directory; give a file name ending in {', '.join(PLOT_FORMATS)}", param, ctx)
+        if os.path.splitext(text)[1].lower() not in PLOT_FORMATS:
+            self.fail(f"{text} must end in one of {', '.join(PLOT_FORMATS)}", param, ctx)
+        parent = os.path.dirname(os.path.abspath(text))
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent):
+            self.fail(f"cannot write {text}: {parent} is not a directory", param, ctx)
+        return text
 
 
 def jsonable(value: Any) -> Any:
@@ -69,3 +141,131 @@ def fmt_bps(bps: float | None) -> str:
         if abs(bps) >= scale:
             return f"{bps / scale:.3g} {unit}"
     return f"{bps:.3g} b/s"
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: one line, naming the command and the flag as typed.
+#
+#   tcpdelay: error: tcpdelay throughput: --rtt-s: NaN is not allowed
+#
+# Every command the group hands out is wrapped by :func:`guard`: before its body runs, every
+# float it was given must be finite (click's FloatRange lets NaN and inf through) and no path
+# empty; a
+# TcpdelayError or a file error raised inside becomes a CommandError that knows the command,
+# and a leading ``name:`` in the message (the library's parameter name, e.g. ``rtt_s:``) is
+# rewritten to the flag the user typed (``--rtt-s:``).
+
+
+class CommandError(TcpdelayError):
+    """An error of one command, already worded for the user: ``str(err)`` is the whole line
+    after ``tcpdelay: error: ``."""
+
+
+def _param_label(param: click.Parameter) -> str:
+    """How the user typed it: the long flag of an option, the metavar of an argument."""
+    if isinstance(param, click.Option):
+        longs = [o for o in param.opts if o.startswith("--")]
+        return (longs or param.opts)[0]
+    return param.human_readable_name
+
+
+def _find_param(ctx: click.Context, name: str) -> click.Parameter | None:
+    flag = "--" + name.replace("_", "-")
+    for p in ctx.command.params:
+        if p.name == name or flag in getattr(p, "opts", ()):
+            return p
+    return None
+
+
+_LEADING_NAME = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):\s")
+
+
+def name_the_flag(ctx: click.Context, message: str) -> str:
+    """Rewrite a leading ``name:`` that is one of the command's parameters to the flag as typed."""
+    m = _LEADING_NAME.match(message)
+    if m:
+        param = _find_param(ctx, m.group(1))
+        if param is not None:
+            return _param_label(param) + message[len(m.group(1)):]
+    return message
+
+
+def command_error(ctx: click.Context, message: str) -> CommandError:
+    return CommandError(f"{ctx.command_path}: {name_the_flag(ctx, ' '.join(str(message).split()))}")
+
+
+def _non_finite(value) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN is not allowed" if math.isnan(value) else f"{value:g} is not allowed; give a finite number"
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            bad = _non_finite(v)
+            if bad:
+                return bad
+    return None
+
+
+def _empty_path(param: click.Parameter, value) -> str | None:
+    if isinstance(param.type, (click.Path, PlotPath)) and isinstance(value, str) and not value.strip():
+        return "empty path; give a file or directory name"
+    return None
+
+
+def check_values(ctx: click.Context) -> None:
+    """Every float parameter of the command is finite (NaN and inf are no one's input) and no
+    path is empty (an empty string would quietly mean the current directory)."""
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        bad = _non_finite(value) or _empty_path(param, value)
+        if bad:
+            raise CommandError(f"{ctx.command_path}: {_param_label(param)}: {bad}")
+
+
+def _file_error(ctx: click.Context, err: OSError) -> CommandError:
+    """A file the command could not read or write: the path, and the flag it came from if any."""
+    path = str(err.filename)
+    what = err.strerror or str(err)
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if isinstance(value, str) and value and (path == value or path.startswith(value.rstrip("/") + "/")):
+            return CommandError(f"{ctx.command_path}: {_param_label(param)}: {path}: {what}")
+    return CommandError(f"{ctx.command_path}: {path}: {what}")
+
+
+def _guarded(callback: Callable) -> Callable:
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        ctx = click.get_current_context()
+        check_values(ctx)
+        try:
+            return callback(*args, **kwargs)
+        except (CommandError, EnvironmentNotSupported):
+            raise
+        except TcpdelayError as err:
+            raise command_error(ctx, str(err)) from err
+        except OSError as err:
+            if err.filename is None:
+                raise
+            raise _file_error(ctx, err) from err
+    run._tcpdelay_guarded = True  # type: ignore[attr-defined]
+    return run
+
+
+def guard(command: click.Command) -> click.Command:
+    """Wrap ``command`` (and a group's subcommands) so that its errors name it and the flag."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            guard(sub)
+    if command.callback is not None and not getattr(command.callback, "_tcpdelay_guarded", False):
+        command.callback = _guarded(command.callback)
+    return command
+
+
+def usage_error_line(err: click.UsageError) -> str:
+    """click's own errors (a bad value, a missing option, no such command) in the same form."""
+    message = " ".join(err.format_message().split())
+    ctx = err.ctx
+    if isinstance(err, click.BadParameter) and not isinstance(err, click.MissingParameter) \
+            and err.param is not None:
+        message = f"{_param_label(err.param)}: {' '.join(err.message.split())}"
+    return f"{ctx.command_path}: {message}" if ctx is not None else message

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import click
 
-from tcpdelay.cli.common import POSITIVE, PROBABILITY, emit, fmt_bps, fmt_s, json_option, key_value_table
+from tcpdelay.cli.common import (
+    POSITIVE, PROBABILITY, FiniteFloatRange, PlotPath, emit, fmt_bps, fmt_s, json_option, key_value_table,
+)
 from tcpdelay.errors import ParameterError
+from tcpdelay.model.delay.predict import MAX_CONNECTIONS, MAX_SPLIT
 from tcpdelay.model.delay.profiles import PROFILES
 
 
@@ -22,7 +28,7 @@ def _source_options(f):
 
 def _model_options(f):
     opts = [
-        click.option("--one-way-s", type=click.FloatRange(min=0), default=None, help="One-way delay L [default RTT/2]."),
+        click.option("--one-way-s", type=FiniteFloatRange(min=0), default=None, help="One-way delay L [default RTT/2]."),
         click.option("--mss-bytes", type=POSITIVE, default=1448, show_default=True),
         click.option("--t0-s", type=POSITIVE, default=None, help="First retransmission timeout [default RTT + 0.2 s, the Linux RTO]."),
         click.option("--loss-model", type=click.Choice(["random", "correlated"]), default="random", show_default=True),
@@ -72,10 +78,10 @@ def _warn(messages) -> None:
 @click.option("--rtt-s", type=POSITIVE, required=True, help="Round-trip time in seconds.")
 @click.option("--loss", type=PROBABILITY, required=True, help="Segment loss probability, 0 <= p < 1.")
 @_model_options
-@click.option("--split", type=click.IntRange(min=1), default=1, show_default=True, help="split-N: N packets of a/N at N·f (Section 7.1).")
-@click.option("--connections", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--split", type=click.IntRange(1, MAX_SPLIT), default=1, show_default=True, help="split-N: N packets of a/N at N·f (Section 7.1).")
+@click.option("--connections", type=click.IntRange(1, MAX_CONNECTIONS), default=1, show_default=True,
               help="Blind round-robin over N parallel connections (Section 7.2).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the delay CDF to this file (.png, .svg, .pdf).")
+@click.option("--plot", "plot_path", type=PlotPath(), default=None, help="Write the delay CDF to this file (.png, .svg, .pdf).")
 @json_option
 def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, plot_path, as_json, **kw):
     """Per-packet delay distribution of a constant-bit-rate source over TCP (the Markov chain
@@ -113,6 +119,14 @@ def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, 
     emit(res, as_json, human)
 
 
+MAX_GRID_VALUES = 1000
+"""Values per axis of ``region``'s grid (each cell is one chain solve)."""
+
+
+_GRID_FLAG = {"rtt_s": "--rtts-s", "rtts_s": "--rtts-s", "loss": "--losses", "losses": "--losses"}
+_GRID_FLAGS = re.compile(r"^(rtts?_s|loss(?:es)?)(?=:)")
+
+
 def _floats(text: str | None, name: str):
     if text is None:
         return None
@@ -122,19 +136,24 @@ def _floats(text: str | None, name: str):
         raise ParameterError(f"{name}: {text!r} is not a list of numbers (e.g. '0.02,0.1,0.3')") from None
     if not vals:
         raise ParameterError(f"{name}: empty list")
+    for v in vals:
+        if not math.isfinite(v):
+            raise ParameterError(f"{name}: {'NaN' if math.isnan(v) else f'{v:g}'} is not allowed; give finite numbers")
+    if len(vals) > MAX_GRID_VALUES:
+        raise ParameterError(f"{name}: {len(vals)} values; at most {MAX_GRID_VALUES} per axis")
     return vals
 
 
 @click.command("region")
 @_source_options
-@click.option("--percentile", type=click.FloatRange(min=0, max=100, min_open=True, max_open=True), default=None,
+@click.option("--percentile", type=FiniteFloatRange(min=0, max=100, min_open=True, max_open=True), default=None,
               help="Criterion percentile [default: the profile's, 95 for VoIP, 99.9 for video].")
 @click.option("--bound-s", type=POSITIVE, default=None, help="Criterion bound in seconds [default: the profile's, 0.2 VoIP, 5 video].")
 @click.option("--rtts-s", default=None, help="Comma-separated RTTs [default 0.02,0.1,0.3].")
 @click.option("--losses", default=None, help="Comma-separated loss rates [default 0.001,0.005,0.01,0.02,0.03,0.05,0.1].")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes [default: CPU count].")
+@click.option("--workers", type=click.IntRange(1, 256), default=None, help="Processes [default: CPU count].")
 @_model_options
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the region plot to this file.")
+@click.option("--plot", "plot_path", type=PlotPath(), default=None, help="Write the region plot (.png, .svg, .pdf) to this file.")
 @json_option
 def region_cmd(profile, rate_bps, packet_bytes, percentile, bound_s, rtts_s, losses, workers, plot_path, as_json, **kw):
     """Working region (Section 6.1): per RTT, the largest loss rate at which the delay
@@ -147,8 +166,11 @@ def region_cmd(profile, rate_bps, packet_bytes, percentile, bound_s, rtts_s, los
     grid = dict(rtts_s=_floats(rtts_s, "--rtts-s") or DEFAULT_RTTS_S, losses=_floats(losses, "--losses") or DEFAULT_LOSSES)
     with Progress(transient=True, disable=as_json) as bar:
         task = bar.add_task("solving grid", total=len(grid["rtts_s"]) * len(grid["losses"]))
-        res = working_region(**src, percentile=percentile, bound_s=bound_s, workers=workers,
-                             progress=lambda i, n: bar.update(task, completed=i), **grid, **_model_kwargs(kw))
+        try:
+            res = working_region(**src, percentile=percentile, bound_s=bound_s, workers=workers,
+                                 progress=lambda i, n: bar.update(task, completed=i), **grid, **_model_kwargs(kw))
+        except ParameterError as err:  # a cell's rtt_s / loss is one value of --rtts-s / --losses
+            raise ParameterError(_GRID_FLAGS.sub(lambda m: _GRID_FLAG[m.group(1)], str(err), count=1)) from None
     if plot_path:
         from tcpdelay.report.delay_plots import plot_region
         plot_region(res, plot_path)
@@ -179,7 +201,7 @@ def region_cmd(profile, rate_bps, packet_bytes, percentile, bound_s, rtts_s, los
 @click.option("--rtt-s", type=POSITIVE, required=True, help="Round-trip time in seconds.")
 @click.option("--loss", type=PROBABILITY, required=True, help="Segment loss probability.")
 @_model_options
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write late fraction vs playout delay to this file.")
+@click.option("--plot", "plot_path", type=PlotPath(), default=None, help="Write late fraction vs playout delay to this file (.png, .svg, .pdf).")
 @json_option
 def playout_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, plot_path, as_json, **kw):
     """Playout delay (Section 6.6): late fraction vs playout delay and the recommended

@@ -98,7 +98,7 @@ def run_cmd(scenario_file, out_dir, tiny_s, as_json):
     repetition once, its [sweep] ignored. Writes per-packet records (Parquet), per-flow
     summaries, the scenario and the environment into OUT/seed-<s>/ as it goes. A rerun skips
     the repetitions already complete. Needs root and /dev/net/tun."""
-    scenario = load_scenario(scenario_file)
+    scenario = load_scenario(scenario_file, sweep=tiny_s is not None)  # run ignores [sweep]
     if tiny_s is not None:
         scenario = tiny_form(scenario, tiny_s)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)

@@ -6,7 +6,9 @@ import math
 
 import click
 
-from tcpdelay.cli.common import POSITIVE, PROBABILITY, emit, fmt_bps, fmt_s, json_option, key_value_table
+from tcpdelay.cli.common import (
+    POSITIVE, PROBABILITY, FiniteFloatRange, PlotPath, emit, fmt_bps, fmt_s, json_option, key_value_table,
+)
 from tcpdelay.model import handshake as hs
 from tcpdelay.model import transfer as tr
 
@@ -32,7 +34,7 @@ class DelayedAckType(click.ParamType):
 
 
 @click.command("latency")
-@click.option("--size-bytes", type=click.FloatRange(min=0, min_open=True), required=True,
+@click.option("--size-bytes", type=FiniteFloatRange(min=0, min_open=True), required=True,
               help="Bytes to transfer (server -> client).")
 @click.option("--rtt-s", type=POSITIVE, required=True, help="Round-trip time in seconds.")
 @click.option("--loss", type=PROBABILITY, required=True,
@@ -48,15 +50,15 @@ class DelayedAckType(click.ParamType):
               show_default=True, help="SYN/ACK retransmissions (Linux tcp_synack_retries).")
 @click.option("--t0-s", type=POSITIVE, default=None,
               help="Mean first retransmission timeout T0 [default: RTT + 0.2 s, the Linux RTO].")
-@click.option("--init-window", type=click.FloatRange(min=1), default=tr.DEFAULT_INIT_WINDOW, show_default=True,
+@click.option("--init-window", type=FiniteFloatRange(min=1), default=tr.DEFAULT_INIT_WINDOW, show_default=True,
               help="Initial congestion window w1 in segments (RFC 6928).")
-@click.option("--acks-per-segment", type=click.FloatRange(min=1), default=tr.DEFAULT_ACKS_PER_SEGMENT,
+@click.option("--acks-per-segment", type=FiniteFloatRange(min=1), default=tr.DEFAULT_ACKS_PER_SEGMENT,
               show_default=True, help="b, segments per ACK; slow start grows by 1 + 1/b per round.")
-@click.option("--max-window", type=click.FloatRange(min=1), default=None,
+@click.option("--max-window", type=FiniteFloatRange(min=1), default=None,
               help="W_max, window limit in segments [default: unlimited].")
 @click.option("--delayed-ack", type=DelayedAckType(), default="none", show_default=True,
               help="Cost of the first delayed ACK: none, bsd (0-200 ms), windows (100-200 ms) or seconds.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Also draw latency and throughput against transfer size (.png, .svg or .pdf).")
 @json_option
 def latency_cmd(size_bytes, rtt_s, loss, loss_reverse, mss_bytes, syn_timeout_s, syn_retries, synack_retries,

@@ -9,7 +9,7 @@ import math
 import click
 from rich.table import Table
 
-from tcpdelay.cli.common import NON_NEGATIVE, POSITIVE, emit, fmt_bps, fmt_s, json_option
+from tcpdelay.cli.common import NON_NEGATIVE, POSITIVE, DirPath, emit, fmt_bps, fmt_s, json_option
 from tcpdelay.metrics import emodel
 from tcpdelay.metrics.summary import DEFAULT_PLAYOUT_DELAYS_S, MetricOptions, summarize_run
 
@@ -105,8 +105,8 @@ def _video_table(flows: list[dict]) -> Table:
 
 
 @click.command("metrics")
-@click.argument("results", metavar="RESULTS")
-@click.option("--sent", "sent_dir", metavar="DIR", default=None,
+@click.argument("results", metavar="RESULTS", type=DirPath(must_exist=True))
+@click.option("--sent", "sent_dir", metavar="DIR", type=DirPath(must_exist=True), default=None,
               help="The sender's results directory, when it is not RESULTS (runs across hosts).")
 @click.option("--playout-delay-s", "playout_delays", type=NON_NEGATIVE, multiple=True,
               help="Playout delay for the late fraction and the E-model (repeatable) "

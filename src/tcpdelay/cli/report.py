@@ -57,8 +57,9 @@ def report_cmd(results, out_file, as_json):
 
     from tcpdelay.report.results import write_report
 
+    err = Console(stderr=True)
     with Progress(TextColumn("reading runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+                  console=err, transient=True, disable=not err.is_terminal) as bar:  # no stray line
         task = bar.add_task("runs", total=None)
         doc = write_report(results, out_file,
                            progress=lambda done, total: bar.update(task, completed=done, total=total))

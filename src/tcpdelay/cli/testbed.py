@@ -16,7 +16,7 @@ import time
 
 import click
 
-from tcpdelay.cli.common import NON_NEGATIVE, POSITIVE, PROBABILITY, emit, fmt_bps, fmt_s, json_option
+from tcpdelay.cli.common import PROBABILITY, FiniteFloatRange, emit, fmt_bps, fmt_s, json_option
 from tcpdelay.errors import ParameterError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import runs
@@ -94,16 +94,16 @@ def _run_rows(info: dict) -> list[str]:
               help="A testbed spec as JSON or TOML (keys of TestbedSpec, docs/testbed.md); flags override it.")
 @click.option("--left", type=click.IntRange(1, 200), default=None, help="Hosts on the left side [default: 1].")
 @click.option("--right", type=click.IntRange(1, 200), default=None, help="Hosts on the right side [default: 1].")
-@click.option("--delay-s", type=NON_NEGATIVE, default=None, help="One-way delay in seconds, each direction.")
-@click.option("--jitter-s", type=NON_NEGATIVE, default=None, help="Delay variation in seconds, each direction.")
+@click.option("--delay-s", type=FiniteFloatRange(0, 60), default=None, help="One-way delay in seconds, each direction.")
+@click.option("--jitter-s", type=FiniteFloatRange(0, 60), default=None, help="Delay variation in seconds, each direction.")
 @click.option("--loss", type=PROBABILITY, default=None, help="Bernoulli loss probability, each direction.")
-@click.option("--rate-bps", type=POSITIVE, default=None, help="Bottleneck rate in bit/s, each direction.")
-@click.option("--queue-packets", type=click.IntRange(min=1), default=None, help="Drop-tail queue limit in packets.")
-@click.option("--queue-bytes", type=click.IntRange(min=1), default=None, help="Drop-tail queue limit in bytes.")
+@click.option("--rate-bps", type=FiniteFloatRange(1, 1e12), default=None, help="Bottleneck rate in bit/s, each direction.")
+@click.option("--queue-packets", type=click.IntRange(1, 10**8), default=None, help="Drop-tail queue limit in packets.")
+@click.option("--queue-bytes", type=click.IntRange(1, 10**11), default=None, help="Drop-tail queue limit in bytes.")
 @click.option("--tcp-preset", type=click.Choice(sorted(PRESETS)), default=None, help="TCP settings of every host.")
 @click.option("--congestion-control", default=None, help="Congestion control of every host (reno, cubic, bbr, ...).")
 @click.option("--initcwnd", type=click.IntRange(1, 1000), default=None, help="Initial window in segments.")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the emulator's randomness.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None, help="Seed of the emulator's randomness.")
 @json_option
 def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets, queue_bytes,
            tcp_preset, congestion_control, initcwnd, seed, as_json):

@@ -6,7 +6,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from tcpdelay.cli.common import emit, json_option
+from tcpdelay.cli.common import FiniteFloatRange, emit, json_option
 
 
 def _human(doc: dict):
@@ -44,13 +44,13 @@ def _human(doc: dict):
                    "Rerunning resumes: points already measured there are kept.")
 @click.option("--jobs", type=click.IntRange(min=1, max=64), default=None,
               help="Runs at once, each on its own testbed [default: a quarter of the CPU cores, at least 1].")
-@click.option("--duration-s", type=click.FloatRange(min=1, max=3600), default=None,
+@click.option("--duration-s", type=FiniteFloatRange(min=1, max=3600), default=None,
               help="Length of each run instead of the size's (20 s reduced, 300 s full).")
 @click.option("--repetitions", type=click.IntRange(min=1, max=100), default=None,
               help="Runs per point instead of the size's (1 reduced, 10 full).")
-@click.option("--rtt-s", "rtts_s", type=click.FloatRange(min=0.001, max=2.0), multiple=True,
+@click.option("--rtt-s", "rtts_s", type=FiniteFloatRange(min=0.001, max=2.0), multiple=True,
               help="Only these RTTs (repeat the option) instead of the size's.")
-@click.option("--loss", "losses", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
+@click.option("--loss", "losses", type=FiniteFloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
               multiple=True, help="Only these drop probabilities (repeat the option) instead of the size's.")
 @click.option("--profile", "profiles", type=click.Choice(["voip", "video"]), multiple=True,
               help="Only these media profiles [default: both].")

@@ -521,8 +521,12 @@ def _resolve_files(scenario: Scenario, base_dir: FsPath | None, source: str) -> 
 
     def fix(holder: dict, where: str) -> None:
         if "trace" in holder:
+            if not str(holder["trace"]).strip():
+                raise ParameterError(f"{source}: {where}.trace: empty path; give a trace file")
             p = FsPath(holder["trace"])
             p = p if p.is_absolute() else (base_dir / p)
+            if p.is_dir():
+                raise ParameterError(f"{source}: {where}.trace: '{holder['trace']}' is a directory, not a trace file")
             if not p.is_file():
                 raise ParameterError(f"{source}: {where}.trace: file '{holder['trace']}' does not exist")
             holder["trace"] = str(p.resolve())
@@ -543,13 +547,17 @@ def _validate(data: dict, source: str) -> Scenario:
         raise ParameterError(f"{source}: {_message(err)}") from None
 
 
-def parse_scenario(data: dict, *, source: str = "scenario", base_dir: str | None = None) -> Scenario:
+def parse_scenario(data: dict, *, source: str = "scenario", base_dir: str | None = None,
+                   sweep: bool = True) -> Scenario:
     """A :class:`Scenario` from plain data (a parsed TOML table). ``source`` names the file in
     messages; ``base_dir`` is where relative trace paths are looked up. Every cell of the sweep
-    is validated too."""
+    is validated too, unless ``sweep`` is false (``tcpdelay run``, which ignores the sweep: its
+    grid is then neither expanded nor checked)."""
     if not isinstance(data, dict):
         raise ParameterError(f"{source}: a scenario is a table of keys")
     base = _resolve_files(_validate(data, source), FsPath(base_dir) if base_dir else None, source)
+    if not sweep:
+        return base
     for overrides in grid(base, source=source):
         cell_data = apply_overrides(base.to_data(), overrides, source=source)
         cell_data.pop("sweep", None)
@@ -558,9 +566,12 @@ def parse_scenario(data: dict, *, source: str = "scenario", base_dir: str | None
     return base
 
 
-def load_scenario(path: str | FsPath) -> Scenario:
-    """Read and validate a scenario file (TOML)."""
+def load_scenario(path: str | FsPath, *, sweep: bool = True) -> Scenario:
+    """Read and validate a scenario file (TOML); with ``sweep`` false its ``[sweep]`` grid is
+    left unexpanded (see :func:`parse_scenario`)."""
     p = FsPath(path)
+    if p.is_dir():
+        raise ParameterError(f"{p}: is a directory, not a scenario file")
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -571,7 +582,7 @@ def load_scenario(path: str | FsPath) -> Scenario:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ParameterError(f"{p.name}: not valid TOML: {err}") from None
-    return parse_scenario(data, source=p.name, base_dir=str(p.parent))
+    return parse_scenario(data, source=p.name, base_dir=str(p.parent), sweep=sweep)
 
 
 def dump_scenario(scenario: Scenario) -> str:
@@ -582,6 +593,11 @@ def dump_scenario(scenario: Scenario) -> str:
 
 
 # --------------------------------------------------------------------------- sweeps
+
+MAX_SWEEP_CELLS = 10_000
+"""The most cells a ``[sweep]`` grid may have. Every cell is validated when the file is loaded
+and each is a real-time run; a larger grid is refused at once, naming its size, rather than
+expanded for minutes."""
 
 _KEY_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
 
@@ -642,6 +658,11 @@ def grid(scenario: Scenario, *, source: str = "scenario") -> list[dict[str, Any]
         if not isinstance(values, list) or not values:
             raise ParameterError(f"{source}: sweep.\"{key}\": give a non-empty list of values")
     keys = list(sweep)
+    cells = math.prod(len(sweep[k]) for k in keys)
+    if cells > MAX_SWEEP_CELLS:
+        sizes = " x ".join(str(len(sweep[k])) for k in keys)
+        raise ParameterError(f"{source}: [sweep]: the grid has {cells} cells ({sizes}); at most "
+                             f"{MAX_SWEEP_CELLS} per scenario (split it into several files)")
     return [dict(zip(keys, combo)) for combo in itertools.product(*(sweep[k] for k in keys))]
 
 

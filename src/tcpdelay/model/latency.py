@@ -31,6 +31,10 @@ DEFAULT_MSS_BYTES = 1460
 DEFAULT_PERCENTILES = (50, 90, 99)
 
 
+
+MAX_SEGMENTS = 1e15
+"""The largest transfer :func:`latency` takes, in segments (about 1.4 EB at MSS 1460)."""
+
 def expected_latency_s(
     size_bytes,
     rtt_s,
@@ -145,6 +149,11 @@ def latency(
     t0 = float(tp.default_t0_s(rtt)) if t0_s is None else float(checks.positive("t0_s", t0_s))
     w_max = math.inf if max_window is None else float(max_window)
     d = float(tr.segments_for(size_bytes, mss))
+    if d > MAX_SEGMENTS:
+        raise ParameterError(
+            f"size_bytes: {float(size_bytes):g} is {d:.3g} segments of {mss:g} bytes; the latency distribution "
+            f"is computed for at most {MAX_SEGMENTS:.0e} segments (beyond it double precision cannot tell "
+            "one loss from none)")
 
     comp = tr.transfer_components(
         d, p_f, rtt, t0, init_window, acks_per_segment, w_max, delayed_ack, min_rounds=min_rounds

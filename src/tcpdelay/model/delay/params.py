@@ -22,6 +22,8 @@ LOSS_MODELS = ("random", "correlated")
 QUEUES = ("packets", "bytes")
 AL_FR_BACKLOGS = ("table", "eq4")
 BACKLOG_ROUNDINGS = ("split", "nearest", "floor")
+MAX_ONE_WAY_S = 1e6
+"""The largest one-way delay taken (11.6 days); beyond it the delay moments overflow."""
 MAX_BACKOFF_STAGE = 6
 """Timeout back-off stages l = 1..6 (Table 2); the back-off time is capped at 64·T0 (eq 5)."""
 
@@ -142,8 +144,8 @@ class DelayParams:
                 f"packet_bytes: {a:g} exceeds mss_bytes {mss:g}; packets larger than one segment "
                 "are not modelled (split them: --split N)")
         one_way = rtt / 2 if self.one_way_s is None else float(self.one_way_s)
-        if not (one_way >= 0 and math.isfinite(one_way)):
-            raise ParameterError(f"one_way_s: {self.one_way_s!r} must be >= 0 and finite")
+        if not (0 <= one_way <= (MAX_ONE_WAY_S if self.one_way_s is not None else math.inf)):
+            raise ParameterError(f"one_way_s: {self.one_way_s!r} must be in [0, {MAX_ONE_WAY_S:g}] seconds")
         t0 = float(default_t0_s(rtt)) if self.t0_s is None else _check_positive("t0_s", self.t0_s)
         hol_ramp = _check_bool("hol_ramp", self.hol_ramp)
         if self.count_fresh_packets is None:
@@ -158,7 +160,14 @@ class DelayParams:
         _check_choice("queue", self.queue, QUEUES)
         _check_choice("al_fr_backlog", self.al_fr_backlog, AL_FR_BACKLOGS)
         _check_choice("backlog_rounding", self.backlog_rounding, BACKLOG_ROUNDINGS)
+        if a < 1:
+            raise ParameterError(f"packet_bytes: {a:g} is below one byte")
         r = f * rtt
+        if not math.isfinite(8 * r):
+            raise ParameterError(
+                f"rtt_s: {rtt:g} is too large: f*RTT = {r:g} packets per round trip at {f:g} packets/s")
+        if not math.isfinite(4 * t0 * f):
+            raise ParameterError(f"t0_s: {t0:g} is too large: 4*T0*f = {4 * t0 * f:g} packets")
         wm = max(4, math.ceil(8 * r - 1e-9)) if self.max_window is None else int(self.max_window)
         if wm < max(1, math.ceil(r - 1e-9)):
             raise ParameterError(

@@ -21,6 +21,11 @@ from tcpdelay.model.delay.solve import solve_chain
 from tcpdelay.model.throughput import pftk_segments_per_s
 
 
+MAX_SPLIT = 255
+"""split-N: at most this many pieces per packet (Section 7.1; the testbed's sender takes the same)."""
+MAX_CONNECTIONS = 64
+"""Parallel connections of the round-robin model (Section 7.2; the testbed's sender takes the same)."""
+
 CHOICE_OPTIONS = frozenset({
     "al_fr_backlog", "backlog_rounding", "growth_requires_backlog", "count_fresh_packets",
     "hol_ramp", "max_window", "backlog_bound_packets", "truncation_tol", "max_states",
@@ -67,6 +72,14 @@ def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction
                     solve_s=time.perf_counter() - t_start, warnings=warnings,
                     params=params.to_dict())
         return DelayPrediction(np.zeros(0), np.zeros(0), True, params.one_way_s, info)
+    for name, bound, what in (("rtt_s", params.max_window, "window bound"),
+                              ("t0_s", params.backlog_bound_packets, "backlog bound")):
+        if bound > params.max_states:
+            value = params.rtt_s if name == "rtt_s" else params.t0_s
+            raise ParameterError(
+                f"{name}: {value:g} s at {params.rate_pps:g} packets/s needs a {what} of {bound} "
+                f"(f*RTT = {params.r:g} packets per round trip), more than the largest chain "
+                f"({params.max_states} states) can hold")
     while True:
         chain = build_chain(params)
         pi, rc = solve_chain(chain)
@@ -127,8 +140,8 @@ def predict(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, loss, one_
         docs/models/delay.md), ``max_window``, ``backlog_bound_packets``, ``truncation_tol``, ``max_states``).
     """
     src = resolve_source(profile, rate_bps, packet_bytes)
-    n_split = _count("split", split)
-    n_conn = _count("connections", connections)
+    n_split = _count("split", split, MAX_SPLIT)
+    n_conn = _count("connections", connections, MAX_CONNECTIONS)
     unknown = set(choices) - CHOICE_OPTIONS
     if unknown:
         raise ParameterError(f"unknown option(s): {', '.join(sorted(unknown))}")
@@ -163,11 +176,11 @@ def mixture(parts: list[DelayPrediction], weights=None) -> DelayPrediction:
     return DelayPrediction(support, pmf / pmf.sum(), False, parts[0].one_way_s, info)
 
 
-def _count(name: str, value) -> int:
+def _count(name: str, value, upper: int) -> int:
     try:
         v = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ParameterError(f"{name}: {value!r} is not an integer") from None
-    if v < 1 or v != value:
-        raise ParameterError(f"{name}: {value!r} must be an integer >= 1")
+    if v < 1 or v != value or v > upper:
+        raise ParameterError(f"{name}: {value!r} must be an integer in [1, {upper}]")
     return v

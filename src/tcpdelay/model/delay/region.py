@@ -8,6 +8,7 @@ processes. Returns plain data (dicts, lists, floats) for the CLI, the report and
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
@@ -55,11 +56,11 @@ def working_region(profile=None, *, rate_bps=None, packet_bytes=None, percentile
     if not rtts or not loss_list:
         raise ParameterError("the grid needs at least one RTT and one loss rate")
     for p in loss_list:
-        if not (0 <= p < 1):
+        if not (0 <= p < 1):  # NaN fails too
             raise ParameterError(f"losses: {p:g} is outside [0, 1)")
     for r in rtts:
-        if not (r > 0):
-            raise ParameterError(f"rtts_s: {r:g} must be positive")
+        if not (r > 0 and math.isfinite(r)):
+            raise ParameterError(f"rtts_s: {r:g} must be positive and finite")
     # fail fast on bad options in this process, with one clear message
     predict(source, rtt_s=rtts[0], loss=0.0, **options)
     jobs = [(source, r, p, crit.percentile, options) for r in rtts for p in loss_list]
