@@ -69,6 +69,8 @@ class CallHandle:
         self._done = False
         self._value: Any = None
         self._error: BaseException | None = None
+        self._chunks: list[bytes] = []  # what arrived so far (kept across timed-out waits)
+        self.wait_status: int | None = None
 
     def result(self, timeout_s: float | None = None) -> Any:
         """Wait for the function and return its value (or raise its exception)."""
@@ -81,7 +83,7 @@ class CallHandle:
     def _collect(self, timeout_s: float | None) -> None:
         import select
 
-        chunks, deadline = [], None if timeout_s is None else time.monotonic() + timeout_s
+        chunks, deadline = self._chunks, None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([self._fd], [], [], wait)
@@ -94,15 +96,38 @@ class CallHandle:
         os.close(self._fd)
         _, status = os.waitpid(self.pid, 0)
         self._done = True
+        self.wait_status = status
         data = b"".join(chunks)
-        if not data:
-            self._error = RemoteError(f"{self._what} died without a result (wait status {status})")
+        if not data or status != 0:
+            self._error = RemoteError(f"{self._what} died without a result ({nsutil.describe_wait_status(status)})")
             return
         ok, payload = pickle.loads(data)
         if ok:
             self._value = payload
         else:
             self._error = RemoteError(f"{self._what} raised: {payload}")
+
+    @property
+    def done(self) -> bool:
+        """Whether the result (or the error) has been collected."""
+        return self._done
+
+    def died(self) -> str | None:
+        """How the process ended if it ended abnormally (killed by a signal, or a non-zero exit
+        status: it never sent its result), without collecting it; ``None`` while it runs or
+        when it exited normally. A function that raised exits normally (its error comes back
+        through :meth:`result`)."""
+        if self._done:
+            return nsutil.describe_wait_status(self.wait_status) if self.wait_status else None
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return None
+        if info is None or (info.si_code == os.CLD_EXITED and info.si_status == 0):
+            return None
+        if info.si_code == os.CLD_EXITED:
+            return f"exited with status {info.si_status}"
+        return nsutil.describe_wait_status(-info.si_status)
 
     def kill(self) -> None:
         if not self._done:
@@ -303,6 +328,11 @@ class Testbed:
             return self.link.counters()
         except nsutil.CommandFailed as err:
             raise TestbedError(str(err)) from None
+
+    def emulator_died(self) -> str | None:
+        """How the link emulator ended if it ended on its own while the testbed is open (it
+        should live until :meth:`close`), else ``None``."""
+        return self.link.died() if self.link else None
 
     def emulator_cpu_s(self) -> float | None:
         return self.link.cpu_s() if self.link else None
