@@ -169,6 +169,7 @@ class Host:
         kw.setdefault("preexec_fn", _die_with_parent)
         proc = subprocess.Popen(self.argv(argv), **kw)
         self._tb._procs.append(proc)
+        self._tb._record_process(proc.pid)
         return proc
 
     def run(self, argv: Sequence[str], *, check: bool = True, timeout_s: float | None = 60.0,
@@ -215,6 +216,7 @@ class Host:
         os.close(w)
         handle = CallHandle(pid, r, f"{getattr(fn, '__name__', 'function')} in {self.name}")
         self._tb._calls.append(handle)
+        self._tb._record_process(pid)
         return handle
 
     def call(self, fn: Callable, *args, timeout_s: float | None = None, **kwargs) -> Any:
@@ -261,6 +263,7 @@ class Testbed:
         self._procs: list[subprocess.Popen] = []
         self._calls: list[CallHandle] = []
         self._namespaces: list[str] = []
+        self._processes: list[dict] = []
         self._old_sigterm = None
         self._owner_pid = os.getpid()
         self._pm_qos_fd: int | None = None
@@ -352,11 +355,17 @@ class Testbed:
 
     # -- building ---------------------------------------------------------------------------
 
+    def _record_process(self, pid: int) -> None:
+        """Note a process the run started in state.json, so that `clean` ends it even if it
+        left the run's namespaces or outlived them."""
+        self._processes.append(runs.process_record(pid))
+        self._save_state()
+
     def _save_state(self) -> None:
         runs.write_state(self.run_id, {
             "run_id": self.run_id, **runs.owner_record(), "created_unix": self._created,
             "topology": self.spec.topology, "subnet": self.subnet, "namespaces": self._namespaces,
-            "emulator_pid": self.emulator_pid,
+            "emulator_pid": self.emulator_pid, "processes": self._processes,
             "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address} for h in self.hosts.values()},
             "spec": self.spec.model_dump(mode="json"),
         })
@@ -463,7 +472,7 @@ class Testbed:
         if self.start_link:
             cfg = emulator_config(spec, (tun_ns["left"], tun["left"]), (tun_ns["right"], tun["right"]), self.state_dir)
             self.link = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s)
-            self._save_state()
+            self._record_process(self.link.pid)
 
     # -- teardown ---------------------------------------------------------------------------
 
