@@ -314,6 +314,7 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
 
 
 _STOP = None  # in a worker: the sweep's "stop" event (set when the sweep is interrupted)
+_SWEEP_PID = None  # in a worker: the sweep's pid
 
 
 class _Cancelled(Exception):
@@ -321,8 +322,8 @@ class _Cancelled(Exception):
 
 
 def _init_worker(stop, sweep_pid: int) -> None:
-    global _STOP
-    _STOP = stop
+    global _STOP, _SWEEP_PID
+    _STOP, _SWEEP_PID = stop, sweep_pid
     # Die with the sweep: a worker outliving a killed sweep would go on running (and owning)
     # its testbed, and then idle forever. SIGTERM lets a running unit tear its testbed down.
     import ctypes
@@ -336,7 +337,12 @@ def _init_worker(stop, sweep_pid: int) -> None:
 def _run_unit_in_worker(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, cell_id_: str) -> dict:
     if _STOP is not None and _STOP.is_set():
         raise _Cancelled()
-    return run_unit(runner, scenario, seed, run_dir, cell_id_)
+    try:
+        return run_unit(runner, scenario, seed, run_dir, cell_id_)
+    except (SystemExit, KeyboardInterrupt):
+        if os.getppid() != _SWEEP_PID:
+            os._exit(1)  # the sweep is gone (its unit failed and cleaned up): nobody to answer
+        raise
 
 
 def _run_parallel(todo: list[Unit], runner: CellRunner, jobs: int, bar: Progress, task, done) -> None:
