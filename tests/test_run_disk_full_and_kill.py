@@ -200,7 +200,7 @@ def test_clean_after_sigkill_of_the_orchestrator_leaves_no_process(tmp_path, com
     # Killed outright: what does not die with it is removed by `clean` (of orphaned runs only).
     cleaned = subprocess.run(TCPDELAY + ["testbed", "clean", "--json"], capture_output=True, text=True, timeout=60)
     assert cleaned.returncode == 0, cleaned.stderr
-    assert _alive_after(ours) == set()
+    assert _alive_after(ours, 30.0) == set()  # a sweep worker tears its testbed down, then exits
     for rid in run_ids:
         assert not [n for n in os.listdir("/run/netns") if n.startswith(f"td-{rid}-")]
         assert not Path(f"/run/tcpdelay/{rid}").exists()

@@ -19,6 +19,12 @@
    the link emulator's counters and ``run.json``, and every applicable metric of
    :func:`tcpdelay.metrics.summary.summarize_run` (``metrics.json``).
 
+A run that loses a part is failed (:class:`RunFailed`, naming the part): while waiting, the
+processes are looked at every :data:`WATCH_EVERY_S`; the emulator ending on its own, a process
+killed or raising, a media receiver without a summary, a media sender or receiver that did not
+run its course stop the run (what still runs is interrupted; records, ``flows.parquet`` and
+``run.json`` with ``run.failed`` are kept) and raise. A sender's drain timeout is a measurement.
+
 Timing: the emulator's clock starts when the testbed comes up. When the link's behaviour
 depends on that clock (outages, a delivery trace), the run's ``t0`` is :data:`LEAD_S` seconds
 later (measured with the emulator's own ``elapsed_s`` counter) and the outages of the scenario
@@ -654,6 +660,10 @@ def _lost_parts(tb, plan: RunPlan, results: dict, failures: dict) -> list[str]:
         tx, rx = results.get(f"tx:{m.flow_id}"), results.get(f"rx:{m.flow_id}")
         if isinstance(tx, dict) and tx.get("status") in _SENDER_LOST:
             lost.append(f"{part_name(f'tx:{m.flow_id}', plan)} ended with status {tx['status']}"
+                        + (f" ({tx['error']})" if tx.get("error") else ""))
+        elif isinstance(tx, dict) and tx.get("status") == "completed" and not tx.get("receiver"):
+            # (after a drain timeout the receiver may still be reading: no summary is expected)
+            lost.append(f"{part_name(f'tx:{m.flow_id}', plan)} got no summary from the receiver"
                         + (f" ({tx['error']})" if tx.get("error") else ""))
         if f"rx:{m.flow_id}" in failures:
             continue

@@ -3,9 +3,10 @@
 Every testbed run has a random 6-hex-digit run id. Its namespaces are named
 ``td-<id>-<host>``, its interfaces ``td<id>...`` (at most 15 characters), its files live in
 ``/run/tcpdelay/<id>/`` with a ``state.json`` naming the owner process (pid and start time, so
-a recycled pid is not mistaken for it). :func:`clean` finds runs by these names and removes the
-ones whose owner is gone: processes inside their namespaces, the emulator, the namespaces (and
-with them every device), stray root-namespace links, and the state directory.
+a recycled pid is not mistaken for it) and every process the run started (pid and start time).
+:func:`clean` finds runs by these names and removes the ones whose owner is gone: the processes
+the run recorded and those inside its namespaces, the emulator, the namespaces (and with them
+every device), stray root-namespace links, and the state directory.
 """
 
 from __future__ import annotations
