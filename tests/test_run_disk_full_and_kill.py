@@ -204,3 +204,42 @@ def test_clean_after_sigkill_of_the_orchestrator_leaves_no_process(tmp_path, com
     for rid in run_ids:
         assert not [n for n in os.listdir("/run/netns") if n.startswith(f"td-{rid}-")]
         assert not Path(f"/run/tcpdelay/{rid}").exists()
+
+
+ESCAPER = """
+import json, os, time
+from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec
+with Testbed(TestbedSpec.dumbbell(1, 1, link=LinkSpec.symmetric(delay_s=0.01))) as tb:
+    # Started in a host, then moved back to the root namespace, and not tied to our life.
+    p = tb.hosts["left0"].popen(["nsenter", f"--net=/proc/{os.getpid()}/ns/net", "sleep", "300"], preexec_fn=None)
+    while open(f"/proc/{p.pid}/cmdline", "rb").read().split(b"\\0")[0] != b"sleep":
+        assert p.poll() is None, "nsenter failed"
+        time.sleep(0.01)
+    print(json.dumps({"run_id": tb.run_id, "escaper": p.pid}), flush=True)
+    time.sleep(300)
+"""
+
+
+def test_clean_ends_a_recorded_process_that_left_the_run_s_namespaces():
+    import shutil
+
+    if shutil.which("nsenter") is None:
+        pytest.skip("needs nsenter (util-linux)")
+    proc = subprocess.Popen([sys.executable, "-c", ESCAPER], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line, f"the orchestrator died (exit {proc.wait()})"
+        run = json.loads(line)
+    finally:
+        proc.kill()  # SIGKILL: it removes nothing itself
+        proc.wait(10)
+    pid = run["escaper"]
+    assert process_alive(pid)
+    assert os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino  # in no run namespace
+    cleaned = subprocess.run(TCPDELAY + ["testbed", "clean", "--json"], capture_output=True, text=True, timeout=60)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert run["run_id"] in [r["run_id"] for r in json.loads(cleaned.stdout)["removed"]]
+    left = _alive_after({pid}, 5.0)
+    for p in left:  # do not leave it behind when the test fails
+        os.kill(p, signal.SIGKILL)
+    assert left == set()
