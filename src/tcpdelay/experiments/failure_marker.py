@@ -12,6 +12,7 @@ either way, and a half-written temporary file is never left behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from pathlib import Path
@@ -22,16 +23,20 @@ RESERVE_BYTES = 64 * 1024
 
 
 def reserve(run_dir: str | os.PathLike) -> None:
-    """Set aside room for the run's failure marker; raises OSError (e.g. ENOSPC) when there is none."""
+    """Set aside room for the run's failure marker; raises OSError (ENOSPC, EDQUOT) when there
+    is none. A file system that cannot allocate ahead gets no reservation (the marker is then
+    written the ordinary way)."""
     path = Path(run_dir) / RESERVE_NAME
     fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
     try:
         os.posix_fallocate(fd, 0, RESERVE_BYTES)
-    except OSError:
+    except OSError as err:
         os.close(fd)
         with contextlib.suppress(OSError):
             path.unlink()
-        raise
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        return
     os.close(fd)
 
 
