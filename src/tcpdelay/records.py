@@ -91,8 +91,12 @@ class RecordWriter:
         table = pa.table(self._cols, schema=self.schema)
         name = f"part-{self.writer_id}-{self._parts:06d}.parquet"
         tmp = self.dir / f".{name}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.dir / name)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, self.dir / name)
+        except BaseException:
+            _discard(tmp)  # no half-written part left behind (e.g. the disk is full)
+            raise
         self._parts += 1
         self._cols = {name: [] for name in self.schema.names}
         self._rows = 0
@@ -123,8 +127,19 @@ def write_run_metadata(run_dir: str | os.PathLike, metadata: dict) -> None:
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     tmp = path / f".{RUN_METADATA}.tmp"
-    tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True))
-    os.replace(tmp, path / RUN_METADATA)
+    try:
+        tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True))
+        os.replace(tmp, path / RUN_METADATA)
+    except BaseException:
+        _discard(tmp)  # no half-written file left behind (e.g. the disk is full)
+        raise
+
+
+def _discard(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def read_run_metadata(run_dir: str | os.PathLike) -> dict:

@@ -29,16 +29,35 @@ def _runner():
     return run_scenario
 
 
-def _unit_rows(scenario: Scenario, out: Path, flat: bool) -> list[dict]:
+def _run_sweep(command: str, out: Path, scenario: Scenario, runner, *, jobs: int, flat: bool) -> SweepResult | None:
+    """:func:`run_sweep`; an output directory that cannot be written (full disk, read-only)
+    before any run starts is one line on stderr and None (exit status 1). A run that fails on
+    its own (the disk fills up during it) is recorded as failed and the others go on."""
+    try:
+        return run_sweep(scenario, out, runner, jobs=jobs, console=Console(stderr=True), flat=flat)
+    except OSError as err:
+        where = err.filename or out
+        click.echo(f"tcpdelay {command}: error: --out {out}: cannot write {where}: {err.strerror or err}", err=True)
+        return None
+
+
+def _unit_rows(scenario: Scenario, out: Path, flat: bool, failed: list[dict] = ()) -> list[dict]:
+    """One row per run: complete, failed (in this invocation, or by its failed.json) or missing.
+    A run that failed now is "failed" even when its failed.json could not be written."""
     import json
 
     rows = []
+    failed_now = {f["run_dir"]: f for f in failed}
     cells = expand(scenario.model_copy(update={"sweep": {}}) if flat else scenario)
     for u in units(cells, out, flat=flat):
         row = {"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir)}
         if (u.run_dir / COMPLETE).is_file():
             row["status"] = "complete"
             row["summary"] = json.loads((u.run_dir / COMPLETE).read_text()).get("summary", {})
+        elif str(u.run_dir) in failed_now:
+            row["status"] = "failed"
+            row["error"] = failed_now[str(u.run_dir)]["error"]
+            row["failed_marker"] = (u.run_dir / FAILED).is_file()
         elif (u.run_dir / FAILED).is_file():
             row["status"] = "failed"
             row["error"] = json.loads((u.run_dir / FAILED).read_text()).get("error")
@@ -50,7 +69,7 @@ def _unit_rows(scenario: Scenario, out: Path, flat: bool) -> list[dict]:
 
 def _result(command: str, path: str, scenario: Scenario, res: SweepResult, jobs: int, flat: bool) -> dict:
     return {"command": command, "scenario_file": path, "scenario": scenario.name, **res.to_dict(),
-            "jobs": jobs, "runs": _unit_rows(scenario, res.out_dir, flat)}
+            "jobs": jobs, "runs": _unit_rows(scenario, res.out_dir, flat, res.failed)}
 
 
 def _human(res: dict):
@@ -103,7 +122,9 @@ def run_cmd(scenario_file, out_dir, tiny_s, as_json):
         scenario = tiny_form(scenario, tiny_s)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
     runner = _runner()
-    res = run_sweep(scenario, out, runner, jobs=1, console=Console(stderr=True), flat=True)
+    res = _run_sweep("run", out, scenario, runner, jobs=1, flat=True)
+    if res is None:
+        return 1
     doc = _result("run", scenario_file, scenario, res, 1, True)
     emit(doc, as_json, _human(doc))
     return 1 if res.failed else 0
@@ -125,7 +146,9 @@ def sweep_cmd(scenario_file, out_dir, jobs, as_json):
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
     jobs = jobs or default_jobs()
     runner = _runner()
-    res = run_sweep(scenario, out, runner, jobs=jobs, console=Console(stderr=True))
+    res = _run_sweep("sweep", out, scenario, runner, jobs=jobs, flat=False)
+    if res is None:
+        return 1
     doc = _result("sweep", scenario_file, scenario, res, jobs, False)
     emit(doc, as_json, _human(doc))
     return 1 if res.failed else 0

@@ -19,6 +19,12 @@
    the link emulator's counters and ``run.json``, and every applicable metric of
    :func:`tcpdelay.metrics.summary.summarize_run` (``metrics.json``).
 
+A run that loses a part is failed (:class:`RunFailed`, naming the part): while waiting, the
+processes are looked at every :data:`WATCH_EVERY_S`; the emulator ending on its own, a process
+killed or raising, a media receiver without a summary, a media sender or receiver that did not
+run its course stop the run (what still runs is interrupted; records, ``flows.parquet`` and
+``run.json`` with ``run.failed`` are kept) and raise. A sender's drain timeout is a measurement.
+
 Timing: the emulator's clock starts when the testbed comes up. When the link's behaviour
 depends on that clock (outages, a delivery trace), the run's ``t0`` is :data:`LEAD_S` seconds
 later (measured with the emulator's own ``elapsed_s`` counter) and the outages of the scenario
@@ -44,7 +50,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tcpdelay import timing
-from tcpdelay.errors import ParameterError
+from tcpdelay.errors import ParameterError, TcpdelayError
 from tcpdelay.experiments.scenario import (
     BulkCross, Flow, PageLoadCross, ResolvedDirection, Scenario, Tcp, UdpCross,
     WebOnOffCross, dump_scenario,
@@ -78,6 +84,16 @@ FLOWS_SCHEMA = pa.schema([
     ("goodput_bps", pa.float64()),
     ("status", pa.string()),
 ])
+
+
+class RunFailed(TcpdelayError):
+    """A part of the run (the link emulator, a media sender or receiver, a cross-traffic
+    process) died or never reported, so the run is not a measurement of the scenario. What it
+    measured until then is kept in its directory (records, ``run.json`` with ``failed``)."""
+
+    def __init__(self, reasons: list[str]):
+        self.reasons = list(reasons)
+        super().__init__("the run lost a part: " + "; ".join(self.reasons))
 
 
 def derive_seed(seed: int, *parts: Any) -> int:
@@ -354,8 +370,21 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
             if time.monotonic() > t0:
                 raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
                                      f"start {t0 - t_emu:.2f} s after the emulator's; too many flows for this machine?")
-            _wait_all(handles, results, t0, scenario.duration_s, on_progress)
-            counters = tb.link_counters()
+            failures: dict[str, str] = {}
+            if _wait_all(handles, results, t0, scenario.duration_s, on_progress,
+                         watch=lambda: _dead_parts(tb, plan, handles, results), failures=failures):
+                # A part was lost: name it, stop what still runs (its records are kept), fail.
+                lost = _dead_parts(tb, plan, handles, results)
+                lost += [f"{part_name(k, plan)} failed: {e}" for k, e in failures.items()]
+                results.update(_interrupt({k: h for k, h in handles.items() if k not in results}))
+            else:
+                lost = _lost_parts(tb, plan, results, failures)
+            try:
+                counters = tb.link_counters()
+            except Exception:  # noqa: BLE001 - the emulator is gone: the run failed already
+                if not lost:
+                    raise
+                counters = None
         except BaseException:
             _interrupt({k: h for k, h in handles.items() if k not in results})
             raise
@@ -364,6 +393,8 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
             mover.join()
             consolidate(rd)
     summary = _summarize(scenario, seed, plan, results, counters, t0, t_emu, started)
+    if lost:
+        summary["failed"] = lost
     _write_flows(rd, plan, results)
     from tcpdelay.records import read_run_metadata, write_run_metadata
 
@@ -373,6 +404,8 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
     if plan.cross:  # the metrics' jitter filter takes its base delay from the 2 s before this
         meta["cross_traffic_start_s"] = t0 + min(c.start_s for c in plan.cross)
     write_run_metadata(rd, meta)
+    if lost:
+        raise RunFailed(lost)
     totals = summary["totals"]
     try:
         from tcpdelay.metrics.summary import summarize_run
@@ -488,10 +521,11 @@ def _start_all(tb, scenario: Scenario, plan: RunPlan, rd: Path, t0: float, handl
         handles[f"cross:{c.flow_id}"] = h
 
 
-def _interrupt(handles: dict, grace_s: float = 2.0) -> None:
+def _interrupt(handles: dict, grace_s: float = 2.0) -> dict:
     """Ask every process of the run still running (``handles`` not yet collected, so their pids
     are still ours) to stop — SIGINT, as Ctrl-C would — and give them ``grace_s`` to write what
-    they hold (the last record parts) before the testbed kills what is left."""
+    they hold (the last record parts) before the testbed kills what is left. Returns what they
+    answered (or their error) by handle key."""
     import contextlib
     import signal
 
@@ -499,15 +533,35 @@ def _interrupt(handles: dict, grace_s: float = 2.0) -> None:
         with contextlib.suppress(ProcessLookupError, OSError):
             os.kill(h.pid, signal.SIGINT)
     deadline = time.monotonic() + grace_s
-    for h in handles.values():
-        with contextlib.suppress(Exception):
-            h.result(timeout_s=max(0.01, deadline - time.monotonic()))
+    out: dict[str, Any] = {}
+    for key, h in handles.items():
+        try:
+            out[key] = h.result(timeout_s=max(0.01, deadline - time.monotonic()))
+        except Exception as err:  # noqa: BLE001 - what is left is killed with the testbed
+            out[key] = {"error": _one_line(err)}
+    return out
+
+
+#: Seconds between two looks at the run's processes while waiting (a lost part is noticed within this).
+WATCH_EVERY_S = 0.5
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {text}"
 
 
 def _wait_all(handles: dict, results: dict, t0: float, duration_s: float,
-              on_progress: Callable[[float, float], None] | None) -> None:
+              on_progress: Callable[[float, float], None] | None, *,
+              watch: Callable[[], list[str]] | None = None, failures: dict | None = None) -> bool:
+    """Collect every process's result into ``results``. Every :data:`WATCH_EVERY_S` ``watch()``
+    names the parts lost so far (a process killed, the emulator gone); as soon as it names one,
+    or a process fails (raises, dies, or outlives the run's end: its error goes into
+    ``failures`` by key), waiting stops and True is returned (with ``watch``; without it every
+    process is waited for). False: every process answered."""
     total = duration_s + DRAIN_S
     stop = threading.Event()
+    failures = {} if failures is None else failures
 
     def tick() -> None:
         while not stop.wait(1.0):
@@ -519,16 +573,110 @@ def _wait_all(handles: dict, results: dict, t0: float, duration_s: float,
     try:
         # Senders first (they end with their flows), then receivers, clients, servers, sinks.
         order = sorted(handles, key=lambda k: ("tx", "cross", "rx", "sink", "server").index(k.split(":")[0]))
+        end = t0 + duration_s + DRAIN_S + 15.0
         for key in order:
-            limit = t0 + duration_s + DRAIN_S + 15.0 - time.monotonic()
-            try:
-                results[key] = handles[key].result(timeout_s=max(1.0, limit))
-            except Exception as err:  # noqa: BLE001 - recorded per flow; the run goes on
-                results[key] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
+            deadline = max(end, time.monotonic() + 1.0)
+            while True:
+                try:
+                    results[key] = handles[key].result(
+                        timeout_s=max(0.01, min(WATCH_EVERY_S, deadline - time.monotonic())))
+                    break
+                except TimeoutError as err:
+                    if time.monotonic() < deadline:
+                        if watch is not None and watch():
+                            return True
+                        continue
+                    failures[key] = _one_line(err)
+                except Exception as err:  # noqa: BLE001 - recorded; the run fails
+                    failures[key] = _one_line(err)
+                results[key] = {"error": failures[key]}
+                break
+            if key in failures and watch is not None:
+                return True
+        return False
     finally:
         stop.set()
         if on_progress:
             on_progress(total, total)
+
+
+def part_name(key: str, plan: RunPlan) -> str:
+    """A handle key (``tx:0``, ``rx:0``, ``cross:3``, ``sink:3``, ``server:ltx1``) in words."""
+    kind, _, ident = key.partition(":")
+    if kind == "server":
+        return f"cross-traffic server on host {ident}"
+    fid = int(ident)
+    media = {m.flow_id: m for m in plan.media}
+    cross = {c.flow_id: c for c in plan.cross}
+    if kind == "tx":
+        m = media[fid]
+        return f"media sender of flow {fid} '{m.name}' (host {m.sender})"
+    if kind == "rx":
+        m = media[fid]
+        return f"media receiver of flow {fid} '{m.name}' (host {m.receiver})"
+    c = cross[fid]
+    if kind == "sink":
+        return f"cross-traffic UDP sink of flow {fid} '{c.name}' (host {c.client})"
+    if c.kind == "udp":
+        return f"cross-traffic UDP sender of flow {fid} '{c.name}' (host {c.server})"
+    return f"cross-traffic client of flow {fid} '{c.name}' (host {c.client})"
+
+
+def _emulator_reason(tb) -> str | None:
+    how = tb.emulator_died()
+    return f"the link emulator tcpdelay-link (pid {tb.emulator_pid}) {how} during the run" if how else None
+
+
+def _dead_parts(tb, plan: RunPlan, handles: dict, results: dict) -> list[str]:
+    """The parts lost while the run goes on: the emulator ended, or a process ended abnormally
+    (killed by a signal: it never sends its result)."""
+    lost = []
+    emu = _emulator_reason(tb)
+    if emu:
+        lost.append(emu)
+    for key, h in handles.items():
+        if key in results:
+            continue
+        how = h.died()
+        if how:
+            lost.append(f"{part_name(key, plan)} {how}")
+    return lost
+
+
+#: Sender endings that mean the flow did not run its course (a drain timeout is a measurement:
+#: the path could not deliver the queue in DRAIN_S).
+_SENDER_LOST = ("interrupted", "receiver-disconnected", "connection-lost")
+
+
+def _lost_parts(tb, plan: RunPlan, results: dict, failures: dict) -> list[str]:
+    """After every process answered: what makes the run not a measurement of the scenario."""
+    lost = []
+    emu = _emulator_reason(tb)
+    if emu:
+        lost.append(emu)
+    for key, err in failures.items():
+        lost.append(f"{part_name(key, plan)} failed: {err}")
+    for m in plan.media:
+        tx, rx = results.get(f"tx:{m.flow_id}"), results.get(f"rx:{m.flow_id}")
+        if isinstance(tx, dict) and tx.get("status") in _SENDER_LOST:
+            lost.append(f"{part_name(f'tx:{m.flow_id}', plan)} ended with status {tx['status']}"
+                        + (f" ({tx['error']})" if tx.get("error") else ""))
+        elif isinstance(tx, dict) and tx.get("status") == "completed" and not tx.get("receiver"):
+            # (after a drain timeout the receiver may still be reading: no summary is expected)
+            lost.append(f"{part_name(f'tx:{m.flow_id}', plan)} got no summary from the receiver"
+                        + (f" ({tx['error']})" if tx.get("error") else ""))
+        if f"rx:{m.flow_id}" in failures:
+            continue
+        if not rx:
+            lost.append(f"{part_name(f'rx:{m.flow_id}', plan)} sent no summary (no run of the flow reached it)")
+            continue
+        rx = rx[0] if isinstance(rx, list) else rx
+        tx_status = tx.get("status") if isinstance(tx, dict) else None
+        ok = rx.get("status") == "completed" or (rx.get("status") == "sender-disconnected"
+                                                 and tx_status == "drain-timeout")
+        if not ok:
+            lost.append(f"{part_name(f'rx:{m.flow_id}', plan)} ended with status {rx.get('status')}")
+    return lost
 
 
 def _summarize(scenario, seed, plan, results, counters, t0, t_emu, started) -> dict:

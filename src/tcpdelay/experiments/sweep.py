@@ -28,6 +28,7 @@ measurement: :func:`default_jobs` is a quarter of the cores, at least one).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -46,6 +47,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError
+from tcpdelay.experiments import failure_marker
 from tcpdelay.experiments.scenario import Scenario, cell_scenario, describe, dump_scenario, grid
 
 COMPLETE = "complete.json"
@@ -166,8 +168,13 @@ class SweepResult:
 
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # no half-written file left behind (e.g. the disk is full)
+        raise
 
 
 def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, cell_id_: str) -> dict:
@@ -180,15 +187,21 @@ def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, ce
     started = time.time()
     t0 = time.monotonic()
     try:
+        failure_marker.reserve(rd)  # room for failed.json, even if the run fills the disk
         summary = runner(scenario, seed, rd)
         _write_packets(rd)
+        record = {"cell_id": cell_id_, "seed": seed, "started_unix_s": started,
+                  "wall_s": time.monotonic() - t0, "summary": summary or {}}
+        _write_json(rd / COMPLETE, record)
     except BaseException as err:
-        _write_json(rd / FAILED, {"cell_id": cell_id_, "seed": seed, "error": f"{type(err).__name__}: {err}",
-                                  "traceback": traceback.format_exc()})
+        try:
+            failure_marker.write_failed(rd / FAILED, {
+                "cell_id": cell_id_, "seed": seed, "error": f"{type(err).__name__}: {err}",
+                "traceback": traceback.format_exc()})
+        except OSError as marker_err:  # the run's own error is the one reported
+            err.add_note(f"{FAILED} could not be written: {marker_err}")
         raise
-    record = {"cell_id": cell_id_, "seed": seed, "started_unix_s": started,
-              "wall_s": time.monotonic() - t0, "summary": summary or {}}
-    _write_json(rd / COMPLETE, record)
+    failure_marker.release(rd)
     return record
 
 
@@ -277,8 +290,9 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
                 if err is None:
                     result.ran += 1
                 else:
+                    notes = "".join(f" ({n})" for n in getattr(err, "__notes__", ()))
                     result.failed.append({"cell_id": unit.cell.id, "seed": unit.seed, "label": unit.cell.label,
-                                          "run_dir": str(unit.run_dir), "error": f"{type(err).__name__}: {err}"})
+                                          "run_dir": str(unit.run_dir), "error": f"{type(err).__name__}: {err}{notes}"})
                     bar.console.print(f"[red]failed[/red] {unit.label}: {err}")
                 bar.advance(task)
 
@@ -313,21 +327,35 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
 
 
 _STOP = None  # in a worker: the sweep's "stop" event (set when the sweep is interrupted)
+_SWEEP_PID = None  # in a worker: the sweep's pid
 
 
 class _Cancelled(Exception):
     """A unit the sweep no longer wants (it was interrupted before the unit started)."""
 
 
-def _init_worker(stop) -> None:
-    global _STOP
-    _STOP = stop
+def _init_worker(stop, sweep_pid: int) -> None:
+    global _STOP, _SWEEP_PID
+    _STOP, _SWEEP_PID = stop, sweep_pid
+    # Die with the sweep: a worker outliving a killed sweep would go on running (and owning)
+    # its testbed, and then idle forever. SIGTERM lets a running unit tear its testbed down.
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != sweep_pid:  # the sweep died before the line above
+        os._exit(1)
 
 
 def _run_unit_in_worker(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, cell_id_: str) -> dict:
     if _STOP is not None and _STOP.is_set():
         raise _Cancelled()
-    return run_unit(runner, scenario, seed, run_dir, cell_id_)
+    try:
+        return run_unit(runner, scenario, seed, run_dir, cell_id_)
+    except (SystemExit, KeyboardInterrupt):
+        if os.getppid() != _SWEEP_PID:
+            os._exit(1)  # the sweep is gone (its unit failed and cleaned up): nobody to answer
+        raise
 
 
 def _run_parallel(todo: list[Unit], runner: CellRunner, jobs: int, bar: Progress, task, done) -> None:
@@ -335,7 +363,7 @@ def _run_parallel(todo: list[Unit], runner: CellRunner, jobs: int, bar: Progress
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                                initargs=(stop,)) as pool:
+                                initargs=(stop, os.getpid())) as pool:
         futures = {pool.submit(_run_unit_in_worker, runner, u.cell.scenario, u.seed, str(u.run_dir), u.cell.id): u
                    for u in todo}
         bar.update(task, description=f"{len(todo)} runs, {jobs} at a time")

@@ -81,6 +81,7 @@ class LinkProcess:
         )
         self.pid = self.proc.pid
         self.final_counters: dict | None = None
+        self._stopping = False
         try:
             self._wait_ready(config["ready_file"], ready_timeout_s)
         except BaseException:
@@ -128,12 +129,21 @@ class LinkProcess:
         except (OSError, json.JSONDecodeError):
             return None
 
+    def died(self) -> str | None:
+        """How the emulator ended ("killed by SIGKILL", "exited with status 1") if it ended
+        before :meth:`stop`; ``None`` while it runs or once stopped by us."""
+        if self._stopping:
+            return None
+        code = self.proc.poll()
+        return None if code is None else nsutil.describe_wait_status(code)
+
     def cpu_s(self) -> float | None:
         """User + system CPU seconds the emulator has used so far."""
         return nsutil.process_cpu_s(self.pid)
 
     def stop(self, timeout_s: float = 5.0) -> dict | None:
         """SIGTERM (the emulator flushes its files and writes its counters), SIGKILL after ``timeout_s``."""
+        self._stopping = True
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:

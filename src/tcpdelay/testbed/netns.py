@@ -194,6 +194,28 @@ def process_cpu_s(pid: int) -> float | None:
         return None
 
 
+def _signal_text(signum: int) -> str:
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    return f"killed by {name}"
+
+
+def describe_wait_status(status: int | None) -> str:
+    """A wait status (``os.waitpid``) or a Popen return code in words: "killed by SIGKILL",
+    "exited with status 3"."""
+    if status is None:
+        return "still running"
+    if status < 0:  # Popen.returncode: -N for signal N
+        return _signal_text(-status)
+    if os.WIFSIGNALED(status):
+        return _signal_text(os.WTERMSIG(status))
+    if os.WIFEXITED(status):
+        return f"exited with status {os.WEXITSTATUS(status)}"
+    return f"wait status {status}"
+
+
 def terminate_pids(pids: list[int], grace_s: float = 1.0) -> None:
     """SIGTERM, wait up to ``grace_s``, then SIGKILL whatever is left; reap our own children."""
     for sig in (signal.SIGTERM, signal.SIGKILL):

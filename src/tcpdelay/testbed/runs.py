@@ -3,9 +3,10 @@
 Every testbed run has a random 6-hex-digit run id. Its namespaces are named
 ``td-<id>-<host>``, its interfaces ``td<id>...`` (at most 15 characters), its files live in
 ``/run/tcpdelay/<id>/`` with a ``state.json`` naming the owner process (pid and start time, so
-a recycled pid is not mistaken for it). :func:`clean` finds runs by these names and removes the
-ones whose owner is gone: processes inside their namespaces, the emulator, the namespaces (and
-with them every device), stray root-namespace links, and the state directory.
+a recycled pid is not mistaken for it) and every process the run started (pid and start time).
+:func:`clean` finds runs by these names and removes the ones whose owner is gone: the processes
+the run recorded and those inside its namespaces, the emulator, the namespaces (and with them
+every device), stray root-namespace links, and the state directory.
 """
 
 from __future__ import annotations
@@ -62,6 +63,21 @@ def read_state(run_id: str) -> dict | None:
 def owner_record(pid: int | None = None) -> dict:
     pid = os.getpid() if pid is None else pid
     return {"owner_pid": pid, "owner_start_ticks": nsutil.process_start_ticks(pid)}
+
+
+def process_record(pid: int) -> dict:
+    """A process a run started, as state.json keeps it (pid and start time)."""
+    return {"pid": pid, "start_ticks": nsutil.process_start_ticks(pid)}
+
+
+def recorded_processes(state: dict | None) -> list[int]:
+    """The processes state.json records that still run (same pid and same start time)."""
+    out = []
+    for rec in (state or {}).get("processes", []):
+        pid = int(rec.get("pid") or 0)
+        if pid > 0 and nsutil.process_alive(pid) and nsutil.process_start_ticks(pid) == rec.get("start_ticks"):
+            out.append(pid)
+    return out
 
 
 def owner_alive(state: dict | None) -> bool:
@@ -142,11 +158,22 @@ def remove_run(run_id: str, namespaces: list[str] | None = None, exclude_pids: s
     if namespaces is None:
         namespaces = [ns for ns in nsutil.list_netns() if ns.startswith(f"{NETNS_PREFIX}{run_id}-")]
     sdir = state_dir(run_id)
-    pids = set(_pids_mentioning(sdir + "/"))  # the emulator (its --config lives there)
-    for ns in namespaces:
-        pids.update(nsutil.pids_in_netns(ns))
-    pids -= set(exclude_pids) | {os.getpid()}
-    nsutil.terminate_pids(sorted(pids), grace_s=1.0)
+    spared = set(exclude_pids) | {os.getpid()}
+    # The emulator (its --config lives in the state directory), every process the run recorded
+    # (it may have left the namespaces), then whatever is inside them -- again until none is
+    # left, as a process can start another while the first ones are being ended.
+    pids = set(_pids_mentioning(sdir + "/")) | set(recorded_processes(read_state(run_id)))
+    ended: set[int] = set()
+    for _ in range(5):
+        for ns in namespaces:
+            pids.update(nsutil.pids_in_netns(ns))
+        pids = {p for p in pids - spared if nsutil.process_alive(p)}
+        if not pids:
+            break
+        nsutil.terminate_pids(sorted(pids), grace_s=1.0)
+        ended |= pids
+        pids = set()
+    pids = ended
     removed_ns = 0
     for ns in namespaces:
         nsutil.delete_netns(ns)

@@ -69,6 +69,8 @@ class CallHandle:
         self._done = False
         self._value: Any = None
         self._error: BaseException | None = None
+        self._chunks: list[bytes] = []  # what arrived so far (kept across timed-out waits)
+        self.wait_status: int | None = None
 
     def result(self, timeout_s: float | None = None) -> Any:
         """Wait for the function and return its value (or raise its exception)."""
@@ -81,7 +83,7 @@ class CallHandle:
     def _collect(self, timeout_s: float | None) -> None:
         import select
 
-        chunks, deadline = [], None if timeout_s is None else time.monotonic() + timeout_s
+        chunks, deadline = self._chunks, None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([self._fd], [], [], wait)
@@ -94,15 +96,38 @@ class CallHandle:
         os.close(self._fd)
         _, status = os.waitpid(self.pid, 0)
         self._done = True
+        self.wait_status = status
         data = b"".join(chunks)
-        if not data:
-            self._error = RemoteError(f"{self._what} died without a result (wait status {status})")
+        if not data or status != 0:
+            self._error = RemoteError(f"{self._what} died without a result ({nsutil.describe_wait_status(status)})")
             return
         ok, payload = pickle.loads(data)
         if ok:
             self._value = payload
         else:
             self._error = RemoteError(f"{self._what} raised: {payload}")
+
+    @property
+    def done(self) -> bool:
+        """Whether the result (or the error) has been collected."""
+        return self._done
+
+    def died(self) -> str | None:
+        """How the process ended if it ended abnormally (killed by a signal, or a non-zero exit
+        status: it never sent its result), without collecting it; ``None`` while it runs or
+        when it exited normally. A function that raised exits normally (its error comes back
+        through :meth:`result`)."""
+        if self._done:
+            return nsutil.describe_wait_status(self.wait_status) if self.wait_status else None
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return None
+        if info is None or (info.si_code == os.CLD_EXITED and info.si_status == 0):
+            return None
+        if info.si_code == os.CLD_EXITED:
+            return f"exited with status {info.si_status}"
+        return nsutil.describe_wait_status(-info.si_status)
 
     def kill(self) -> None:
         if not self._done:
@@ -144,6 +169,7 @@ class Host:
         kw.setdefault("preexec_fn", _die_with_parent)
         proc = subprocess.Popen(self.argv(argv), **kw)
         self._tb._procs.append(proc)
+        self._tb._record_process(proc.pid)
         return proc
 
     def run(self, argv: Sequence[str], *, check: bool = True, timeout_s: float | None = 60.0,
@@ -190,6 +216,7 @@ class Host:
         os.close(w)
         handle = CallHandle(pid, r, f"{getattr(fn, '__name__', 'function')} in {self.name}")
         self._tb._calls.append(handle)
+        self._tb._record_process(pid)
         return handle
 
     def call(self, fn: Callable, *args, timeout_s: float | None = None, **kwargs) -> Any:
@@ -236,6 +263,7 @@ class Testbed:
         self._procs: list[subprocess.Popen] = []
         self._calls: list[CallHandle] = []
         self._namespaces: list[str] = []
+        self._processes: list[dict] = []
         self._old_sigterm = None
         self._owner_pid = os.getpid()
         self._pm_qos_fd: int | None = None
@@ -304,6 +332,11 @@ class Testbed:
         except nsutil.CommandFailed as err:
             raise TestbedError(str(err)) from None
 
+    def emulator_died(self) -> str | None:
+        """How the link emulator ended if it ended on its own while the testbed is open (it
+        should live until :meth:`close`), else ``None``."""
+        return self.link.died() if self.link else None
+
     def emulator_cpu_s(self) -> float | None:
         return self.link.cpu_s() if self.link else None
 
@@ -322,11 +355,17 @@ class Testbed:
 
     # -- building ---------------------------------------------------------------------------
 
+    def _record_process(self, pid: int) -> None:
+        """Note a process the run started in state.json, so that `clean` ends it even if it
+        left the run's namespaces or outlived them."""
+        self._processes.append(runs.process_record(pid))
+        self._save_state()
+
     def _save_state(self) -> None:
         runs.write_state(self.run_id, {
             "run_id": self.run_id, **runs.owner_record(), "created_unix": self._created,
             "topology": self.spec.topology, "subnet": self.subnet, "namespaces": self._namespaces,
-            "emulator_pid": self.emulator_pid,
+            "emulator_pid": self.emulator_pid, "processes": self._processes,
             "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address} for h in self.hosts.values()},
             "spec": self.spec.model_dump(mode="json"),
         })
@@ -433,7 +472,7 @@ class Testbed:
         if self.start_link:
             cfg = emulator_config(spec, (tun_ns["left"], tun["left"]), (tun_ns["right"], tun["right"]), self.state_dir)
             self.link = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s)
-            self._save_state()
+            self._record_process(self.link.pid)
 
     # -- teardown ---------------------------------------------------------------------------
 
