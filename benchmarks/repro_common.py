@@ -2,7 +2,7 @@
 runs, and every media packet's one-way delay.
 
 The per-packet record sets (``sent/``, ``received/``) are not committed (results/.gitignore);
-each run's ``packets.parquet`` is (:mod:`tcpdelay.report.run_packets`). :func:`media_delays`
+each run's ``packets.parquet`` is (:mod:`tcpdelay.metrics.run_packets`). :func:`media_delays`
 reads the media packets' delays of a whole sweep from the records when they are there, else from
 the runs' ``packets.parquet``, and keeps them in ``delays.parquet`` in the sweep directory (a
 cache, not committed: it is rebuilt from what is).
@@ -77,7 +77,7 @@ def _delays_from_records(run_dir: Path) -> pa.Table:
 
 def _delays_from_packets(run_dir: Path) -> pa.Table:
     """The same columns as :func:`_delays_from_records`, from the run's ``packets.parquet``."""
-    from tcpdelay.report.run_packets import read_run_packets
+    from tcpdelay.metrics.run_packets import read_run_packets
 
     stored = read_run_packets(run_dir)
     if stored.kind == "records":

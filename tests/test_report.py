@@ -123,7 +123,7 @@ def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys):
     metrics come out the same (up to the microsecond the times are stored at)."""
     import shutil
 
-    from tcpdelay.report.run_packets import PACKETS_FILE, read_run_packets, write_run_packets
+    from tcpdelay.metrics.run_packets import PACKETS_FILE, read_run_packets, write_run_packets
 
     run_dir = tmp_path / "r" / "seed-1"
     _run(run_dir, [0.05] * 90 + [0.25] * 10, lost={0, 7})
@@ -155,7 +155,7 @@ def test_runs_known_only_by_their_metrics(tmp_path):
     not pooled and says so."""
     import shutil
 
-    from tcpdelay.report.run_packets import write_delay_packets
+    from tcpdelay.metrics.run_packets import write_delay_packets
 
     out = tmp_path / "sweep"
     out.mkdir()

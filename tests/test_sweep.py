@@ -235,7 +235,7 @@ def test_a_complete_run_keeps_its_records_in_packets_parquet(tmp_path, log):
     a committed result keeps); a runner that writes no records gets none."""
     import numpy as np
 
-    from tcpdelay.report.run_packets import read_run_packets
+    from tcpdelay.metrics.run_packets import read_run_packets
 
     sc = scenario(sweep={"path.loss.p": [0.01]}, repetitions=2)
     run_sweep(sc, tmp_path / "rec", records_runner, progress=False)

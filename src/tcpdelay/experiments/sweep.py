@@ -206,9 +206,9 @@ def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, ce
 
 
 def _write_packets(run_dir: Path) -> None:
-    """The run's records joined into ``packets.parquet`` (:mod:`tcpdelay.report.run_packets`),
+    """The run's records joined into ``packets.parquet`` (:mod:`tcpdelay.metrics.run_packets`),
     before the run is marked complete; nothing when the runner wrote no records."""
-    from tcpdelay.report.run_packets import write_run_packets
+    from tcpdelay.metrics.run_packets import write_run_packets
 
     write_run_packets(run_dir)
 

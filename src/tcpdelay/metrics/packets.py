@@ -191,8 +191,8 @@ def load_flows(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None = 
     sent = read_records(sent_from, "sent")
     received = read_records(run, "received")
     if sent.num_rows == 0 and received.num_rows == 0 and sent_dir is None:
-        # a committed run: its records joined in packets.parquet (tcpdelay.report.run_packets)
-        from tcpdelay.report.run_packets import read_run_packets
+        # a committed run: its records joined in packets.parquet (tcpdelay.metrics.run_packets)
+        from tcpdelay.metrics.run_packets import read_run_packets
 
         stored = read_run_packets(run)
         if stored is not None and stored.kind == "records":

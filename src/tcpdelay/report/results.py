@@ -8,7 +8,7 @@ docs/experiments/README.md, "Output"):
 - one run directory (``complete.json`` / ``failed.json`` / ``run.json`` / records).
 
 Every complete run with per-packet records (``sent/`` and ``received/`` as the run wrote them,
-or else the compact ``packets.parquet`` of :mod:`tcpdelay.report.run_packets`, the one that is
+or else the compact ``packets.parquet`` of :mod:`tcpdelay.metrics.run_packets`, the one that is
 committed) is measured again from them with :func:`tcpdelay.metrics.summary.summarize_flows`
 (the same numbers as its ``metrics.json``, plus the quality levels over time). A complete run
 measured before runs kept ``packets.parquet`` has its per-run figures from its ``metrics.json``
@@ -193,7 +193,7 @@ def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
     from tcpdelay.metrics.packets import load_flows
     from tcpdelay.metrics.summary import summarize_flows
     from tcpdelay.records import read_run_metadata
-    from tcpdelay.report.run_packets import read_run_packets
+    from tcpdelay.metrics.run_packets import read_run_packets
 
     seed = _seed_of(run_dir)
     status, error, wall = "incomplete", None, None
