@@ -708,6 +708,9 @@ def _summarize(scenario, seed, plan, results, counters, t0, t_emu, started) -> d
         "packets_sent": sum(int(x["sender"].get("packets", 0) or 0) for x in media),
         "packets_received": sum(int(x["receiver"].get("received_packets", 0) or 0) for x in media),
         "errors": errors,
+        # e.g. a response cut at a server's max_response_bytes: recorded, never silent
+        "warnings": [f"server:{h}: {w}" for h, v in servers.items() if isinstance(v, dict)
+                     for w in v.get("warnings", [])],
         "link_drops": {d: counters.get(d, {}).get("drops") for d in ("a_to_b", "b_to_a")} if counters else None,
     }
     return {"scenario": scenario.name, "seed": seed, "started_unix_s": started, "lead_s": LEAD_S,

@@ -18,8 +18,12 @@ Request (network byte order, 48 bytes)::
                      SRI/ISI traffic generator's "arrival exponential", see :mod:`.web_onoff`)
     seed    u64      seed of the paced response's gaps
 
-Every response is bounded: by ``size``, by ``dur``, by the server's own ``max_response_bytes``
-and by the server's deadline, whichever comes first. A timed response (``dur``) is time on the
+Every response is bounded: by ``size``, by ``dur`` and by the server's deadline, whichever
+comes first. A request with ``size`` 0 is *unlimited*: it is sent until its duration ends,
+however fast the path. The server takes no cap of its own unless it is given one
+(``max_response_bytes``); a cap that cuts a response short is counted (``capped_responses``),
+named in the server's result (``max_response_bytes``, ``warnings``) and logged, and the client
+sees the response as incomplete (it ended before its duration). A timed response (``dur``) is time on the
 wire: the server keeps at most :data:`NOTSENT_WRITES` writes unsent in the kernel
 (``TCP_NOTSENT_LOWAT``), so it does not fill a socket buffer ahead of what TCP can send and
 then keep sending it after the duration ended. Segment sizes are set by the client: it
@@ -33,6 +37,8 @@ Both ends are plain functions returning JSON-able dicts, for
 from __future__ import annotations
 
 import errno
+import logging
+import math
 import socket
 import struct
 import threading
@@ -43,6 +49,8 @@ import numpy as np
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.transport import tcp_state
+
+log = logging.getLogger(__name__)
 
 MAGIC = b"TDX2"
 REQUEST = struct.Struct("!4sQdH10sdQ")
@@ -104,6 +112,13 @@ def decode_request(data: bytes) -> Request:
     return Request(size or None, dur or None, write, name, gap or None, seed)
 
 
+def response_limit(size_bytes: int | None, max_response_bytes: int | None) -> float:
+    """The bytes a response may send: its ``size_bytes`` (``None``: unlimited, ``inf``), no more
+    than the server's ``max_response_bytes`` (``None``: no cap)."""
+    limit = math.inf if size_bytes is None else size_bytes
+    return limit if max_response_bytes is None else min(limit, max_response_bytes)
+
+
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
     buf = b""
     while len(buf) < n:
@@ -144,15 +159,21 @@ def _paced(conn: socket.socket, payload: memoryview, write: int, limit: int, sto
     return sent
 
 
-def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_bytes: int = 1 << 31,
+def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_bytes: int | None = None,
           sndbuf_bytes: int | None = None, ready: threading.Event | None = None) -> dict:
     """Answer requests on ``host:port`` for ``duration_s`` seconds, then close everything.
 
+    ``max_response_bytes`` (default ``None``: no cap) bounds every response, the unlimited ones
+    too; a response it cuts short is counted in ``capped_responses`` and warned about.
+
     Returns ``{"connections", "bytes_sent", "responses_completed", "rejected", "mss_bytes"
-    (the distinct send MSS seen), "congestion_controls", "errors"}``.
+    (the distinct send MSS seen), "congestion_controls", "max_response_bytes",
+    "capped_responses", "warnings", "errors"}``.
     """
     if not duration_s > 0:
         raise ParameterError(f"duration_s: {duration_s} must be > 0")
+    if max_response_bytes is not None and not (isinstance(max_response_bytes, int) and max_response_bytes >= 1):
+        raise ParameterError(f"max_response_bytes: {max_response_bytes!r} must be an integer >= 1 (or None: no cap)")
     deadline = time.monotonic() + duration_s
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -165,12 +186,13 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
         ready.set()
     lock = threading.Lock()
     stats = {"connections": 0, "bytes_sent": 0, "responses_completed": 0, "rejected": 0,
-             "mss_bytes": set(), "congestion_controls": set(), "errors": []}
+             "mss_bytes": set(), "congestion_controls": set(), "max_response_bytes": max_response_bytes,
+             "capped_responses": 0, "warnings": [], "errors": []}
     threads: list[threading.Thread] = []
     payload = memoryview(b"\x5a" * CHUNK_BYTES)
 
     def respond(conn: socket.socket) -> None:
-        sent, complete = 0, False
+        sent, complete, limit = 0, False, None
         try:
             conn.settimeout(max(0.01, min(5.0, deadline - time.monotonic())))
             try:
@@ -187,7 +209,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                 # the kernel, so sending stops close to when the duration ends (not a socket
                 # buffer later).
                 conn.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_WRITES * write)
-            limit = min(size or max_response_bytes, max_response_bytes)
+            limit = response_limit(size, max_response_bytes)
             stop = min(deadline, time.monotonic() + dur) if dur else deadline
             conn.settimeout(0.05)  # bounded sends: the deadline is checked between them
             if gap:
@@ -200,6 +222,15 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                 except (socket.timeout, BlockingIOError):
                     continue
             complete = sent >= limit or (dur is not None and time.monotonic() >= stop and stop < deadline)
+            if max_response_bytes is not None and sent >= max_response_bytes and (size is None or size > max_response_bytes):
+                complete = False  # the server's cap, not the request, ended it
+                note = (f"a response was cut at the server's cap of {max_response_bytes} bytes "
+                        f"(max_response_bytes) before its {'size' if size else 'duration'} ended")
+                log.warning(note)
+                with lock:
+                    stats["capped_responses"] += 1
+                    if note not in stats["warnings"]:
+                        stats["warnings"].append(note)
             mss = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG)
             with lock:
                 stats["mss_bytes"].add(mss)
@@ -275,7 +306,8 @@ def fetch(server: str, port: int, *, size_bytes: int | None = None, duration_s: 
     paced response (see the request format).
 
     Returns ``{"bytes", "connect_s", "first_byte_s", "done_s", "complete"}``; ``complete`` is
-    false when the deadline cut the response short or the connection failed.
+    false when the deadline cut the response short, the connection failed, or a timed response
+    ended before its ``duration_s`` (e.g. at a server's ``max_response_bytes``).
     """
     t0 = time.monotonic()
     if deadline is None:
@@ -291,6 +323,7 @@ def fetch(server: str, port: int, *, size_bytes: int | None = None, duration_s: 
     buf = bytearray(CHUNK_BYTES)
     view = memoryview(buf)
     try:
+        t_request = time.monotonic()
         s.sendall(request)
         while True:
             left = deadline - time.monotonic()
@@ -299,7 +332,10 @@ def fetch(server: str, port: int, *, size_bytes: int | None = None, duration_s: 
             s.settimeout(left)
             n = s.recv_into(view)
             if n == 0:
-                out["complete"] = size_bytes is None or out["bytes"] >= size_bytes
+                # A timed response ends when its duration has passed on the server, which began
+                # counting after the request left here: one that ends sooner was cut short.
+                out["complete"] = (out["bytes"] >= size_bytes if size_bytes is not None
+                                   else time.monotonic() - t_request >= duration_s)
                 break
             if out["first_byte_s"] is None:
                 out["first_byte_s"] = time.monotonic() - t0
