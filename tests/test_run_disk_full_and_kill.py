@@ -99,7 +99,7 @@ def test_a_disk_that_fills_up_mid_run_still_gets_failed_json_and_a_consistent_js
         assert "Traceback" not in stderr
         doc = json.loads(stdout)
         run_dir = out / "seed-4"
-        assert len(doc["failed"]) == 1 and "No space left on device" in doc["failed"][0]["error"]
+        assert len(doc["failed"]) == 1 and "No space left on device" in doc["failed"][0]["error"], (doc["failed"], (out / "seed-4" / "failed.json").read_text() if (out / "seed-4" / "failed.json").exists() else None)
         row = doc["runs"][0]
         assert row["status"] == "failed" and row["error"] == doc["failed"][0]["error"]
         assert row["failed_marker"] is True

@@ -684,12 +684,20 @@ def _lost_parts(tb, plan: RunPlan, results: dict, failures: dict) -> list[str]:
     return lost
 
 
+def _receiver_summary(results: dict, flow_id: int) -> dict:
+    """The media receiver's summary of its (first) run; ``{}`` when it has none (it returns a
+    list of runs, empty when no media reached it, or nothing at all when it died)."""
+    rx = results.get(f"rx:{flow_id}", {})
+    if isinstance(rx, list):
+        rx = rx[0] if rx else {}
+    return rx if isinstance(rx, dict) else {}
+
+
 def _summarize(scenario, seed, plan, results, counters, t0, t_emu, started) -> dict:
     media = []
     for m in plan.media:
         tx = results.get(f"tx:{m.flow_id}", {})
-        rx = results.get(f"rx:{m.flow_id}", {})
-        rx = rx[0] if isinstance(rx, list) and rx else rx
+        rx = _receiver_summary(results, m.flow_id)
         media.append({"flow_id": m.flow_id, "name": m.name, "sender_host": m.sender, "receiver_host": m.receiver,
                       "start_s": m.start_s, "stop_s": m.stop_s, "seed": m.seed, "sender": tx, "receiver": rx})
     cross = []
@@ -728,8 +736,7 @@ def _write_flows(rd: Path, plan: RunPlan, results: dict) -> None:
 
     for m in plan.media:
         tx = results.get(f"tx:{m.flow_id}", {})
-        rx = results.get(f"rx:{m.flow_id}", {})
-        rx = rx[0] if isinstance(rx, list) and rx else rx
+        rx = _receiver_summary(results, m.flow_id)
         elapsed = tx.get("elapsed_s") or 0.0
         got = int(rx.get("received_bytes", 0) or 0)
         add(flow_id=m.flow_id, name=m.name, kind="media", direction=m.flow.direction, transport=m.flow.transport,
