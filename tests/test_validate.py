@@ -264,5 +264,6 @@ def test_measured_check_on_the_testbed():
     nr = sorted((p for p in data["points"] if p["stack"] == "newreno-2008"), key=lambda p: p["loss"])
     assert nr[1]["model"]["mean_s"] > nr[0]["model"]["mean_s"]
     assert nr[1]["measured"]["mean_s"] > nr[0]["measured"]["mean_s"]
-    assert data["wall_s"] < 90  # ~35 s unloaded; generous for a shared CI machine
+    # the runs really ran (each point measures DURATION_S), whatever the machine's speed
+    assert data["wall_s"] >= DURATION_S * len(data["points"])
     assert "Model vs a short measurement" in report.render()
