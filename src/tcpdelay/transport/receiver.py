@@ -469,25 +469,22 @@ class _Run:
         data = control.answer({"type": "abort", "status": r.status, "reason": r.failure or ""}, budget)
         if not data or len(data) > budget:
             return
-        try:
-            self.ctl.setblocking(True)
-            self.ctl.settimeout(2.0)
-            self.ctl.sendall(data)
-            r.bytes_out += len(data)
-        except OSError:
-            pass
+        self._send_ctl(data)
 
     def _answer_end(self) -> None:
         r = self.res
         summary = {"type": "summary", "received_packets": r.received_packets,
                    "received_bytes": r.received_bytes, "keepalive_packets": r.keepalive_packets,
                    "incomplete_packets": r.incomplete_packets, "duplicate_packets": r.duplicate_packets}
-        data = control.answer(summary, self._end_bytes)
+        self._send_ctl(control.answer(summary, self._end_bytes))
+
+    def _send_ctl(self, data: bytes) -> None:
+        """Send an answer on the control connection (blocking, 2 s at most); counted in bytes_out."""
         try:
             self.ctl.setblocking(True)
             self.ctl.settimeout(2.0)
             self.ctl.sendall(data)
-            r.bytes_out += len(data)
+            self.res.bytes_out += len(data)
         except OSError:
             pass
 
