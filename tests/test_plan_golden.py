@@ -19,7 +19,7 @@ from tcpdelay.testbed.emulator import emulator_config
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "data" / "plan-golden"
-EXPERIMENTS = sorted(p.stem for p in GOLDEN.iterdir())
+EXPERIMENTS = sorted(p.name for p in GOLDEN.iterdir())
 
 
 def test_every_committed_experiment_has_its_golden_plans():
