@@ -10,11 +10,11 @@ import re
 from typing import Any, Callable
 
 import click
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
+from tcpdelay.jsonio import jsonable  # noqa: F401  (the commands print through it)
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (documented keys) instead of text."
@@ -90,24 +90,6 @@ class PlotPath(click.ParamType):
         if not os.path.isdir(parent):
             self.fail(f"cannot write {text}: {parent} is not a directory", param, ctx)
         return text
-
-
-def jsonable(value: Any) -> Any:
-    """Plain JSON types; non-finite floats become null (JSON has no inf/NaN)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [jsonable(v) for v in value.tolist()]
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    return value
 
 
 def emit(result: dict, as_json: bool, human: Callable[[Console], None]) -> None:
