@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.slow   # ~9 s: reads every committed delay file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import repro_droptail_5_3 as droptail  # noqa: E402

@@ -21,7 +21,7 @@ import pytest
 
 pytestmark = pytest.mark.slow   # reads and plots every committed result
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 DIRS = sorted(p.name for p in RESULTS.iterdir() if p.is_dir())
 SWEEPS = [d for d in DIRS if (RESULTS / d / "sweep.json").is_file()]

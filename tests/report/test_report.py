@@ -10,36 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcpdelay.cli import main
-from tcpdelay.records import RecordWriter, write_run_metadata
 from tcpdelay.report.results import aggregate_cell, load_results, write_report
 
 
-def _run(run_dir, delays, *, lost=(), flow_name="voip", status="complete"):
-    """One run directory: 174-byte packets every 20 ms with the given delays (seq i gets
-    delays[i]); seqs in ``lost`` never arrive."""
-    run_dir.mkdir(parents=True)
-    with RecordWriter(run_dir, "sent", writer_id="s") as ws, RecordWriter(run_dir, "received", writer_id="r") as wr:
-        for seq, d in enumerate(delays):
-            t = 100.0 + seq * 0.02
-            ws.append(flow_id=0, connection=0, seq=seq, size_bytes=174, send_time_s=t,
-                      frame_id=-1, frame_type="", frame_last=True, dropped=False)
-            if seq not in lost:
-                wr.append(flow_id=0, connection=0, seq=seq, size_bytes=174, send_time_s=t, recv_time_s=t + d)
-    write_run_metadata(run_dir, {"clock": "shared-monotonic", "duration_s": len(delays) * 0.02})
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.table({"flow_id": pa.array([0], pa.int32()), "name": [flow_name], "kind": ["media"]}),
-                   run_dir / "flows.parquet")
-    if status == "complete":
-        (run_dir / "complete.json").write_text(json.dumps({"seed": 1, "wall_s": 1.5, "summary": {}}))
-    elif status == "failed":
-        (run_dir / "failed.json").write_text(json.dumps({"error": "RuntimeError: boom"}))
-
-
 @pytest.fixture
-def sweep_dir(tmp_path):
+def sweep_dir(tmp_path, make_run):
     """Cell a (loss 1 %): seed 1 = 100 packets at 50 ms; seed 2 = 100 packets, 90 at 50 ms and
     10 at 250 ms, seq 0 lost. Cell b (loss 5 %): seed 1 = 100 packets at 60 ms plus one failed
     seed 2 and one incomplete seed 3 (both left out of the numbers)."""
@@ -49,12 +24,12 @@ def sweep_dir(tmp_path):
     out.mkdir()
     (out / "sweep.json").write_text(json.dumps({"name": "by-hand", "seeds": [1, 2], "cells": cells}))
     a = out / "cells" / "aaaaaaaaaaaa"
-    _run(a / "seed-1", [0.05] * 100)
-    _run(a / "seed-2", [0.05] * 90 + [0.25] * 10, lost={0})
+    make_run(a / "seed-1", [0.05] * 100)
+    make_run(a / "seed-2", [0.05] * 90 + [0.25] * 10, lost={0})
     b = out / "cells" / "bbbbbbbbbbbb"
-    _run(b / "seed-1", [0.06] * 100)
-    _run(b / "seed-2", [0.06] * 100, status="failed")
-    _run(b / "seed-3", [0.06] * 100, status="incomplete")
+    make_run(b / "seed-1", [0.06] * 100)
+    make_run(b / "seed-2", [0.06] * 100, status="failed")
+    make_run(b / "seed-3", [0.06] * 100, status="incomplete")
     return out
 
 
@@ -77,9 +52,9 @@ def test_aggregate_pools_repetitions(sweep_dir):
     assert [r.status for r in res.cells[1].runs] == ["complete", "failed", "incomplete"]
 
 
-def test_report_html_and_json(sweep_dir, tmp_path, capsys):
+def test_report_html_and_json(sweep_dir, tmp_path, capsys, cli_exit):
     out = tmp_path / "r" / "report.html"
-    assert main_code(["report", str(sweep_dir), "--out", str(out), "--json"]) == 0
+    assert cli_exit(["report", str(sweep_dir), "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["runs"] == {"complete": 3, "failed": 1, "incomplete": 1}
     assert doc["report_path"] == str(out) and doc["figures"] >= 3
@@ -91,26 +66,20 @@ def test_report_html_and_json(sweep_dir, tmp_path, capsys):
     assert "RuntimeError: boom" in html and "path.loss.p=0.05" in html
 
 
-def main_code(args):
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    return exc.value.code
-
-
 @pytest.mark.parametrize("make, message", [
     (lambda p: p / "nothing-here", "does not exist"),
     (lambda p: (p / "f.txt").write_text("x") and p / "f.txt", "is not a directory"),
     (lambda p: p, "neither a sweep directory"),
 ])
-def test_bad_results_one_line(tmp_path, capsys, make, message):
+def test_bad_results_one_line(tmp_path, capsys, make, message, cli_exit):
     target = make(tmp_path)
-    assert main_code(["report", str(target)]) == 2
+    assert cli_exit(["report", str(target)]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
 
 
-def test_single_run_and_run_directory(tmp_path):
-    _run(tmp_path / "r" / "seed-4", [0.03] * 50)
+def test_single_run_and_run_directory(tmp_path, make_run):
+    make_run(tmp_path / "r" / "seed-4", [0.03] * 50)
     doc = write_report(tmp_path / "r")
     assert doc["kind"] == "run" and doc["cells"][0]["runs"][0]["seed"] == 4
     assert (tmp_path / "r" / "report.html").is_file()
@@ -118,7 +87,7 @@ def test_single_run_and_run_directory(tmp_path):
     assert one["kind"] == "single" and one["cells"][0]["flows"][0]["delay"]["mean_s"] == pytest.approx(0.03)
 
 
-def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys):
+def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys, make_run, cli_exit):
     """packets.parquet holds the records joined: with sent/ and received/ gone, the run's
     metrics come out the same (up to the microsecond the times are stored at)."""
     import shutil
@@ -126,7 +95,7 @@ def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys):
     from tcpdelay.metrics.run_packets import PACKETS_FILE, read_run_packets, write_run_packets
 
     run_dir = tmp_path / "r" / "seed-1"
-    _run(run_dir, [0.05] * 90 + [0.25] * 10, lost={0, 7})
+    make_run(run_dir, [0.05] * 90 + [0.25] * 10, lost={0, 7})
     before = load_results(tmp_path / "r").cells[0].runs[0]
     assert write_run_packets(run_dir) == run_dir / PACKETS_FILE
     shutil.rmtree(run_dir / "sent")
@@ -144,12 +113,12 @@ def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys):
     assert fa.metrics["emodel"]["best"]["mos"] == pytest.approx(fb.metrics["emodel"]["best"]["mos"], rel=1e-4)
     # tcpdelay metrics reads it too
     capsys.readouterr()
-    assert main_code(["metrics", str(run_dir), "--json"]) == 0
+    assert cli_exit(["metrics", str(run_dir), "--json"]) == 0
     (m,) = json.loads(capsys.readouterr().out)["flows"]
     assert m["packets"]["lost"] == 2 and m["delay"]["mean_s"] == pytest.approx(fb.metrics["delay"]["mean_s"], abs=1e-6)
 
 
-def test_runs_known_only_by_their_metrics(tmp_path):
+def test_runs_known_only_by_their_metrics(tmp_path, make_run):
     """A complete run without records (measured before packets.parquet): its figures from
     metrics.json; with a delays-only packets file, its delays too; a cell mixing such runs is
     not pooled and says so."""
@@ -162,8 +131,8 @@ def test_runs_known_only_by_their_metrics(tmp_path):
     cells = [{"id": "aaaaaaaaaaaa", "index": 0, "overrides": {"x": 1}, "label": "x=1"}]
     (out / "sweep.json").write_text(json.dumps({"name": "old", "seeds": [1, 2], "cells": cells}))
     runs = [out / "cells" / "aaaaaaaaaaaa" / f"seed-{s}" for s in (1, 2)]
-    _run(runs[0], [0.05] * 100)
-    _run(runs[1], [0.15] * 100, lost={3})
+    make_run(runs[0], [0.05] * 100)
+    make_run(runs[1], [0.15] * 100, lost={3})
     from tcpdelay.metrics.summary import summarize_run
 
     for rd in runs:
@@ -202,7 +171,7 @@ def test_report_of_a_real_tiny_run(tmp_path):
     """tcpdelay run (tiny form of the §5.1 scenario) then tcpdelay report, as a user would."""
     out = tmp_path / "run"
     exe = [sys.executable, "-m", "tcpdelay"]
-    scenario = Path(__file__).resolve().parents[1] / "experiments" / "voip-random-loss.toml"
+    scenario = Path(__file__).resolve().parents[2] / "experiments" / "voip-random-loss.toml"
     run = subprocess.run([*exe, "run", str(scenario), "--tiny-s", "3", "--out", str(out),
                           "--json"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -10,7 +10,7 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.scenario import grid, load_scenario
 from tcpdelay.experiments.tiny import MAX_TRANSFER_BYTES, tiny_form
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "experiments").glob("*.toml"))
 
 

@@ -5,36 +5,34 @@ import json
 import re
 from pathlib import Path
 
-from test_report import _run, main_code
-
 from tcpdelay.experiments.scenario import DEFAULT_METRICS, METRICS
 from tcpdelay.report.shown_metrics import shown_metrics
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _results(tmp_path, metrics_line: str | None):
+def _results(make_run, tmp_path, metrics_line: str | None):
     """A `tcpdelay run` directory of two repetitions, with a scenario.toml carrying ``metrics_line``."""
     out = tmp_path / "run"
-    _run(out / "seed-1", [0.05] * 100)
-    _run(out / "seed-2", [0.05] * 90 + [0.25] * 10, lost={0})
+    make_run(out / "seed-1", [0.05] * 100)
+    make_run(out / "seed-2", [0.05] * 90 + [0.25] * 10, lost={0})
     lines = ['name = "by-hand"', "duration_s = 2.0", *([metrics_line] if metrics_line else []),
              "[[flows]]", 'profile = "voip"']
     (out / "scenario.toml").write_text("\n".join(lines) + "\n")
     return out
 
 
-def _report(tmp_path, results, capsys):
+def _report(cli_exit, tmp_path, results, capsys):
     html = tmp_path / "report.html"
-    assert main_code(["report", str(results), "--out", str(html), "--json"]) == 0
+    assert cli_exit(["report", str(results), "--out", str(html), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     text = html.read_text()
     headers = re.findall(r"<th>([^<]*)</th>", text)
     return doc, text, headers
 
 
-def test_listed_metrics_only(tmp_path, capsys):
-    doc, html, headers = _report(tmp_path, _results(tmp_path, 'metrics = ["loss", "delay"]'), capsys)
+def test_listed_metrics_only(tmp_path, capsys, make_run, cli_exit):
+    doc, html, headers = _report(cli_exit, tmp_path, _results(make_run, tmp_path, 'metrics = ["loss", "delay"]'), capsys)
     assert doc["metrics"] == ["delay", "loss"]
     assert "loss %" in headers and "mean ms" in headers and "p99 ms" in headers
     for gone in ("late % @100 ms", "MOS", "acceptable %", "RTPI", "goodput kb/s", "TCP retrans", "Jain",
@@ -48,8 +46,8 @@ def test_listed_metrics_only(tmp_path, capsys):
     assert flow["mos"] is not None and flow["late"]["late_fraction"] is not None
 
 
-def test_metrics_without_a_column_before(tmp_path, capsys):
-    doc, html, headers = _report(tmp_path, _results(tmp_path, 'metrics = ["jitter", "mos", "quality"]'), capsys)
+def test_metrics_without_a_column_before(tmp_path, capsys, make_run, cli_exit):
+    doc, html, headers = _report(cli_exit, tmp_path, _results(make_run, tmp_path, 'metrics = ["jitter", "mos", "quality"]'), capsys)
     assert doc["metrics"] == ["jitter", "quality", "mos"]
     assert {"jitter ms", "MOS", "acceptable %"} <= set(headers)
     assert "mean ms" not in headers and "loss %" not in headers
@@ -58,15 +56,15 @@ def test_metrics_without_a_column_before(tmp_path, capsys):
     assert doc["figures"] == 1 and "Quality level over time" in html
 
 
-def test_default_metrics_when_the_key_is_absent(tmp_path, capsys):
-    doc, _, headers = _report(tmp_path, _results(tmp_path, None), capsys)
+def test_default_metrics_when_the_key_is_absent(tmp_path, capsys, make_run, cli_exit):
+    doc, _, headers = _report(cli_exit, tmp_path, _results(make_run, tmp_path, None), capsys)
     assert doc["metrics"] == list(DEFAULT_METRICS)
     assert "late % @100 ms" in headers and "MOS" not in headers
 
 
-def test_bad_metrics_in_results_is_one_line(tmp_path, capsys):
-    results = _results(tmp_path, 'metrics = ["delay", "colour"]')
-    assert main_code(["report", str(results)]) == 2
+def test_bad_metrics_in_results_is_one_line(tmp_path, capsys, make_run, cli_exit):
+    results = _results(make_run, tmp_path, 'metrics = ["delay", "colour"]')
+    assert cli_exit(["report", str(results)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "metrics" in err and "colour" in err
 

@@ -17,7 +17,7 @@ from tcpdelay.experiments.scenario import load_scenario
 from tcpdelay.experiments.sweep import expand
 from tcpdelay.testbed.emulator import emulator_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "plan-golden"
 EXPERIMENTS = sorted(p.name for p in GOLDEN.iterdir())
 

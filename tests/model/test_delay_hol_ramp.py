@@ -19,7 +19,7 @@ from tcpdelay.model.delay.chain import build_chain
 from tcpdelay.model.delay.montecarlo import walk
 from tcpdelay.model.delay.predict import solve_params
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VOIP_F = get_profile("voip").rate_pps
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BULK = ROOT / "results" / "hspa-audio-bulk"
 WEB = ROOT / "results" / "hspa-audio-web"
 

@@ -22,7 +22,7 @@ from tcpdelay.experiments.scenario import load_scenario, parse_scenario
 from tcpdelay.records import read_records
 from tcpdelay.traffic import CbrSource, VoipOnOffSource
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_plan_groups_senders_by_host_settings():

@@ -14,7 +14,7 @@ from tcpdelay.experiments.scenario import (
     dump_scenario, grid, load_scenario, parse_scenario,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "experiments").glob("*.toml"))
 BASE = {"duration_s": 10, "flows": [{"profile": "voip"}]}
 

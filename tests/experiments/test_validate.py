@@ -16,9 +16,8 @@ from tcpdelay.experiments.validate import (
     validation_scenario,
 )
 from tcpdelay.report.html import Report
-from test_report import _run  # the records-by-hand helper (tests/ is on sys.path)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_grids():
@@ -73,7 +72,7 @@ def test_model_point_stable_and_unstable():
     assert u["unstable"] and u["mean_s"] is None and u["throughput_ratio"] < 1
 
 
-def _hand_sweep(root: Path) -> Path:
+def _hand_sweep(make_run, root: Path) -> Path:
     """A validation-shaped sweep with two points written by hand (records, not the testbed):
     voip newreno-2008 RTT 100 ms p = 1 %: delays 50 ms except every 20th at 250 ms; video
     linux-default p = 1 %: every delay 60 ms."""
@@ -88,13 +87,13 @@ def _hand_sweep(root: Path) -> Path:
     root.mkdir()
     (root / "sweep.json").write_text(json.dumps({"name": "validate-5.1", "seeds": [1], "cells": cells}))
     (root / "scenario.toml").write_text('name = "validate-5.1"\nduration_s = 4.0\n')
-    _run(root / "cells" / "111111111111" / "seed-1", [0.25 if i % 20 == 0 else 0.05 for i in range(200)])
-    _run(root / "cells" / "222222222222" / "seed-1", [0.06] * 200)
+    make_run(root / "cells" / "111111111111" / "seed-1", [0.25 if i % 20 == 0 else 0.05 for i in range(200)])
+    make_run(root / "cells" / "222222222222" / "seed-1", [0.06] * 200)
     return root
 
 
-def test_comparison_on_a_hand_written_sweep(tmp_path):
-    doc = evaluate_validation(_hand_sweep(tmp_path / "v"))
+def test_comparison_on_a_hand_written_sweep(tmp_path, make_run):
+    doc = evaluate_validation(_hand_sweep(make_run, tmp_path / "v"))
     voip, video = doc["points"]
     assert (voip["profile"], voip["stack"], voip["rtt_s"], voip["loss"]) == ("voip", "newreno-2008", 0.1, 0.01)
     assert voip["measured"]["mean_s"] == pytest.approx(0.05 + 0.2 / 20)
@@ -111,10 +110,10 @@ def test_comparison_on_a_hand_written_sweep(tmp_path):
     assert claim["points"] == 1 and claim["holds"] == (abs(voip["relative_error"]["mean_s"]) <= 0.10)
 
 
-def test_hol_ramp_variant_side_by_side(tmp_path):
+def test_hol_ramp_variant_side_by_side(tmp_path, make_run):
     """Every point carries the paper's model (unchanged) and the hol_ramp variant with the same
     statistics and errors; the claims stay the paper's model's, the variant's worst beside them."""
-    doc = evaluate_validation(_hand_sweep(tmp_path / "v"))
+    doc = evaluate_validation(_hand_sweep(make_run, tmp_path / "v"))
     voip, video = doc["points"]
     paper, hol = model_point("voip", 0.1, 0.01), model_point("voip", 0.1, 0.01, hol_ramp=True)
     assert voip["model"]["mean_s"] == pytest.approx(paper["mean_s"])
@@ -159,7 +158,7 @@ def test_table_rows_with_and_without_hol_ramp():
     assert dict(zip(cols, table_rows(pts, hol_ramp=True)[0]))["mean ms model + hol_ramp"] == "unstable"
 
 
-def test_rerun_on_a_complete_directory_recomputes_without_measuring(tmp_path, monkeypatch):
+def test_rerun_on_a_complete_directory_recomputes_without_measuring(tmp_path, monkeypatch, make_run):
     """``tcpdelay validate`` on a directory whose runs are all complete measures nothing (and
     needs no testbed): it recomputes the model side, the hol_ramp variant included, and rewrites
     validation.json over an older one that lacked it."""
@@ -174,7 +173,7 @@ def test_rerun_on_a_complete_directory_recomputes_without_measuring(tmp_path, mo
     cells = expand(scenario)
     prepare(scenario, out, cells)
     (unit,) = units(cells, out)
-    _run(unit.run_dir, [0.25 if i % 25 == 0 else 0.05 for i in range(200)])
+    make_run(unit.run_dir, [0.25 if i % 25 == 0 else 0.05 for i in range(200)])
     assert unit.complete
     (out / "validation.json").write_text(json.dumps({"points": [{"model": {}}]}))  # an older file
 

@@ -1,0 +1,53 @@
+"""Fixtures shared by tests in several folders (pytest finds this file for every test below it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tcpdelay.cli import main
+from tcpdelay.records import RecordWriter, write_run_metadata
+
+
+def write_run_by_hand(run_dir, delays, *, lost=(), flow_name="voip", status="complete"):
+    """One run directory written by hand: 174-byte packets every 20 ms with the given delays
+    (seq i gets ``delays[i]``, in seconds); seqs in ``lost`` never arrive. ``status``:
+    ``complete`` (a complete.json marker), ``failed`` (failed.json) or anything else (no marker)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run_dir.mkdir(parents=True)
+    with RecordWriter(run_dir, "sent", writer_id="s") as ws, RecordWriter(run_dir, "received", writer_id="r") as wr:
+        for seq, d in enumerate(delays):
+            t = 100.0 + seq * 0.02
+            ws.append(flow_id=0, connection=0, seq=seq, size_bytes=174, send_time_s=t,
+                      frame_id=-1, frame_type="", frame_last=True, dropped=False)
+            if seq not in lost:
+                wr.append(flow_id=0, connection=0, seq=seq, size_bytes=174, send_time_s=t, recv_time_s=t + d)
+    write_run_metadata(run_dir, {"clock": "shared-monotonic", "duration_s": len(delays) * 0.02})
+    pq.write_table(pa.table({"flow_id": pa.array([0], pa.int32()), "name": [flow_name], "kind": ["media"]}),
+                   run_dir / "flows.parquet")
+    if status == "complete":
+        (run_dir / "complete.json").write_text(json.dumps({"seed": 1, "wall_s": 1.5, "summary": {}}))
+    elif status == "failed":
+        (run_dir / "failed.json").write_text(json.dumps({"error": "RuntimeError: boom"}))
+
+
+def exit_code(args) -> int:
+    """The exit status of ``tcpdelay ARGS`` run in this process."""
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    return exc.value.code
+
+
+@pytest.fixture
+def make_run():
+    """:func:`write_run_by_hand`: a run directory of records with known delays."""
+    return write_run_by_hand
+
+
+@pytest.fixture
+def cli_exit():
+    """:func:`exit_code`: run the command line in-process, return its exit status."""
+    return exit_code
