@@ -7,6 +7,8 @@ recorded them (their ``scenario.toml``), not as the sweep's key strings spell th
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,7 @@ from tcpdelay.experiments.scenario import load_scenario
 from tcpdelay.experiments.validation.model_side import LATE_AT_S
 # The results' readers still live in report/ (issue 10 moves them to tcpdelay.results); these
 # import lines are the only place the validation takes anything from there.
-from tcpdelay.report.results import CellData, aggregate_cell, late_at
+from tcpdelay.report.results import CellData, aggregate_cell, late_at, load_results
 
 #: The scenario a run or a sweep cell recorded (experiments/run.py, experiments/sweep.py).
 SCENARIO_FILE = "scenario.toml"
@@ -126,3 +128,10 @@ def _recorded_counters(run_dir: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return {k: measured[k] for k in _COUNTERS if k in measured}
+
+
+def read_measured_points(out_dir: str | os.PathLike, *,
+                         progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """:func:`measured_points` of the validation sweep in ``out_dir``; ``progress(done, total)``
+    after each run read."""
+    return measured_points(load_results(out_dir, progress=progress))
