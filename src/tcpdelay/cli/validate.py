@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import click
 from rich.console import Console
 from rich.table import Table
@@ -34,7 +37,7 @@ def _human(doc: dict):
     return show
 
 
-def run_validation(out_dir, **options) -> dict:
+def run_validation(out_dir: str | os.PathLike, **options: Any) -> dict:
     """The validation job as ``tcpdelay validate`` runs it:
     :func:`tcpdelay.experiments.validation.run_validation` with its page, ``validation.html``,
     written by :func:`tcpdelay.report.validation_page.write_validation_page`."""
@@ -44,7 +47,7 @@ def run_validation(out_dir, **options) -> dict:
     return job(out_dir, page=write_validation_page, **options)
 
 
-def evaluate_validation(out_dir, **options) -> dict:
+def evaluate_validation(out_dir: str | os.PathLike, **options: Any) -> dict:
     """The comparison without measuring, with its page (as :func:`run_validation`)."""
     from tcpdelay.experiments.validation import evaluate_validation as job
     from tcpdelay.report.validation_page import write_validation_page
