@@ -11,9 +11,9 @@ from tcpdelay.cli import main
 from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.scenario import load_scenario
 from tcpdelay.experiments.sweep import expand
-from tcpdelay.experiments.validate import (
-    TABLE_COLUMNS, claim_checks, evaluate_validation, model_point, relative_error, table_columns, table_rows,
-    validation_scenario,
+from tcpdelay.cli.validate import evaluate_validation
+from tcpdelay.experiments.validation import (
+    TABLE_COLUMNS, claim_checks, model_point, relative_error, table_columns, table_rows, validation_scenario,
 )
 from tcpdelay.report.html import Report
 
@@ -164,7 +164,7 @@ def test_rerun_on_a_complete_directory_recomputes_without_measuring(tmp_path, mo
     validation.json over an older one that lacked it."""
     import tcpdelay.experiments.run as run_mod
     from tcpdelay.experiments.sweep import expand, prepare, units
-    from tcpdelay.experiments.validate import run_validation
+    from tcpdelay.cli.validate import run_validation
 
     grid = {"losses": (0.02,), "profiles": ("voip",), "stacks": ("linux-default",)}
     scenario = validation_scenario(duration_s=4, grid=grid)
@@ -212,7 +212,7 @@ needs_testbed = pytest.mark.skipif(_testbed_unavailable() is not None,
 @pytest.mark.testbed
 @needs_testbed
 def test_validate_tiny_on_the_testbed_resumes(tmp_path):
-    from tcpdelay.experiments.validate import run_validation
+    from tcpdelay.cli.validate import run_validation
 
     grid = {"losses": (0.02,), "profiles": ("voip",), "stacks": ("linux-default",)}
     doc = run_validation(tmp_path / "v", duration_s=3, grid=grid, progress=False)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import click
 from rich.console import Console
 from rich.table import Table
@@ -11,7 +14,7 @@ from tcpdelay.cli.common import FiniteFloatRange, emit, json_option
 
 def _human(doc: dict):
     def show(console: Console) -> None:
-        from tcpdelay.experiments.validate import table_rows
+        from tcpdelay.experiments.validation import table_rows
 
         table = Table(title=f"model vs Linux TCP, Brosh et al. §5.1 ({doc['size']} size)", title_justify="left")
         for col in ("point", "mean ms: measured / model (rel. err)", "p95 ms: ditto", "std ms: ditto"):
@@ -32,6 +35,24 @@ def _human(doc: dict):
         for f in failed:
             console.print(f"[red]failed[/red] {f['label']} seed {f['seed']}: {f['error']}")
     return show
+
+
+def run_validation(out_dir: str | os.PathLike, **options: Any) -> dict:
+    """The validation job as ``tcpdelay validate`` runs it:
+    :func:`tcpdelay.experiments.validation.run_validation` with its page, ``validation.html``,
+    written by :func:`tcpdelay.report.validation_page.write_validation_page`."""
+    from tcpdelay.experiments.validation import run_validation as job
+    from tcpdelay.report.validation_page import write_validation_page
+
+    return job(out_dir, page=write_validation_page, **options)
+
+
+def evaluate_validation(out_dir: str | os.PathLike, **options: Any) -> dict:
+    """The comparison without measuring, with its page (as :func:`run_validation`)."""
+    from tcpdelay.experiments.validation import evaluate_validation as job
+    from tcpdelay.report.validation_page import write_validation_page
+
+    return job(out_dir, page=write_validation_page, **options)
 
 
 @click.command("validate")
@@ -63,7 +84,6 @@ def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, p
     standard deviation of the delay, with the relative error, in OUT/validation.html and
     OUT/validation.json. Needs root and /dev/net/tun."""
     from tcpdelay.experiments.sweep import default_jobs
-    from tcpdelay.experiments.validate import run_validation
 
     grid = {k: v for k, v in (("rtts_s", rtts_s), ("losses", losses), ("profiles", profiles),
                               ("stacks", stacks)) if v}

@@ -1,7 +1,7 @@
 """A short measured check of the delay model for the main job (``tcpdelay evaluate``, ``make run``).
 
 :func:`measured_check_part` runs three very short points of reproduction 1
-(:mod:`tcpdelay.experiments.validate`; Brosh et al., *The Delay-Friendliness of TCP for
+(:mod:`tcpdelay.experiments.validation`; Brosh et al., *The Delay-Friendliness of TCP for
 Real-Time Traffic*, §5.1) through the testbed — VoIP at RTT 100 ms with 1 % and 5 % random
 drops on the ``newreno-2008`` stack, and 5 % on ``linux-default`` — and puts the measured mean,
 95th percentile and standard deviation beside the model's. Each run lasts :data:`DURATION_S`
@@ -65,7 +65,7 @@ def measured_check_part(report, *, step: Callable[[str], None] | None = None,
 
     from tcpdelay.experiments.run import run_scenario
     from tcpdelay.experiments.sweep import run_sweep
-    from tcpdelay.experiments.validate import TABLE_COLUMNS, compare, measured_points, table_rows, validation_scenario
+    from tcpdelay.experiments.validation import TABLE_COLUMNS, compare, measured_points, table_rows, validation_scenario
     from tcpdelay.report.results import load_results
 
     t0 = time.monotonic()

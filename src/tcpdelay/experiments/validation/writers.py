@@ -1,0 +1,51 @@
+"""The validation's files beside its sweep: ``validation.json`` (the whole comparison) and
+``validation-delays.parquet`` (every measured packet's delay, enough to redraw the CDFs)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tcpdelay.jsonio import jsonable, write_json
+
+#: The comparison as JSON (docs/cli.md lists its keys).
+VALIDATION_FILE = "validation.json"
+#: Every measured packet's delay, one small file (the run directories' records are the source).
+DELAYS_FILE = "validation-delays.parquet"
+
+
+def write_validation_json(path: str | os.PathLike, doc: dict) -> Path:
+    """``doc`` as plain JSON (NumPy values unwrapped, non-finite floats as null), written whole
+    or not at all."""
+    write_json(path, jsonable(doc))
+    return Path(path)
+
+
+def write_delays(path: Path, points: list[dict]) -> Path:
+    """One row per media packet of every point: ``profile, stack, rtt_s, loss, seed, delay_s``
+    (NaN: never received) — enough to redraw the CDFs and recompute the statistics without the
+    per-run record sets."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols: dict[str, list] = {k: [] for k in ("profile", "stack", "rtt_s", "loss", "seed", "delay_s")}
+    for p in points:
+        d = p.get("_delays")
+        if d is None:
+            continue
+        n = d.size
+        cols["profile"].append(np.full(n, p["profile"], dtype=object))
+        cols["stack"].append(np.full(n, p["stack"], dtype=object))
+        cols["rtt_s"].append(np.full(n, p["rtt_s"], dtype=float))
+        cols["loss"].append(np.full(n, p["loss"], dtype=float))
+        cols["seed"].append(np.asarray(p["_seeds"], dtype=np.int64))
+        cols["delay_s"].append(np.asarray(d, dtype=float))
+    types = {"profile": pa.string(), "stack": pa.string(), "rtt_s": pa.float64(), "loss": pa.float64(),
+             "seed": pa.int64(), "delay_s": pa.float64()}
+    table = pa.table({k: pa.array(np.concatenate(v) if v else [], type=types[k]) for k, v in cols.items()})
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+    return path
