@@ -15,9 +15,8 @@ import pytest
 from tcpdelay.experiments.validation import evaluate_validation, recorded_path
 from tcpdelay.experiments.validation import texts
 from tcpdelay.report.results import CellData, RunData, _seed_dirs
-from test_report import _run  # the records-by-hand helper (tests/ is on sys.path)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 VALIDATIONS = sorted(p.name for p in RESULTS.iterdir() if (p / "validation.json").is_file())
 PACKAGE = ROOT / "src" / "tcpdelay" / "experiments" / "validation"
@@ -85,7 +84,7 @@ def test_the_run_recorded_beats_the_cell(tmp_path):
     assert p["loss"] == 0.005
 
 
-def test_without_scenario_files_the_keys_are_used(tmp_path):
+def test_without_scenario_files_the_keys_are_used(tmp_path, make_run):
     """A sweep written by hand (no scenario files in its cells) falls back to the sweep's keys."""
     out = tmp_path / "v"
     cell = {"id": "333333333333", "index": 0, "label": "c", "overrides": {
@@ -93,7 +92,7 @@ def test_without_scenario_files_the_keys_are_used(tmp_path):
         "path.forward.loss.p": 0.02}}
     out.mkdir()
     (out / "sweep.json").write_text(json.dumps({"name": "validate-5.1", "seeds": [1], "cells": [cell]}))
-    _run(out / "cells" / cell["id"] / "seed-1", [0.2] * 100)
+    make_run(out / "cells" / cell["id"] / "seed-1", [0.2] * 100)
     (p,) = evaluate_validation(out)["points"]
     assert (p["rtt_s"], p["loss"]) == (0.3, 0.02)
 
