@@ -5,18 +5,19 @@ so planning and recording need none of them."""
 from __future__ import annotations
 
 import importlib
+from typing import Callable
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, RunFailed, part_name
 
-#: Backend name -> "module:class" of its implementation.
-BACKENDS: dict[str, str] = {
+#: Backend name -> "module:class" of its implementation (imported when asked for), or a factory.
+BACKENDS: dict[str, str | Callable[[], Backend]] = {
     "testbed": "tcpdelay.experiments.backends.testbed:TestbedBackend",
 }
 
 
-def register_backend(name: str, target: str) -> None:
-    """Make ``get_backend(name)`` build ``target`` (``"package.module:Class"``)."""
+def register_backend(name: str, target: str | Callable[[], Backend]) -> None:
+    """Make ``get_backend(name)`` build ``target`` (``"package.module:Class"``, or a factory)."""
     BACKENDS[name] = target
 
 
@@ -27,6 +28,8 @@ def get_backend(name: str) -> Backend:
         target = BACKENDS[name]
     except KeyError:
         raise ParameterError(f"backend: {name!r} is not one of {', '.join(sorted(BACKENDS))}") from None
+    if callable(target):
+        return target()
     module, _, cls = target.partition(":")
     return getattr(importlib.import_module(module), cls)()
 
