@@ -86,7 +86,9 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def run(self, job: BackendJob) -> BackendOutcome:
         """Run ``job.plan``; see the module doc for what it leaves and returns. A part lost is
-        reported in ``lost`` (the record is still written); a run that could not start raises."""
+        reported in ``lost`` (the record is still written); a run that could not start raises.
+        Stopping is an exception (KeyboardInterrupt on Ctrl-C or a sweep's stop): every part
+        started is stopped, its last records kept, before the exception goes on."""
 
 
 def part_name(key: str, plan: RunPlan) -> str:
