@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tcpdelay.experiments.run import MEDIA_PORT
+from tcpdelay.experiments.plan import MEDIA_PORT
 from tcpdelay.testbed.netns import unavailable_reason
 
 pytestmark = [pytest.mark.testbed, pytest.mark.slow,

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tcpdelay.experiments.run import (
+from tcpdelay.experiments.plan import (
     CROSS_TCP_PORT, LEAD_S, MEDIA_PORT, derive_seed, host_tcp_settings, media_source, plan_run,
 )
 from tcpdelay.experiments.scenario import load_scenario, parse_scenario

@@ -1,0 +1,113 @@
+"""What an execution backend is: it gets a run's plan and directory, runs the plan, and hands
+back what every part of the run answered; the run record is written from that by
+:mod:`tcpdelay.experiments.record`, the same for every backend.
+
+A backend (the testbed today, :mod:`tcpdelay.experiments.backends.testbed`; a simulator later)
+gets a :class:`BackendJob` — the scenario (what to run), the seed, the pure
+:class:`~tcpdelay.experiments.plan.RunPlan` (hosts, link, flows, ports, seeds), the run
+directory, a progress hook and an environment hook — and
+
+* calls ``job.on_environment(env)`` once, as soon as its machinery is up, with what describes
+  where the run happens (written to ``environment.json``);
+* leaves the per-packet records of every media flow in the run directory's ``sent/`` and
+  ``received/`` datasets (:mod:`tcpdelay.records` format; parts written elsewhere are moved there
+  with :func:`tcpdelay.experiments.record.consolidate`);
+* returns a :class:`BackendOutcome`: every part's answer by *part key*, the link's counters as a
+  dict, the run's clock instants and the parts it lost (each in words, :func:`part_name`).
+
+Part keys name the parts of a run the same way for every backend: ``tx:<flow_id>`` a media
+sender, ``rx:<flow_id>`` a media receiver, ``cross:<flow_id>`` a cross-traffic client (the UDP
+sender for a UDP flow), ``sink:<flow_id>`` a UDP cross-traffic sink, ``server:<host>`` the
+cross-traffic server of a host. A part's answer is the dict (a media receiver: the list of
+dicts) that :mod:`tcpdelay.transport` and :mod:`tcpdelay.traffic` return, or ``{"error": ...}``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tcpdelay.errors import TcpdelayError
+from tcpdelay.experiments.plan import RunPlan
+from tcpdelay.experiments.scenario import Scenario
+
+
+class RunFailed(TcpdelayError):
+    """A part of the run (the link emulator, a media sender or receiver, a cross-traffic
+    process) died or never reported, so the run is not a measurement of the scenario. What it
+    measured until then is kept in its directory (records, ``run.json`` with ``failed``)."""
+
+    def __init__(self, reasons: list[str]):
+        self.reasons = list(reasons)
+        super().__init__("the run lost a part: " + "; ".join(self.reasons))
+
+
+@dataclass
+class BackendJob:
+    """What a backend is given to run (times in seconds; ``on_progress(elapsed_s, total_s)``
+    about once a second, ``on_environment(env)`` once the machinery is up)."""
+    scenario: Scenario
+    seed: int
+    plan: RunPlan
+    run_dir: Path
+    on_environment: Callable[[dict], None]
+    on_progress: Callable[[float, float], None] | None = None
+
+
+@dataclass
+class BackendOutcome:
+    """What a backend hands back (instants on the run's monotonic clock, in seconds)."""
+    #: every part's answer by part key (see the module doc)
+    results: dict[str, Any]
+    #: the link's counters (per direction ``a_to_b``/``b_to_a``: ``drops`` etc.); None when lost
+    counters: dict | None
+    #: the run's start instant: flow start times are seconds after it
+    t0_monotonic_s: float
+    #: when the link's clock started (outages and traces are timed from it)
+    link_start_monotonic_s: float
+    #: wall-clock time the run started (Unix seconds)
+    started_unix_s: float
+    #: the parts lost, in words; non-empty = the run failed (:class:`RunFailed`)
+    lost: list[str] = field(default_factory=list)
+
+
+class Backend(abc.ABC):
+    """An execution backend, registered by name (:func:`tcpdelay.experiments.backends.get_backend`)."""
+
+    name: str = ""
+
+    @abc.abstractmethod
+    def check(self) -> None:
+        """Raise a one-line :class:`TcpdelayError` if this machine cannot run this backend
+        (before anything is written)."""
+
+    @abc.abstractmethod
+    def run(self, job: BackendJob) -> BackendOutcome:
+        """Run ``job.plan``; see the module doc for what it leaves and returns. A part lost is
+        reported in ``lost`` (the record is still written); a run that could not start raises.
+        Stopping is an exception (KeyboardInterrupt on Ctrl-C or a sweep's stop): every part
+        started is stopped, its last records kept, before the exception goes on."""
+
+
+def part_name(key: str, plan: RunPlan) -> str:
+    """A part key (``tx:0``, ``rx:0``, ``cross:3``, ``sink:3``, ``server:ltx1``) in words."""
+    kind, _, ident = key.partition(":")
+    if kind == "server":
+        return f"cross-traffic server on host {ident}"
+    fid = int(ident)
+    media = {m.flow_id: m for m in plan.media}
+    cross = {c.flow_id: c for c in plan.cross}
+    if kind == "tx":
+        m = media[fid]
+        return f"media sender of flow {fid} '{m.name}' (host {m.sender})"
+    if kind == "rx":
+        m = media[fid]
+        return f"media receiver of flow {fid} '{m.name}' (host {m.receiver})"
+    c = cross[fid]
+    if kind == "sink":
+        return f"cross-traffic UDP sink of flow {fid} '{c.name}' (host {c.client})"
+    if c.transport == "udp":
+        return f"cross-traffic UDP sender of flow {fid} '{c.name}' (host {c.server})"
+    return f"cross-traffic client of flow {fid} '{c.name}' (host {c.client})"

@@ -1,0 +1,411 @@
+"""The testbed backend: a run's plan on real Linux TCP in network namespaces, through the link
+emulator (:class:`tcpdelay.testbed.Testbed`; root and /dev/net/tun).
+
+It
+
+1. builds the testbed from the plan's hosts and link, with the run's seed for the emulator's
+   loss processes, and hands the environment (kernel, TCP settings read back from every host,
+   the testbed's layout) to the record;
+2. starts the media receivers, then the cross-traffic servers and sinks, then — each waiting
+   for its own start offset after the run's start instant ``t0`` — the media senders
+   (:func:`tcpdelay.transport.run_sender`) and the cross-traffic clients (one starter per kind,
+   :data:`CROSS_STARTERS`); every flow's sender and receiver write their records into
+   ``flows/<flow_id>/``, moved into the run's dataset every second and at the end;
+3. waits, looking at the processes every :data:`WATCH_EVERY_S`: the emulator ending on its own,
+   a process killed or raising, a media receiver without a summary, a media sender or receiver
+   that did not run its course are lost parts (what still runs is interrupted: SIGINT, then a
+   grace to write its last records). A sender's drain timeout is a measurement.
+
+Timing: the emulator's clock starts when the testbed comes up. When the link's behaviour
+depends on that clock (outages, a delivery trace), ``t0`` is :data:`~tcpdelay.experiments.plan.LEAD_S`
+seconds later (measured with the emulator's own ``elapsed_s`` counter; the plan shifted the
+outages by the same lead); otherwise ``t0`` is as soon as every process is started. All hosts
+share CLOCK_MONOTONIC, so one-way delays are exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from typing import Any, Callable
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, part_name
+from tcpdelay.experiments.plan import CROSS_TCP_PORT, LEAD_S, CrossPlan, RunPlan, media_source, timed_link
+from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
+
+#: Seconds a media sender waits for its queues to drain after its last packet.
+DRAIN_S = 5.0
+#: Seconds between two looks at the run's processes while waiting (a lost part is noticed within this).
+WATCH_EVERY_S = 0.5
+#: Sender endings that mean the flow did not run its course (a drain timeout is a measurement:
+#: the path could not deliver the queue in DRAIN_S).
+_SENDER_LOST = ("interrupted", "receiver-disconnected", "connection-lost")
+
+
+class TestbedBackend(Backend):
+    """Runs a plan on the namespace testbed (see the module doc)."""
+
+    __test__ = False   # not a pytest class, whatever its name
+    name = "testbed"
+
+    def check(self) -> None:
+        from tcpdelay.testbed import require_testbed_environment
+        from tcpdelay.testbed.emulator import find_binary
+
+        require_testbed_environment()
+        find_binary()
+
+    def run(self, job: BackendJob) -> BackendOutcome:
+        from tcpdelay.testbed import Testbed
+
+        scenario, plan, rd = job.scenario, job.plan, job.run_dir
+        spec = plan.testbed_spec(job.seed)
+        mover = RecordMover(rd)
+        handles: dict[str, Any] = {}
+        results: dict[str, Any] = {}
+        started = time.time()
+        with Testbed(spec) as tb:
+            t_emu = _emulator_start(tb)
+            job.on_environment(environment(tb, plan))
+            mover.start()
+            try:
+                t_recv = time.monotonic()
+                _start_receivers(tb, scenario, plan, rd, handles)
+                if timed_link(scenario):
+                    t0 = t_emu + LEAD_S  # the outage schedule / trace was set relative to this
+                else:
+                    # Starting the senders is the same kind of work as starting the receivers was, so
+                    # the time that took measures this machine now: a busy machine gets a later start
+                    # rather than a failed run.
+                    now = time.monotonic()
+                    t0 = now + max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)), 2 * (now - t_recv))
+                _start_all(tb, scenario, plan, rd, t0, handles)
+                if time.monotonic() > t0:
+                    raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
+                                         f"start {t0 - t_emu:.2f} s after the emulator's; too many flows for this machine?")
+                failures: dict[str, str] = {}
+                if _wait_all(handles, results, t0, scenario.duration_s, job.on_progress,
+                             watch=lambda: _dead_parts(tb, plan, handles, results), failures=failures):
+                    # A part was lost: name it, stop what still runs (its records are kept), fail.
+                    lost = _dead_parts(tb, plan, handles, results)
+                    lost += [f"{part_name(k, plan)} failed: {e}" for k, e in failures.items()]
+                    results.update(_interrupt({k: h for k, h in handles.items() if k not in results}))
+                else:
+                    lost = _lost_parts(tb, plan, results, failures)
+                try:
+                    counters = tb.link_counters()
+                except Exception:  # noqa: BLE001 - the emulator is gone: the run failed already
+                    if not lost:
+                        raise
+                    counters = None
+            except BaseException:
+                _interrupt({k: h for k, h in handles.items() if k not in results})
+                raise
+            finally:
+                mover.stop.set()
+                mover.join()
+                consolidate(rd)
+        return BackendOutcome(results=results, counters=counters, t0_monotonic_s=t0,
+                              link_start_monotonic_s=t_emu, started_unix_s=started, lost=lost)
+
+
+# --------------------------------------------------------------------------- in the hosts
+
+
+def _media_sender(config, source, start_at: float):
+    from tcpdelay.transport import run_sender
+
+    while (left := start_at - time.monotonic()) > 0:
+        time.sleep(min(left, 0.5))
+    return run_sender(config, source).to_dict()
+
+
+def _media_receiver(config):
+    from tcpdelay.transport import run_receiver
+
+    return [r.to_dict() for r in run_receiver(config)]
+
+
+# --------------------------------------------------------------------------- setting up
+
+
+def _emulator_start(tb) -> float:
+    """The monotonic instant the emulator's clock started (its ``elapsed_s`` counter)."""
+    try:
+        before = time.monotonic()
+        counters = tb.link_counters()
+        after = time.monotonic()
+        return (before + after) / 2 - float(counters["elapsed_s"])
+    except Exception:  # noqa: BLE001 - no counters: the testbed just came up
+        return time.monotonic()
+
+
+def environment(tb, plan: RunPlan) -> dict:
+    """The machine and the settings as read back from every host."""
+    def read(path: str) -> str | None:
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    from tcpdelay.testbed.emulator import find_binary
+
+    return {
+        **machine_environment(),
+        "tcp_available_congestion_control": read("/proc/sys/net/ipv4/tcp_available_congestion_control"),
+        "tcp_allowed_congestion_control": read("/proc/sys/net/ipv4/tcp_allowed_congestion_control"),
+        "tcp_congestion_control_default": read("/proc/sys/net/ipv4/tcp_congestion_control"),
+        "emulator": find_binary(),
+        "testbed": tb.describe(),
+        "link": json.loads(tb.spec.link.model_dump_json()),
+        "hosts_requested": plan.hosts,
+    }
+
+
+def _start_receivers(tb, scenario, plan: RunPlan, rd, handles: dict) -> None:
+    from tcpdelay.transport import ReceiverConfig, TcpOptions
+
+    for m in plan.media:
+        f = m.flow
+        fd = rd / "flows" / str(m.flow_id)
+        fd.mkdir(parents=True, exist_ok=True)
+        rx_opts = TcpOptions(rcvbuf_bytes=f.tcp.rcvbuf_bytes)
+        cfg = ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
+                             runs=1, idle_timeout_s=max(10.0, 2 * scenario.duration_s), tcp=rx_opts,
+                             handshake_timeout_s=10.0, udp_linger_s=1.0)
+        handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg)
+
+
+# Cross-traffic starters, one per kind: (testbed, the flow's plan, its start instant, its
+# duration in seconds) -> the handle of its sending or requesting process.
+
+
+def _congestion_control(c: CrossPlan) -> str | None:
+    tcp = getattr(c.cross, "tcp", None)
+    return tcp.congestion_control if tcp is not None else None
+
+
+def _start_bulk(tb, c: CrossPlan, start_at: float, dur: float):
+    from tcpdelay.traffic import bulk
+
+    x = c.cross
+    return tb.hosts[c.client].spawn(bulk.client, tb.hosts[c.server].address, c.port, duration_s=dur,
+                                    size_bytes=x.size_bytes, congestion_control=_congestion_control(c),
+                                    start_at=start_at, drain_s=2.0)
+
+
+def _start_web_onoff(tb, c: CrossPlan, start_at: float, dur: float):
+    from tcpdelay.traffic import web_onoff
+
+    x = c.cross
+    return tb.hosts[c.client].spawn(web_onoff.client, tb.hosts[c.server].address, c.port, duration_s=dur,
+                                    on_mean_s=x.on_mean_s, off_mean_s=x.off_mean_s,
+                                    packet_size_bytes=x.packet_size_bytes, seed=c.seed,
+                                    congestion_control=_congestion_control(c), start_at=start_at,
+                                    mode=x.mode, gap_mean_s=x.gap_mean_s)
+
+
+def _start_page_load(tb, c: CrossPlan, start_at: float, dur: float):
+    from tcpdelay.traffic import page_load
+
+    x = c.cross
+    return tb.hosts[c.client].spawn(page_load.client, tb.hosts[c.server].address, c.port,
+                                    connections=x.connections, total_bytes=x.total_bytes, duration_s=dur,
+                                    congestion_control=_congestion_control(c), start_at=start_at)
+
+
+def _start_udp(tb, c: CrossPlan, start_at: float, dur: float):
+    from tcpdelay.traffic import udp_background
+
+    x = c.cross
+    return tb.hosts[c.server].spawn(udp_background.send, tb.hosts[c.client].address, c.port,
+                                    rate_bps=x.rate_bps, duration_s=dur, packet_size_bytes=x.packet_size_bytes,
+                                    start_at=start_at)
+
+
+#: Cross-traffic kind (the scenario's ``kind``) -> what starts its flow on the testbed.
+CROSS_STARTERS: dict[str, Callable[..., Any]] = {
+    "bulk": _start_bulk,
+    "web_onoff": _start_web_onoff,
+    "page_load": _start_page_load,
+    "udp": _start_udp,
+}
+
+
+def cross_starter(kind: str) -> Callable[..., Any]:
+    """The testbed's starter of cross-traffic ``kind``; an unknown kind is a
+    :class:`ParameterError` naming the known ones."""
+    try:
+        return CROSS_STARTERS[kind]
+    except KeyError:
+        raise ParameterError(f"cross kind: {kind!r} has no starter on the testbed "
+                             f"(one of {', '.join(sorted(CROSS_STARTERS))})") from None
+
+
+def _start_all(tb, scenario, plan: RunPlan, rd, t0: float, handles: dict) -> None:
+    from tcpdelay.traffic import response_server, udp_background
+    from tcpdelay.transport import RunParams, SenderConfig, TcpOptions
+
+    starters = {c.kind: cross_starter(c.kind) for c in plan.cross}   # an unknown kind: before any start
+    end = t0 + scenario.duration_s
+    # Servers and sinks first (clients retry connecting until they are up).
+    servers = sorted({c.server for c in plan.cross if c.transport != "udp"})
+    for host in servers:
+        handles[f"server:{host}"] = tb.hosts[host].spawn(
+            response_server.serve, CROSS_TCP_PORT, duration_s=end + 1.0 - time.monotonic())
+    for c in plan.cross:
+        if c.transport == "udp":
+            handles[f"sink:{c.flow_id}"] = tb.hosts[c.client].spawn(
+                udp_background.sink, c.port, duration_s=end + 1.0 - time.monotonic())
+    # Then every sending end, each waiting for its own start instant.
+    for m in plan.media:
+        f = m.flow
+        h = f.heuristics
+        tcp = f.tcp
+        cfg = SenderConfig(
+            to_host=tb.hosts[m.receiver].address, to_port=m.port,
+            run=RunParams(transport=f.transport, connections=h.connections, split=h.split,
+                          duration_s=m.stop_s - m.start_s, flow_id=m.flow_id, source=m.name[:64]),
+            scheduler=h.scheduler,
+            tcp=TcpOptions(nodelay=True if tcp.nodelay is None else tcp.nodelay,
+                           notsent_lowat_bytes=tcp.notsent_lowat_bytes,
+                           sndbuf_bytes=tcp.sndbuf_bytes, rcvbuf_bytes=tcp.rcvbuf_bytes),
+            proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
+            seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
+            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S)
+        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, media_source(f), t0 + m.start_s)
+    for c in plan.cross:
+        handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
+
+
+# --------------------------------------------------------------------------- waiting
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {text}"
+
+
+def _interrupt(handles: dict, grace_s: float = 2.0) -> dict:
+    """Ask every process of the run still running (``handles`` not yet collected, so their pids
+    are still ours) to stop — SIGINT, as Ctrl-C would — and give them ``grace_s`` to write what
+    they hold (the last record parts) before the testbed kills what is left. Returns what they
+    answered (or their error) by handle key."""
+    for h in handles.values():
+        with contextlib.suppress(ProcessLookupError, OSError):
+            os.kill(h.pid, signal.SIGINT)
+    deadline = time.monotonic() + grace_s
+    out: dict[str, Any] = {}
+    for key, h in handles.items():
+        try:
+            out[key] = h.result(timeout_s=max(0.01, deadline - time.monotonic()))
+        except Exception as err:  # noqa: BLE001 - what is left is killed with the testbed
+            out[key] = {"error": _one_line(err)}
+    return out
+
+
+def _wait_all(handles: dict, results: dict, t0: float, duration_s: float,
+              on_progress: Callable[[float, float], None] | None, *,
+              watch: Callable[[], list[str]] | None = None, failures: dict | None = None) -> bool:
+    """Collect every process's result into ``results``. Every :data:`WATCH_EVERY_S` ``watch()``
+    names the parts lost so far (a process killed, the emulator gone); as soon as it names one,
+    or a process fails (raises, dies, or outlives the run's end: its error goes into
+    ``failures`` by key), waiting stops and True is returned (with ``watch``; without it every
+    process is waited for). False: every process answered."""
+    total = duration_s + DRAIN_S
+    stop = threading.Event()
+    failures = {} if failures is None else failures
+
+    def tick() -> None:
+        while not stop.wait(1.0):
+            on_progress(min(max(0.0, time.monotonic() - t0), total), total)
+
+    ticker = threading.Thread(target=tick, daemon=True) if on_progress else None
+    if ticker:
+        ticker.start()
+    try:
+        # Senders first (they end with their flows), then receivers, clients, servers, sinks.
+        order = sorted(handles, key=lambda k: ("tx", "cross", "rx", "sink", "server").index(k.split(":")[0]))
+        end = t0 + duration_s + DRAIN_S + 15.0
+        for key in order:
+            deadline = max(end, time.monotonic() + 1.0)
+            while True:
+                try:
+                    results[key] = handles[key].result(
+                        timeout_s=max(0.01, min(WATCH_EVERY_S, deadline - time.monotonic())))
+                    break
+                except TimeoutError as err:
+                    if time.monotonic() < deadline:
+                        if watch is not None and watch():
+                            return True
+                        continue
+                    failures[key] = _one_line(err)
+                except Exception as err:  # noqa: BLE001 - recorded; the run fails
+                    failures[key] = _one_line(err)
+                results[key] = {"error": failures[key]}
+                break
+            if key in failures and watch is not None:
+                return True
+        return False
+    finally:
+        stop.set()
+        if on_progress:
+            on_progress(total, total)
+
+
+def _emulator_reason(tb) -> str | None:
+    how = tb.emulator_died()
+    return f"the link emulator tcpdelay-link (pid {tb.emulator_pid}) {how} during the run" if how else None
+
+
+def _dead_parts(tb, plan: RunPlan, handles: dict, results: dict) -> list[str]:
+    """The parts lost while the run goes on: the emulator ended, or a process ended abnormally
+    (killed by a signal: it never sends its result)."""
+    lost = []
+    emu = _emulator_reason(tb)
+    if emu:
+        lost.append(emu)
+    for key, h in handles.items():
+        if key in results:
+            continue
+        how = h.died()
+        if how:
+            lost.append(f"{part_name(key, plan)} {how}")
+    return lost
+
+
+def _lost_parts(tb, plan: RunPlan, results: dict, failures: dict) -> list[str]:
+    """After every process answered: what makes the run not a measurement of the scenario."""
+    lost = []
+    emu = _emulator_reason(tb)
+    if emu:
+        lost.append(emu)
+    for key, err in failures.items():
+        lost.append(f"{part_name(key, plan)} failed: {err}")
+    for m in plan.media:
+        tx, rx = results.get(f"tx:{m.flow_id}"), results.get(f"rx:{m.flow_id}")
+        if isinstance(tx, dict) and tx.get("status") in _SENDER_LOST:
+            lost.append(f"{part_name(f'tx:{m.flow_id}', plan)} ended with status {tx['status']}"
+                        + (f" ({tx['error']})" if tx.get("error") else ""))
+        elif isinstance(tx, dict) and tx.get("status") == "completed" and not tx.get("receiver"):
+            # (after a drain timeout the receiver may still be reading: no summary is expected)
+            lost.append(f"{part_name(f'tx:{m.flow_id}', plan)} got no summary from the receiver"
+                        + (f" ({tx['error']})" if tx.get("error") else ""))
+        if f"rx:{m.flow_id}" in failures:
+            continue
+        if not rx:
+            lost.append(f"{part_name(f'rx:{m.flow_id}', plan)} sent no summary (no run of the flow reached it)")
+            continue
+        rx = rx[0] if isinstance(rx, list) else rx
+        tx_status = tx.get("status") if isinstance(tx, dict) else None
+        ok = rx.get("status") == "completed" or (rx.get("status") == "sender-disconnected"
+                                                 and tx_status == "drain-timeout")
+        if not ok:
+            lost.append(f"{part_name(f'rx:{m.flow_id}', plan)} ended with status {rx.get('status')}")
+    return lost

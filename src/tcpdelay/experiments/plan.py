@@ -1,0 +1,209 @@
+"""The plan of one run: a scenario and a seed in, the hosts, the link and the placement of every
+flow out — pure (no process, no file, no root), the same whichever backend runs it.
+
+:func:`plan_run` groups the media and cross-traffic *senders* by their host-wide TCP settings
+(congestion control, initial window, SACK, RACK, TLP, ...), one host per group on the sending
+side; every receiving end of a side shares one sink host. Forward flows send left -> right (the
+link's ``a_to_b``), reverse flows right -> left. Every random process of the run (a media source,
+a web flow's on/off draws, a start-time draw) gets its own seed from the run's
+(:func:`derive_seed`).
+
+Ports: media flow ``i`` listens on ``MEDIA_PORT + i``; every TCP cross-traffic server on
+``CROSS_TCP_PORT``; the UDP cross-traffic sinks on ``CROSS_UDP_PORT``, ``+1``, ...
+
+Cross-traffic kinds are looked up by name in :data:`CROSS_KINDS` (kind -> transport), media
+sources by profile (:func:`media_source`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.scenario import Flow, ResolvedDirection, Scenario, Tcp
+
+#: Seconds from the link's start to the run's t0 when the link's behaviour depends on its clock
+#: (outages, a delivery trace): the outages of the scenario (seconds from t0) are shifted by it.
+LEAD_S = 2.0
+MEDIA_PORT = 20_000
+CROSS_TCP_PORT = 30_000
+CROSS_UDP_PORT = 40_000
+
+#: Cross-traffic kinds by name (the scenario's ``kind``) -> the transport their flow uses.
+CROSS_KINDS: dict[str, str] = {"bulk": "tcp", "web_onoff": "tcp", "page_load": "tcp", "udp": "udp"}
+
+# Host-wide TCP settings of a Tcp table (the rest are per-socket options).
+_HOST_KEYS = ("congestion_control", "initcwnd_segments", "sack", "rack", "tlp", "slow_start_after_idle",
+              "no_metrics_save", "ecn")
+
+
+def cross_transport(kind: str) -> str:
+    """The transport (``tcp`` or ``udp``) of cross-traffic ``kind``; an unknown kind is a
+    :class:`ParameterError` naming the known ones."""
+    try:
+        return CROSS_KINDS[kind]
+    except KeyError:
+        raise ParameterError(f"cross kind: {kind!r} is not one of {', '.join(sorted(CROSS_KINDS))}") from None
+
+
+def derive_seed(seed: int, *parts: Any) -> int:
+    """A seed for one random process of a run (a flow's source, a web flow's on/off draws, a
+    start-time draw), independent of the others and fixed by the run's seed."""
+    digest = hashlib.sha256(("/".join(map(str, (seed, *parts)))).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def host_tcp_settings(tcp: Tcp) -> dict:
+    """The host-wide part of a flow's TCP table: the preset with the overrides on top, as
+    :class:`tcpdelay.testbed.TcpSettings` fields (None = leave the kernel's value)."""
+    from tcpdelay.testbed.spec import TcpSettings, preset
+
+    base = preset(tcp.preset) if tcp.preset else TcpSettings()
+    over = {k: getattr(tcp, k) for k in _HOST_KEYS if getattr(tcp, k) is not None}
+    return base.merged(TcpSettings(**over)).model_dump(exclude_none=True)
+
+
+@dataclass
+class MediaPlan:
+    """One media flow: where it runs (host names), its port, when (seconds after t0), its seed."""
+    flow_id: int
+    name: str
+    flow: Flow
+    sender: str
+    receiver: str
+    port: int
+    start_s: float
+    stop_s: float
+    seed: int
+
+
+@dataclass
+class CrossPlan:
+    """One cross-traffic flow (``cross``: its scenario table); times in seconds after t0."""
+    flow_id: int
+    name: str
+    kind: str
+    cross: Any
+    server: str        # the sending side's host
+    client: str        # the receiving side's host
+    port: int
+    start_s: float
+    stop_s: float
+    seed: int
+
+    @property
+    def transport(self) -> str:
+        """``tcp`` or ``udp`` (:data:`CROSS_KINDS`)."""
+        return cross_transport(self.kind)
+
+
+@dataclass
+class RunPlan:
+    hosts: list[dict]                  # HostSpec data
+    link: dict                         # LinkSpec data
+    media: list[MediaPlan] = field(default_factory=list)
+    cross: list[CrossPlan] = field(default_factory=list)
+
+    def testbed_spec(self, seed: int):
+        from tcpdelay.testbed.spec import parse_spec
+
+        return parse_spec({"hosts": self.hosts, "link": self.link, "seed": seed % (2**63)})
+
+
+def _direction_spec(d: ResolvedDirection, lead_s: float) -> dict:
+    out: dict[str, Any] = {"delay_s": d.delay_s, "jitter_s": d.jitter_s, "reorder": d.reorder,
+                           "loss": d.loss.model_dump(), "rate_bps": d.rate_bps, "trace_file": d.trace,
+                           "queue_packets": d.queue_packets, "queue_bytes": d.queue_bytes,
+                           "outages": [{"at_s": o.at_s + lead_s, "duration_s": o.duration_s} for o in d.outages]}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def timed_link(scenario: Scenario) -> bool:
+    """Whether the link's behaviour depends on time since the link started (outages, a
+    delivery trace): then t0 is :data:`LEAD_S` after the link's start."""
+    return any(d.outages or d.trace for d in (scenario.path.direction("forward"), scenario.path.direction("reverse")))
+
+
+def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPlan:
+    """Hosts, link and the placement of every flow (no side effects; see the module doc)."""
+    side_of = {"forward": ("left", "right"), "reverse": ("right", "left")}
+    groups: dict[tuple[str, str], str] = {}      # (side, settings json) -> host name
+    hosts: list[dict] = []
+    sinks: dict[str, str] = {}
+
+    def sender_host(side: str, tcp: Tcp | None) -> str:
+        settings = host_tcp_settings(tcp) if tcp is not None else {}
+        key = (side, json.dumps(settings, sort_keys=True))
+        if key not in groups:
+            name = f"{side[0]}tx{sum(1 for s, _ in groups if s == side)}"
+            groups[key] = name
+            hosts.append({"name": name, "side": side, "tcp": settings})
+        return groups[key]
+
+    def sink_host(side: str) -> str:
+        if side not in sinks:
+            sinks[side] = f"{side[0]}rx"
+            hosts.append({"name": sinks[side], "side": side, "tcp": {}})
+        return sinks[side]
+
+    plan = RunPlan(hosts=hosts, link={
+        "a_to_b": _direction_spec(scenario.path.direction("forward"), lead_s),
+        "b_to_a": _direction_spec(scenario.path.direction("reverse"), lead_s),
+    })
+    flow_id = 0
+    for i, f in enumerate(scenario.flows):
+        tx_side, rx_side = side_of[f.direction]
+        for k in range(f.count):
+            name = scenario.flow_name(i) + (f"#{k}" if f.count > 1 else "")
+            plan.media.append(MediaPlan(
+                flow_id=flow_id, name=name, flow=f, sender=sender_host(tx_side, f.tcp if f.transport == "tcp" else None),
+                receiver=sink_host(rx_side), port=MEDIA_PORT + flow_id, start_s=f.start_s,
+                stop_s=f.stop_s if f.stop_s is not None else scenario.duration_s,
+                seed=derive_seed(seed, "media", flow_id)))
+            flow_id += 1
+    udp_index = 0
+    for j, c in enumerate(scenario.cross):
+        tx_side, rx_side = side_of[c.direction]
+        transport = cross_transport(c.kind)
+        for k in range(c.count):
+            spread = c.start_spread_s
+            offset = 0.0
+            if spread > 0:
+                import numpy as np
+
+                offset = float(np.random.default_rng(derive_seed(seed, "cross-start", j, k)).uniform(0.0, spread))
+            tcp = getattr(c, "tcp", None)
+            server = sender_host(tx_side, tcp)
+            port = CROSS_TCP_PORT
+            if transport == "udp":
+                port = CROSS_UDP_PORT + udp_index
+                udp_index += 1
+            plan.cross.append(CrossPlan(
+                flow_id=flow_id, name=f"cross{j}-{c.kind}" + (f"#{k}" if c.count > 1 else ""), kind=c.kind,
+                cross=c, server=server, client=sink_host(rx_side), port=port,
+                start_s=c.start_s + offset, stop_s=c.stop_s if c.stop_s is not None else scenario.duration_s,
+                seed=derive_seed(seed, "cross", j, k)))
+            flow_id += 1
+    if len([h for h in hosts if h["side"] == "left"]) > 200 or len([h for h in hosts if h["side"] == "right"]) > 200:
+        raise ParameterError("the scenario needs more than 200 hosts on one side")
+    return plan
+
+
+def media_source(flow: Flow):
+    """The :mod:`tcpdelay.traffic` source of a media flow."""
+    from tcpdelay.traffic import CbrSource, Mpeg4TesSource, VideoTraceSource, VoipOnOffSource
+    from tcpdelay.traffic.profiles import RFC4571_PREFIX_BYTES
+
+    p = flow.profile
+    if p == "mpeg4-tes":
+        return Mpeg4TesSource(mean_rate_bps=flow.rate_bps)
+    if p == "video-trace":
+        return VideoTraceSource(trace_file=flow.trace)
+    size, interval = flow.cbr
+    packet = size - RFC4571_PREFIX_BYTES   # profile sizes count the 2-byte RFC 4571 prefix
+    if p == "voip-onoff":
+        return VoipOnOffSource(packet_bytes=packet, interval_s=interval)
+    return CbrSource(packet, interval, name=p or "cbr")

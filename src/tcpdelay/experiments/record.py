@@ -1,0 +1,228 @@
+"""The record of one run, written into its directory the same way whichever backend ran it.
+
+* ``scenario.toml``: the scenario as run (:func:`write_scenario`), first;
+* ``environment.json``: where the run happened (:func:`write_environment`; the machine's part
+  from :func:`machine_environment`, the rest from the backend), as soon as the backend is up;
+* ``sent/``, ``received/``: the per-packet records (:mod:`tcpdelay.records`), written by the
+  flows into ``flows/<flow_id>/`` and moved into the run's dataset by :func:`consolidate`
+  (every second while the run goes, :class:`RecordMover`, and at the end);
+* ``flows.parquet``: one row per flow (:data:`FLOWS_SCHEMA`), and ``run.json``'s ``run`` summary,
+  ``tcp_stats`` and clock (:func:`write_run_record`), at the end, also for a failed run;
+* ``metrics.json``: every applicable metric of :func:`tcpdelay.metrics.summary.summarize_run`
+  (:func:`write_metrics`), for a run that lost no part.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tcpdelay import timing
+from tcpdelay.experiments.backends.base import BackendOutcome
+from tcpdelay.experiments.plan import LEAD_S, RunPlan
+from tcpdelay.experiments.scenario import Scenario, dump_scenario
+from tcpdelay.jsonio import jsonable, write_json
+
+SCENARIO_FILE = "scenario.toml"
+FLOWS_FILE = "flows.parquet"
+METRICS_FILE = "metrics.json"
+ENVIRONMENT_FILE = "environment.json"
+
+FLOWS_SCHEMA = pa.schema([
+    ("flow_id", pa.int32()),
+    ("name", pa.string()),
+    ("kind", pa.string()),          # media | bulk | web_onoff | page_load | udp
+    ("direction", pa.string()),     # forward | reverse
+    ("transport", pa.string()),     # tcp | udp
+    ("start_s", pa.float64()),      # seconds after t0
+    ("packets_sent", pa.int64()),   # media and udp; -1 where not counted
+    ("packets_received", pa.int64()),
+    ("bytes_received", pa.int64()),
+    ("goodput_bps", pa.float64()),
+    ("status", pa.string()),
+])
+
+
+def write_scenario(run_dir: Path, scenario: Scenario) -> None:
+    (run_dir / SCENARIO_FILE).write_text(dump_scenario(scenario))
+
+
+def machine_environment() -> dict:
+    """The machine running the run: kernel, Python, CPUs and the timer's resolution."""
+    return {
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "timer_slack_ns": timing.timer_slack_ns(),
+        "clock_resolution_s": timing.clock_resolution_s(),
+    }
+
+
+def write_environment(run_dir: Path, env: dict) -> None:
+    write_json(run_dir / ENVIRONMENT_FILE, env)
+
+
+def consolidate(run_dir: Path) -> int:
+    """Move the record parts of every flow (``flows/<id>/<kind>/part-*``) into the run's
+    dataset (``<kind>/``). Parts are complete files (written then renamed), so moving them while
+    writers go on is safe. Returns how many moved."""
+    moved = 0
+    for kind in ("sent", "received"):
+        dest = run_dir / kind
+        for part in sorted(run_dir.glob(f"flows/*/{kind}/part-*.parquet")):
+            dest.mkdir(exist_ok=True)
+            os.replace(part, dest / part.name)
+            moved += 1
+    return moved
+
+
+class RecordMover(threading.Thread):
+    """:func:`consolidate` every ``every_s`` seconds until ``stop`` is set."""
+
+    def __init__(self, run_dir: Path, every_s: float = 1.0):
+        super().__init__(daemon=True)
+        self.run_dir, self.every_s, self.stop = run_dir, every_s, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.every_s):
+            try:
+                consolidate(self.run_dir)
+            except OSError:
+                pass
+
+
+def receiver_summary(results: dict, flow_id: int) -> dict:
+    """The media receiver's summary of its (first) run; ``{}`` when it has none (it returns a
+    list of runs, empty when no media reached it, or nothing at all when it died)."""
+    rx = results.get(f"rx:{flow_id}", {})
+    if isinstance(rx, list):
+        rx = rx[0] if rx else {}
+    return rx if isinstance(rx, dict) else {}
+
+
+def summarize(scenario: Scenario, seed: int, plan: RunPlan, outcome: BackendOutcome) -> dict:
+    """``run.json``'s ``run``: the plan with every part's answer, the link's counters, totals."""
+    results, counters = outcome.results, outcome.counters
+    media = []
+    for m in plan.media:
+        tx = results.get(f"tx:{m.flow_id}", {})
+        rx = receiver_summary(results, m.flow_id)
+        media.append({"flow_id": m.flow_id, "name": m.name, "sender_host": m.sender, "receiver_host": m.receiver,
+                      "start_s": m.start_s, "stop_s": m.stop_s, "seed": m.seed, "sender": tx, "receiver": rx})
+    cross = []
+    for c in plan.cross:
+        cross.append({"flow_id": c.flow_id, "name": c.name, "kind": c.kind, "server_host": c.server,
+                      "client_host": c.client, "start_s": c.start_s, "stop_s": c.stop_s, "seed": c.seed,
+                      "result": results.get(f"cross:{c.flow_id}", {}),
+                      **({"sink": results.get(f"sink:{c.flow_id}", {})} if c.transport == "udp" else {})})
+    servers = {k.split(":", 1)[1]: v for k, v in results.items() if k.startswith("server:")}
+    errors = [f"{k}: {v['error']}" for k, v in results.items() if isinstance(v, dict) and v.get("error")]
+    errors += [f"tx:{x['flow_id']}: status {x['sender'].get('status')}" for x in media
+               if x["sender"].get("status") not in (None, "completed")]
+    totals = {
+        "media_flows": len(plan.media),
+        "cross_flows": len(plan.cross),
+        "packets_sent": sum(int(x["sender"].get("packets", 0) or 0) for x in media),
+        "packets_received": sum(int(x["receiver"].get("received_packets", 0) or 0) for x in media),
+        "errors": errors,
+        # e.g. a response cut at a server's max_response_bytes: recorded, never silent
+        "warnings": [f"server:{h}: {w}" for h, v in servers.items() if isinstance(v, dict)
+                     for w in v.get("warnings", [])],
+        "link_drops": {d: counters.get(d, {}).get("drops") for d in ("a_to_b", "b_to_a")} if counters else None,
+    }
+    return {"scenario": scenario.name, "seed": seed, "started_unix_s": outcome.started_unix_s, "lead_s": LEAD_S,
+            "t0_monotonic_s": outcome.t0_monotonic_s,
+            "emulator_start_monotonic_s": outcome.link_start_monotonic_s, "duration_s": scenario.duration_s,
+            "hosts": plan.hosts, "media": media, "cross": cross, "cross_servers": servers,
+            "link_counters": counters, "totals": totals}
+
+
+def write_flows(run_dir: Path, plan: RunPlan, results: dict) -> None:
+    """``flows.parquet``: one row per media and cross-traffic flow (:data:`FLOWS_SCHEMA`)."""
+    rows: dict[str, list] = {n: [] for n in FLOWS_SCHEMA.names}
+
+    def add(**row) -> None:
+        for n in FLOWS_SCHEMA.names:
+            rows[n].append(row[n])
+
+    for m in plan.media:
+        tx = results.get(f"tx:{m.flow_id}", {})
+        rx = receiver_summary(results, m.flow_id)
+        elapsed = tx.get("elapsed_s") or 0.0
+        got = int(rx.get("received_bytes", 0) or 0)
+        add(flow_id=m.flow_id, name=m.name, kind="media", direction=m.flow.direction, transport=m.flow.transport,
+            start_s=m.start_s, packets_sent=int(tx.get("packets", 0) or 0),
+            packets_received=int(rx.get("received_packets", 0) or 0), bytes_received=got,
+            goodput_bps=got * 8 / elapsed if elapsed else 0.0,
+            status=tx.get("status") or ("error" if tx.get("error") else "unknown"))
+    for c in plan.cross:
+        r = results.get(f"cross:{c.flow_id}", {})
+        sink = results.get(f"sink:{c.flow_id}", {})
+        if c.transport == "udp":
+            got = int(sink.get("bytes", 0) or 0)
+            add(flow_id=c.flow_id, name=c.name, kind=c.kind, direction=c.cross.direction, transport="udp",
+                start_s=c.start_s, packets_sent=int(r.get("packets", 0) or 0),
+                packets_received=int(sink.get("packets", 0) or 0), bytes_received=got,
+                goodput_bps=got * 8 / max(c.stop_s - c.start_s, 1e-9),
+                status="error" if r.get("error") or sink.get("error") else "completed")
+        else:
+            got = int(r.get("bytes", 0) or 0)
+            add(flow_id=c.flow_id, name=c.name, kind=c.kind, direction=c.cross.direction, transport="tcp",
+                start_s=c.start_s, packets_sent=-1, packets_received=-1, bytes_received=got,
+                goodput_bps=float(r.get("goodput_bps") or got * 8 / max(c.stop_s - c.start_s, 1e-9)),
+                status="error" if r.get("error") else ("completed" if r.get("complete", True) else "incomplete"))
+    pq.write_table(pa.table(rows, schema=FLOWS_SCHEMA), run_dir / FLOWS_FILE)
+
+
+def tcp_stats(summary: dict) -> list[dict]:
+    """Per media connection: TCP_INFO at the end (run.json ``tcp_stats``, read by the metrics)."""
+    out = []
+    for m in summary["media"]:
+        for conn, info in enumerate(m["sender"].get("tcp_info_end") or []):
+            out.append({"flow_id": m["flow_id"], "connection": conn, **info})
+    return out
+
+
+def write_run_record(run_dir: Path, scenario: Scenario, seed: int, plan: RunPlan, outcome: BackendOutcome) -> dict:
+    """``flows.parquet`` and ``run.json`` (the summary, with ``failed`` naming the lost parts
+    of a failed run); returns the summary."""
+    from tcpdelay.records import read_run_metadata, write_run_metadata
+
+    summary = summarize(scenario, seed, plan, outcome)
+    if outcome.lost:
+        summary["failed"] = outcome.lost
+    write_flows(run_dir, plan, outcome.results)
+    meta = read_run_metadata(run_dir)
+    meta.update({"clock": "shared-monotonic", "clock_source": "CLOCK_MONOTONIC", "run": summary,
+                 "duration_s": scenario.duration_s, "tcp_stats": tcp_stats(summary)})
+    if plan.cross:  # the metrics' jitter filter takes its base delay from the 2 s before this
+        meta["cross_traffic_start_s"] = outcome.t0_monotonic_s + min(c.start_s for c in plan.cross)
+    write_run_metadata(run_dir, meta)
+    return summary
+
+
+def write_metrics(run_dir: Path, plan: RunPlan, totals: dict) -> dict:
+    """``metrics.json``, and each media flow's delay and loss into ``totals["flows"]``; a metric
+    that fails is ``totals["metrics_error"]`` (the measurement stands; the metrics can be redone).
+    Returns ``totals``."""
+    try:
+        from tcpdelay.metrics.summary import summarize_run
+
+        metrics = jsonable(summarize_run(run_dir))
+        write_json(run_dir / METRICS_FILE, metrics)
+        names = {m.flow_id: m.name for m in plan.media}
+        totals["flows"] = [
+            {"flow_id": f["flow_id"], "name": names.get(f["flow_id"]),
+             "delay_mean_s": f["delay"].get("mean_s"), "delay_std_s": f["delay"].get("std_s"),
+             "delay_p95_s": f["delay"].get("p95_s"), "loss_rate": f["packets"].get("loss_rate")}
+            for f in metrics.get("flows", [])]
+    except Exception as err:  # noqa: BLE001 - the measurement stands; the metrics can be redone
+        totals["metrics_error"] = f"{type(err).__name__}: {err}"
+    return totals
