@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tcpdelay.metrics import jitter_filter, quality
-from tcpdelay.metrics.packets import load_flows
+from tcpdelay.results.packets import load_flows
 from tcpdelay.records import read_run_metadata
 
 PACKETS_FILE = "audio-packets.parquet"

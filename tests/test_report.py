@@ -12,7 +12,8 @@ import pytest
 
 from tcpdelay.cli import main
 from tcpdelay.records import RecordWriter, write_run_metadata
-from tcpdelay.report.results import aggregate_cell, load_results, write_report
+from tcpdelay.report.results import write_report
+from tcpdelay.results import aggregate_cell, load_results
 
 
 def _run(run_dir, delays, *, lost=(), flow_name="voip", status="complete"):
@@ -123,7 +124,7 @@ def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys):
     metrics come out the same (up to the microsecond the times are stored at)."""
     import shutil
 
-    from tcpdelay.metrics.run_packets import PACKETS_FILE, read_run_packets, write_run_packets
+    from tcpdelay.results.packets import PACKETS_FILE, read_run_packets, write_run_packets
 
     run_dir = tmp_path / "r" / "seed-1"
     _run(run_dir, [0.05] * 90 + [0.25] * 10, lost={0, 7})
@@ -155,7 +156,7 @@ def test_runs_known_only_by_their_metrics(tmp_path):
     not pooled and says so."""
     import shutil
 
-    from tcpdelay.metrics.run_packets import write_delay_packets
+    from tcpdelay.results.packets import write_delay_packets
 
     out = tmp_path / "sweep"
     out.mkdir()
@@ -164,7 +165,7 @@ def test_runs_known_only_by_their_metrics(tmp_path):
     runs = [out / "cells" / "aaaaaaaaaaaa" / f"seed-{s}" for s in (1, 2)]
     _run(runs[0], [0.05] * 100)
     _run(runs[1], [0.15] * 100, lost={3})
-    from tcpdelay.metrics.summary import summarize_run
+    from tcpdelay.results.runs import summarize_run
 
     for rd in runs:
         (rd / "metrics.json").write_text(json.dumps(summarize_run(rd)))

@@ -17,7 +17,7 @@
    each flow's sender and receiver write into ``flows/<flow_id>/`` and the parts move into the
    dataset every second and at the end); at the end per-flow summaries (``flows.parquet``),
    the link emulator's counters and ``run.json``, and every applicable metric of
-   :func:`tcpdelay.metrics.summary.summarize_run` (``metrics.json``).
+   :func:`tcpdelay.results.runs.summarize_run` (``metrics.json``).
 
 A run that loses a part is failed (:class:`RunFailed`, naming the part): while waiting, the
 processes are looked at every :data:`WATCH_EVERY_S`; the emulator ending on its own, a process
@@ -413,7 +413,7 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
         raise RunFailed(lost)
     totals = summary["totals"]
     try:
-        from tcpdelay.metrics.summary import summarize_run
+        from tcpdelay.results.runs import summarize_run
 
         metrics = _plain(summarize_run(rd))
         _write_json(rd / METRICS_FILE, metrics)
