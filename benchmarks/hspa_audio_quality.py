@@ -32,7 +32,8 @@ from rich.console import Console
 from rich.table import Table
 
 from tcpdelay.metrics import jitter_filter, quality
-from tcpdelay.metrics.packets import load_flows
+from tcpdelay.results.layout import find_runs
+from tcpdelay.results.packets import load_flows
 from tcpdelay.records import read_run_metadata
 
 PACKETS_FILE = "audio-packets.parquet"
@@ -56,14 +57,14 @@ def collect(sweep_dir: Path) -> pa.Table:
     """The audio packets of every run (from the run directories' records when they are there,
     else from the committed ``audio-packets.parquet``)."""
     cached = sweep_dir / PACKETS_FILE
-    cells = json.loads((sweep_dir / "sweep.json").read_text())["cells"]
+    cells = find_runs(sweep_dir).cells
     rows: dict[str, list] = {k: [] for k in ("cell_id", "seed", "transport", "connections", "iw",
                                              "kind", "seq", "send_rel_s", "delay_s",
                                              "transfer_s", "transfer_complete")}
     found = 0
     for cell in cells:
-        ov = cell["overrides"]
-        for run in sorted((sweep_dir / "cells" / cell["id"]).glob("seed-*")):
+        ov = cell.entry["overrides"]
+        for run in cell.runs:
             if not (run / "received").is_dir() or not (run / "run.json").exists():
                 continue
             meta = read_run_metadata(run)
@@ -79,7 +80,7 @@ def collect(sweep_dir: Path) -> pa.Table:
                     if kind == "page_load" else np.ones(rel.size, bool))
             n = int(keep.sum())
             found += 1
-            rows["cell_id"] += [cell["id"]] * n
+            rows["cell_id"] += [cell.id] * n
             rows["seed"] += [int(run.name.split("-")[1])] * n
             rows["transport"] += [ov.get("flows[0].transport", "udp")] * n
             rows["connections"] += [int(ov.get("cross[0].connections", 1))] * n

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tcpdelay.metrics import summarize_run
+from tcpdelay.results.runs import summarize_run
 from tcpdelay.records import RECEIVED_SCHEMA, SENT_SCHEMA, write_run_metadata
 
 

@@ -6,7 +6,8 @@ import math
 import pytest
 
 from tcpdelay.cli import main
-from tcpdelay.metrics import MetricOptions, summarize_run
+from tcpdelay.metrics import MetricOptions
+from tcpdelay.results.runs import summarize_run
 from tcpdelay.records import RecordWriter, write_run_metadata
 
 

@@ -10,9 +10,8 @@ import pytest
 
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError
 from tcpdelay.experiments.scenario import parse_scenario
-from tcpdelay.experiments.sweep import (
-    COMPLETE, FAILED, _Lock, cell_id, default_jobs, expand, run_sweep, units,
-)
+from tcpdelay.experiments.sweep import _Lock, cell_id, default_jobs, expand, run_sweep, units
+from tcpdelay.results.layout import COMPLETE, FAILED
 
 SCENARIO = {
     "name": "t", "duration_s": 10, "repetitions": 2,
@@ -237,7 +236,7 @@ def test_a_complete_run_keeps_its_records_in_packets_parquet(tmp_path, log):
     a committed result keeps); a runner that writes no records gets none."""
     import numpy as np
 
-    from tcpdelay.metrics.run_packets import read_run_packets
+    from tcpdelay.results.packets import read_run_packets
 
     sc = scenario(sweep={"path.loss.p": [0.01]}, repetitions=2)
     run_sweep(sc, tmp_path / "rec", records_runner, progress=False)

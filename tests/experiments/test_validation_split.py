@@ -14,7 +14,8 @@ import pytest
 
 from tcpdelay.experiments.validation import evaluate_validation, recorded_path
 from tcpdelay.experiments.validation import texts
-from tcpdelay.report.results import CellData, RunData, _seed_dirs
+from tcpdelay.results import CellData, RunData
+from tcpdelay.results.layout import seed_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -23,7 +24,7 @@ PACKAGE = ROOT / "src" / "tcpdelay" / "experiments" / "validation"
 
 
 def _cell(sweep: Path, cell: dict) -> CellData:
-    runs = [RunData(None, d, "complete") for d in _seed_dirs(sweep / "cells" / cell["id"])]
+    runs = [RunData(None, d, "complete") for d in seed_dirs(sweep / "cells" / cell["id"])]
     return CellData(cell["id"], cell.get("label") or "-", dict(cell["overrides"]), runs)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.metrics.packets import load_flows
+from tcpdelay.results.packets import load_flows
 from tcpdelay.records import RecordWriter, write_run_metadata
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcpdelay.report.results import aggregate_cell, load_results, write_report
+from tcpdelay.report.results import write_report
+from tcpdelay.results import aggregate_cell, load_results
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def test_packets_file_reopens_a_run_without_its_records(tmp_path, capsys, make_r
     metrics come out the same (up to the microsecond the times are stored at)."""
     import shutil
 
-    from tcpdelay.metrics.run_packets import PACKETS_FILE, read_run_packets, write_run_packets
+    from tcpdelay.results.packets import PACKETS_FILE, read_run_packets, write_run_packets
 
     run_dir = tmp_path / "r" / "seed-1"
     make_run(run_dir, [0.05] * 90 + [0.25] * 10, lost={0, 7})
@@ -124,7 +125,7 @@ def test_runs_known_only_by_their_metrics(tmp_path, make_run):
     not pooled and says so."""
     import shutil
 
-    from tcpdelay.metrics.run_packets import write_delay_packets
+    from tcpdelay.results.packets import write_delay_packets
 
     out = tmp_path / "sweep"
     out.mkdir()
@@ -133,7 +134,7 @@ def test_runs_known_only_by_their_metrics(tmp_path, make_run):
     runs = [out / "cells" / "aaaaaaaaaaaa" / f"seed-{s}" for s in (1, 2)]
     make_run(runs[0], [0.05] * 100)
     make_run(runs[1], [0.15] * 100, lost={3})
-    from tcpdelay.metrics.summary import summarize_run
+    from tcpdelay.results.runs import summarize_run
 
     for rd in runs:
         (rd / "metrics.json").write_text(json.dumps(summarize_run(rd)))

@@ -11,7 +11,8 @@ from rich.table import Table
 from tcpdelay.cli.common import emit, fmt_s, json_option
 from tcpdelay.experiments.scenario import Scenario, load_scenario
 from tcpdelay.experiments.tiny import tiny_form
-from tcpdelay.experiments.sweep import COMPLETE, FAILED, SweepResult, default_jobs, expand, run_sweep, units
+from tcpdelay.experiments.sweep import SweepResult, default_jobs, expand, run_sweep, units
+from tcpdelay.results import markers
 
 
 def _default_out(path: str, scenario: Scenario) -> Path:
@@ -44,23 +45,22 @@ def _run_sweep(command: str, out: Path, scenario: Scenario, runner, *, jobs: int
 def _unit_rows(scenario: Scenario, out: Path, flat: bool, failed: list[dict] = ()) -> list[dict]:
     """One row per run: complete, failed (in this invocation, or by its failed.json) or missing.
     A run that failed now is "failed" even when its failed.json could not be written."""
-    import json
-
     rows = []
     failed_now = {f["run_dir"]: f for f in failed}
     cells = expand(scenario.model_copy(update={"sweep": {}}) if flat else scenario)
     for u in units(cells, out, flat=flat):
         row = {"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir)}
-        if (u.run_dir / COMPLETE).is_file():
+        marks = markers.read_status(u.run_dir)
+        if marks.status == "complete":
             row["status"] = "complete"
-            row["summary"] = json.loads((u.run_dir / COMPLETE).read_text()).get("summary", {})
+            row["summary"] = marks.summary
         elif str(u.run_dir) in failed_now:
             row["status"] = "failed"
             row["error"] = failed_now[str(u.run_dir)]["error"]
-            row["failed_marker"] = (u.run_dir / FAILED).is_file()
-        elif (u.run_dir / FAILED).is_file():
+            row["failed_marker"] = markers.is_failed(u.run_dir)
+        elif marks.status == "failed":
             row["status"] = "failed"
-            row["error"] = json.loads((u.run_dir / FAILED).read_text()).get("error")
+            row["error"] = marks.error
         else:
             row["status"] = "missing"
         rows.append(row)

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from tcpdelay.cli.common import NON_NEGATIVE, POSITIVE, DirPath, emit, fmt_bps, fmt_s, json_option
 from tcpdelay.metrics import emodel
-from tcpdelay.metrics.summary import DEFAULT_PLAYOUT_DELAYS_S, MetricOptions, summarize_run
+from tcpdelay.metrics.summary import DEFAULT_PLAYOUT_DELAYS_S, MetricOptions
+from tcpdelay.results.runs import summarize_run
 
 
 def _pct(x) -> str:

@@ -66,7 +66,7 @@ def measured_check_part(report, *, step: Callable[[str], None] | None = None,
     from tcpdelay.experiments.run import run_scenario
     from tcpdelay.experiments.sweep import run_sweep
     from tcpdelay.experiments.validation import TABLE_COLUMNS, compare, measured_points, table_rows, validation_scenario
-    from tcpdelay.report.results import load_results
+    from tcpdelay.results import load_results
 
     t0 = time.monotonic()
     points, failed = [], []

@@ -8,7 +8,7 @@
   (every second while the run goes, :class:`RecordMover`, and at the end);
 * ``flows.parquet``: one row per flow (:data:`FLOWS_SCHEMA`), and ``run.json``'s ``run`` summary,
   ``tcp_stats`` and clock (:func:`write_run_record`), at the end, also for a failed run;
-* ``metrics.json``: every applicable metric of :func:`tcpdelay.metrics.summary.summarize_run`
+* ``metrics.json``: every applicable metric of :func:`tcpdelay.results.runs.summarize_run`
   (:func:`write_metrics`), for a run that lost no part.
 """
 
@@ -28,10 +28,7 @@ from tcpdelay.experiments.plan import LEAD_S, RunPlan
 from tcpdelay.experiments.scenario import Scenario, dump_scenario
 from tcpdelay.jsonio import jsonable, write_json
 
-SCENARIO_FILE = "scenario.toml"
-FLOWS_FILE = "flows.parquet"
-METRICS_FILE = "metrics.json"
-ENVIRONMENT_FILE = "environment.json"
+from tcpdelay.results.layout import ENVIRONMENT_FILE, FLOWS_FILE, METRICS_FILE, SCENARIO_FILE
 
 FLOWS_SCHEMA = pa.schema([
     ("flow_id", pa.int32()),
@@ -213,7 +210,7 @@ def write_metrics(run_dir: Path, plan: RunPlan, totals: dict) -> dict:
     that fails is ``totals["metrics_error"]`` (the measurement stands; the metrics can be redone).
     Returns ``totals``."""
     try:
-        from tcpdelay.metrics.summary import summarize_run
+        from tcpdelay.results.runs import summarize_run
 
         metrics = jsonable(summarize_run(run_dir))
         write_json(run_dir / METRICS_FILE, metrics)

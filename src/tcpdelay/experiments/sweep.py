@@ -1,6 +1,6 @@
 """Sweeps: a scenario's parameter grid expanded into cells, each run once per seed, resumable.
 
-Layout of an output directory::
+Layout of an output directory (:mod:`tcpdelay.results.layout` names every file)::
 
     OUT/sweep.json                      the cells (id, overrides) and seeds, written first
     OUT/scenario.toml                   the scenario as given (with its [sweep])
@@ -28,7 +28,6 @@ measurement: :func:`default_jobs` is a quarter of the cores, at least one).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import fcntl
 import functools
 import hashlib
@@ -47,12 +46,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError
-from tcpdelay.experiments import failure_marker
 from tcpdelay.experiments.scenario import Scenario, cell_scenario, describe, dump_scenario, grid
-
-COMPLETE = "complete.json"
-FAILED = "failed.json"
-SWEEP_INDEX = "sweep.json"
+from tcpdelay.jsonio import write_json
+from tcpdelay.results import layout, markers
+from tcpdelay.results.packets import write_run_packets
+from tcpdelay.results.version import stamp
 
 #: A cell runner: runs ``scenario`` once with ``seed``, writing into ``run_dir`` (which exists
 #: and is empty), and returns a JSON-able summary. It must be a module-level function (it is
@@ -121,7 +119,7 @@ class Unit:
 
     @property
     def complete(self) -> bool:
-        return (self.run_dir / COMPLETE).is_file()
+        return markers.is_complete(self.run_dir)
 
 
 def expand(scenario: Scenario) -> list[Cell]:
@@ -146,7 +144,7 @@ def units(cells: Iterable[Cell], out_dir: str | os.PathLike, *, flat: bool = Fal
     cells = list(cells)
     if flat and len(cells) != 1:
         raise ParameterError(f"a flat layout holds one cell, not {len(cells)}")
-    return [Unit(cell=c, seed=s, run_dir=(out if flat else out / "cells" / c.id) / f"seed-{s}")
+    return [Unit(cell=c, seed=s, run_dir=layout.run_dir(out, s, None if flat else c.id))
             for c in cells for s in c.scenario.seed_list]
 
 
@@ -166,17 +164,6 @@ class SweepResult:
                 "wall_s": self.wall_s}
 
 
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()  # no half-written file left behind (e.g. the disk is full)
-        raise
-
-
 def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, cell_id_: str) -> dict:
     """Run one unit into a fresh ``run_dir``; ``complete.json`` is written last, only on success;
     on failure ``failed.json`` says why and the error is re-raised."""
@@ -187,30 +174,22 @@ def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, ce
     started = time.time()
     t0 = time.monotonic()
     try:
-        failure_marker.reserve(rd)  # room for failed.json, even if the run fills the disk
+        markers.reserve(rd)  # room for failed.json, even if the run fills the disk
         summary = runner(scenario, seed, rd)
-        _write_packets(rd)
-        record = {"cell_id": cell_id_, "seed": seed, "started_unix_s": started,
-                  "wall_s": time.monotonic() - t0, "summary": summary or {}}
-        _write_json(rd / COMPLETE, record)
+        # the records joined into packets.parquet before the run is marked complete (nothing
+        # when the runner wrote no records)
+        write_run_packets(rd)
+        record = markers.write_complete(rd, {"cell_id": cell_id_, "seed": seed, "started_unix_s": started,
+                                             "wall_s": time.monotonic() - t0, "summary": summary or {}})
     except BaseException as err:
         try:
-            failure_marker.write_failed(rd / FAILED, {
+            markers.write_failed(rd, {
                 "cell_id": cell_id_, "seed": seed, "error": f"{type(err).__name__}: {err}",
                 "traceback": traceback.format_exc()})
         except OSError as marker_err:  # the run's own error is the one reported
-            err.add_note(f"{FAILED} could not be written: {marker_err}")
+            err.add_note(f"{layout.FAILED} could not be written: {marker_err}")
         raise
-    failure_marker.release(rd)
     return record
-
-
-def _write_packets(run_dir: Path) -> None:
-    """The run's records joined into ``packets.parquet`` (:mod:`tcpdelay.metrics.run_packets`),
-    before the run is marked complete; nothing when the runner wrote no records."""
-    from tcpdelay.metrics.run_packets import write_run_packets
-
-    write_run_packets(run_dir)
 
 
 class _Lock:
@@ -237,20 +216,20 @@ class _Lock:
 def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell], *, flat: bool = False) -> None:
     """Write the sweep's index, the scenario and each cell's scenario (before any run)."""
     out = Path(out_dir)
-    (out / "scenario.toml").write_text(dump_scenario(scenario))
+    (out / layout.SCENARIO_FILE).write_text(dump_scenario(scenario))
     if flat:
         return
-    (out / "cells").mkdir(parents=True, exist_ok=True)
-    _write_json(out / SWEEP_INDEX, {
+    (out / layout.CELLS_DIR).mkdir(parents=True, exist_ok=True)
+    write_json(out / layout.SWEEP_INDEX, stamp({
         "name": scenario.name, "seeds": list(scenario.seed_list),
         "sweep": scenario.sweep,
         "cells": [{"id": c.id, "index": c.index, "overrides": c.overrides, "label": c.label} for c in cells],
-    })
+    }))
     for c in cells:
-        d = out / "cells" / c.id
+        d = layout.cell_dir(out, c.id)
         d.mkdir(exist_ok=True)
-        _write_json(d / "cell.json", {"id": c.id, "index": c.index, "overrides": c.overrides})
-        (d / "scenario.toml").write_text(dump_scenario(c.scenario))
+        write_json(d / layout.CELL_INDEX, {"id": c.id, "index": c.index, "overrides": c.overrides})
+        (d / layout.SCENARIO_FILE).write_text(dump_scenario(c.scenario))
 
 
 def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner, *, jobs: int = 1,

@@ -12,11 +12,11 @@ Modules (functions over arrays; each docstring names the paper and section it fo
 - :mod:`~tcpdelay.metrics.video`, :mod:`~tcpdelay.metrics.tcp_stats` — picture discards,
   playout-buffer underflows, TCP retransmissions (Watanabe et al.)
 - :mod:`~tcpdelay.metrics.emodel` — ITU-T G.107 E-model R and MOS
-- :mod:`~tcpdelay.metrics.summary` — all of them for a run directory
+- :mod:`~tcpdelay.metrics.summary` — all of them for a run's flows (for a run directory:
+  :func:`tcpdelay.results.runs.summarize_run`)
 """
 
-from tcpdelay.metrics.packets import FlowPackets, flows_from_tables, load_flows
-from tcpdelay.metrics.summary import MetricOptions, summarize_flows, summarize_run
+from tcpdelay.metrics.packets import FlowPackets, flows_from_tables
+from tcpdelay.metrics.summary import MetricOptions, summarize_flows
 
-__all__ = ["FlowPackets", "MetricOptions", "flows_from_tables", "load_flows", "summarize_flows",
-           "summarize_run"]
+__all__ = ["FlowPackets", "MetricOptions", "flows_from_tables", "summarize_flows"]

@@ -1,5 +1,6 @@
 """Per-flow packet tables: the ``sent`` and ``received`` records of a run joined by
-``(flow_id, seq)``.
+``(flow_id, seq)`` (:func:`flows_from_tables`, the one join; reading a run directory's records
+into it is :func:`tcpdelay.results.packets.load_flows`).
 
 Every metric module works on the arrays of a :class:`FlowPackets`. One row per packet the
 source produced, in sequence order: its size, send time, receive time (NaN if it never reached
@@ -24,15 +25,12 @@ synchronized clocks) and flagged ``delay_relative``.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.records import read_records, read_run_metadata
 
 
 @dataclass(frozen=True)
@@ -167,39 +165,3 @@ def flows_from_tables(sent: pa.Table, received: pa.Table, *, unsynchronized: boo
 
 def _with_offset(f: FlowPackets, offset: float) -> FlowPackets:
     return dataclasses.replace(f, clock_offset_s=offset)
-
-
-def load_flows(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None = None
-               ) -> tuple[list[FlowPackets], dict]:
-    """The flows of a recorded run and its ``run.json``.
-
-    ``sent_dir`` is the sender's directory when it differs from ``run_dir`` (runs across real
-    hosts); its ``run.json`` fills keys the receiver's lacks. Raises ParameterError when a
-    directory is missing or there are no records at all. Without record parts, the run's
-    ``packets.parquet`` (kind ``records``: what a committed run keeps) gives the flows.
-    """
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise ParameterError(f"results directory {str(run)!r} does not exist")
-    meta = read_run_metadata(run)
-    sent_from = run
-    if sent_dir is not None:
-        sent_from = Path(sent_dir)
-        if not sent_from.is_dir():
-            raise ParameterError(f"sender's results directory {str(sent_from)!r} does not exist")
-        meta = {**read_run_metadata(sent_from), **meta}
-    sent = read_records(sent_from, "sent")
-    received = read_records(run, "received")
-    if sent.num_rows == 0 and received.num_rows == 0 and sent_dir is None:
-        # a committed run: its records joined in packets.parquet (tcpdelay.metrics.run_packets)
-        from tcpdelay.metrics.run_packets import read_run_packets
-
-        stored = read_run_packets(run)
-        if stored is not None and stored.kind == "records":
-            return stored.flows, meta
-    if sent.num_rows == 0 and received.num_rows == 0:
-        raise ParameterError(f"{str(run)!r} has no packet records (expected sent/ and received/ "
-                             "Parquet parts written by tcpdelay send/recv)")
-    # anything but "unsynchronized" (e.g. "shared", "shared-monotonic") is one clock
-    clock = meta.get("clock", "shared")
-    return flows_from_tables(sent, received, unsynchronized=clock == "unsynchronized"), meta

@@ -1,4 +1,5 @@
-"""Every applicable metric of a recorded run, as one JSON-able dict (``tcpdelay metrics``).
+"""Every applicable metric of a recorded run's flows, as one JSON-able dict (``tcpdelay metrics``;
+the flows of a run directory: :func:`tcpdelay.results.runs.summarize_run`).
 
 Per flow: packet counts and loss, delay statistics, RFC 3550 jitter, late and miss fractions
 over a list of playout delays, RTPI / delayed packets rate / packet loss rate, goodput and TCP
@@ -18,7 +19,6 @@ otherwise), ``tcp_stats`` or ``sender.result.tcp_info_end`` (TCP retransmissions
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from tcpdelay.errors import ParameterError
 from tcpdelay.metrics import delay as dl
 from tcpdelay.metrics import emodel, fairness, jitter_filter, quality, rtpi, video
-from tcpdelay.metrics.packets import FlowPackets, load_flows
+from tcpdelay.metrics.packets import FlowPackets
 from tcpdelay.metrics.tcp_stats import retransmissions_by_flow, run_duration_s
 from tcpdelay.model import checks
 
@@ -193,14 +193,3 @@ def summarize_flows(flows: list[FlowPackets], meta: dict, opts: MetricOptions | 
                      "jain_index_goodput": fairness.jain_index(finite)
                      if len(finite) == len(goodputs) and finite else None},
     }
-
-
-def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None = None,
-                  opts: MetricOptions | None = None) -> dict:
-    """Metrics of the run in ``run_dir`` (``sent_dir``: the sender's records, when elsewhere)."""
-    flows, meta = load_flows(run_dir, sent_dir)
-    out = summarize_flows(flows, meta, opts)
-    out["results"] = str(run_dir)
-    if sent_dir is not None:
-        out["sent_results"] = str(sent_dir)
-    return out

@@ -1,361 +1,31 @@
 """Results of ``tcpdelay run`` / ``tcpdelay sweep`` as tables and plots (``tcpdelay report``).
 
-:func:`load_results` reads a results directory of any of three shapes (see
-docs/experiments/README.md, "Output"):
-
-- a *sweep* directory (``sweep.json``, ``cells/<id>/seed-<s>/``),
-- a *run* directory of ``tcpdelay run`` (``seed-<s>/`` run directories),
-- one run directory (``complete.json`` / ``failed.json`` / ``run.json`` / records).
-
-Every complete run with per-packet records (``sent/`` and ``received/`` as the run wrote them,
-or else the compact ``packets.parquet`` of :mod:`tcpdelay.metrics.run_packets`, the one that is
-committed) is measured again from them with :func:`tcpdelay.metrics.summary.summarize_flows`
-(the same numbers as its ``metrics.json``, plus the quality levels over time). A complete run
-measured before runs kept ``packets.parquet`` has its per-run figures from its ``metrics.json``
-and its packets' delays from a ``delays`` packets file where they survived
-(``RunData.packets``). A run that is not complete (interrupted, or failed: listed with its
-error) is left out.
-
-:func:`aggregate_cell` joins the repetitions of a cell per media flow: the delay statistics
-(mean, standard deviation, percentiles) and the late fractions over the *pooled* packets of every
-repetition — as Brosh et al. §5.1 average their ten five-minute runs — with the spread of the
-per-run means; loss over the pooled packets; the per-run figures that have no pooled form
-(E-model MOS, share of acceptable quality, RTPI, goodput, Jain's index) as the mean over the
-repetitions.
-
-:func:`build_report` adds the tables and figures to a :class:`tcpdelay.report.html.Report` and
-returns the same figures as plain data (the JSON of ``tcpdelay report --json``).
+The data side — reading a results directory (:func:`tcpdelay.results.load_results`) and joining
+the repetitions of a cell (:func:`tcpdelay.results.aggregate_cell`) — is :mod:`tcpdelay.results`;
+this module only draws and formats. :func:`build_report` adds the tables and figures to a
+:class:`tcpdelay.report.html.Report` and returns the same figures as plain data (the JSON of
+``tcpdelay report --json``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.metrics import delay as dl
-from tcpdelay.metrics.summary import MetricOptions
+from tcpdelay.results import (QUALITY_BIN_S, CellData, Results, aggregate_cell,
+                              aggregate_cell_cached, finite_mean, late_at, load_results)
+
+__all__ = ["CURVES_PER_FIGURE", "TABLE_PLAYOUT_DELAYS_S", "build_report", "cell_label", "write_report"]
 
 #: Playout delays (s) whose late fraction the tables show (all of them go into the JSON and plots).
 TABLE_PLAYOUT_DELAYS_S = (0.1, 0.2, 0.4)
-#: Playout delays (s) of the late-fraction plots and the JSON.
-PLOT_PLAYOUT_DELAYS_S = tuple(np.round(np.concatenate([np.arange(0.02, 0.2, 0.01),
-                                                         np.arange(0.2, 1.0, 0.05),
-                                                         np.arange(1.0, 5.01, 0.25)]), 4).tolist())
-#: Bin of the quality-over-time series (s).
-QUALITY_BIN_S = 0.5
 #: Curves per figure (more cells are drawn in several figures).
 CURVES_PER_FIGURE = 10
-
-COMPLETE = "complete.json"
-FAILED = "failed.json"
-
-
-@dataclass
-class FlowRun:
-    """One media flow of one run: its per-packet delays (NaN = not received) and metrics."""
-
-    flow_id: int
-    name: str
-    delay_s: np.ndarray | None
-    """None when the run's per-packet delays were never kept (its metrics are from metrics.json)."""
-    send_time_s: np.ndarray | None
-    dropped: np.ndarray | None
-    metrics: dict
-
-
-@dataclass
-class RunData:
-    seed: int | None
-    run_dir: Path
-    status: str
-    """complete | failed | incomplete (no complete.json: interrupted or still running)"""
-    error: str | None = None
-    flows: list[FlowRun] = field(default_factory=list)
-    jain_index: float | None = None
-    wall_s: float | None = None
-    packets: str = "none"
-    """Where the per-packet data came from: records (sent/ and received/, or packets.parquet of
-    kind records: metrics recomputed) | delays (a delays-only packets.parquet; metrics from
-    metrics.json) | none (metrics.json only)"""
-
-
-@dataclass
-class CellData:
-    id: str
-    label: str
-    overrides: dict
-    runs: list[RunData]
-
-
-@dataclass
-class Results:
-    path: Path
-    kind: str
-    """sweep | run (a tcpdelay run directory with seed-*/) | single (one run directory)"""
-    name: str
-    cells: list[CellData]
-
-
-def _seed_of(path: Path) -> int | None:
-    m = re.fullmatch(r"seed-(-?\d+)", path.name)
-    return int(m.group(1)) if m else None
-
-
-def _is_run_dir(path: Path) -> bool:
-    return any((path / n).exists() for n in (COMPLETE, FAILED, "run.json", "received", "sent"))
-
-
-def _seed_dirs(path: Path) -> list[Path]:
-    if not path.is_dir():
-        return []
-    dirs = [p for p in path.glob("seed-*") if p.is_dir() and _seed_of(p) is not None]
-    return sorted(dirs, key=lambda p: _seed_of(p))
-
-
-def load_results(path: str | os.PathLike, opts: MetricOptions | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> Results:
-    """Read every run under ``path`` (a sweep, a ``tcpdelay run`` directory or one run);
-    ``progress(done, total)`` is called after each run is read."""
-    root = Path(path)
-    if not root.exists():
-        raise ParameterError(f"RESULTS: {str(root)!r} does not exist")
-    if not root.is_dir():
-        raise ParameterError(f"RESULTS: {str(root)!r} is not a directory (give a run or sweep "
-                             "directory written by tcpdelay run / tcpdelay sweep)")
-    opts = opts or MetricOptions(series=True, series_bin_s=QUALITY_BIN_S)
-    index = root / "sweep.json"
-    # (id, label, overrides, run directories) per cell, then read the runs
-    if index.is_file():
-        try:
-            doc = json.loads(index.read_text())
-            plan = [(str(c["id"]), c.get("label") or "-", dict(c.get("overrides") or {}),
-                     _seed_dirs(root / "cells" / str(c["id"]))) for c in doc["cells"]]
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ParameterError(f"RESULTS: {str(index)!r} is not a sweep index ({err})") from None
-        kind, name = "sweep", str(doc.get("name") or root.name)
-    elif _seed_dirs(root):
-        plan = [("-", "-", {}, _seed_dirs(root))]
-        kind, name = "run", _scenario_name(root)
-    elif _is_run_dir(root):
-        plan = [("-", "-", {}, [root])]
-        kind, name = "single", _scenario_name(root)
-    else:
-        raise ParameterError(f"RESULTS: {str(root)!r} is neither a sweep directory (sweep.json), a run "
-                             "directory (seed-*/) nor one run (complete.json, records)")
-    total = sum(len(dirs) for *_, dirs in plan)
-    done = 0
-    cells = []
-    for cid, label, overrides, dirs in plan:
-        runs = []
-        for d in dirs:
-            runs.append(_load_run(d, opts))
-            done += 1
-            if progress is not None:
-                progress(done, total)
-        cells.append(CellData(cid, label, overrides, runs))
-    return Results(root, kind, name, cells)
-
-
-def _scenario_name(path: Path) -> str:
-    sc = path / "scenario.toml"
-    if sc.is_file():
-        import tomllib
-
-        try:
-            return str(tomllib.loads(sc.read_text()).get("name") or path.name)
-        except (OSError, ValueError):
-            pass
-    return path.name
-
-
-def _flow_names(run_dir: Path) -> dict[int, str]:
-    f = run_dir / "flows.parquet"
-    if not f.is_file():
-        return {}
-    import pyarrow.parquet as pq
-
-    try:
-        rows = pq.read_table(f).to_pylist()
-    except Exception:  # a damaged summary file only loses the names
-        return {}
-    return {int(r["flow_id"]): str(r["name"]) for r in rows if r.get("kind") in (None, "media")}
-
-
-def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
-    from tcpdelay.metrics.packets import load_flows
-    from tcpdelay.metrics.summary import summarize_flows
-    from tcpdelay.records import read_run_metadata
-    from tcpdelay.metrics.run_packets import read_run_packets
-
-    seed = _seed_of(run_dir)
-    status, error, wall = "incomplete", None, None
-    if (run_dir / COMPLETE).is_file():
-        status = "complete"
-        try:
-            wall = json.loads((run_dir / COMPLETE).read_text()).get("wall_s")
-        except (OSError, ValueError):
-            pass
-    elif (run_dir / FAILED).is_file():
-        status = "failed"
-        try:
-            error = json.loads((run_dir / FAILED).read_text()).get("error")
-        except (OSError, ValueError):
-            error = "failed.json unreadable"
-    run = RunData(seed, run_dir, status, error, wall_s=wall)
-    if status != "complete":
-        return run  # partial records of an interrupted or failed run are not a result
-    names = _flow_names(run_dir)
-    try:
-        if any((run_dir / k).is_dir() for k in ("sent", "received")):
-            flows, meta = load_flows(run_dir)  # the records as the run wrote them
-            run.packets = "records"
-        else:
-            stored = read_run_packets(run_dir)
-            if stored is not None and stored.kind == "records":
-                flows, meta = stored.flows, read_run_metadata(run_dir)
-                run.packets = "records"
-            else:
-                return _load_from_metrics(run, names, stored)
-    except ParameterError as err:
-        run.status, run.error = "failed", str(err)
-        return run
-    summary = summarize_flows(flows, meta, opts)
-    for fp, m in zip(flows, summary["flows"]):
-        run.flows.append(FlowRun(fp.flow_id, names.get(fp.flow_id, f"flow{fp.flow_id}"),
-                                 fp.delay_s, fp.send_time_s, fp.dropped, m))
-    run.jain_index = summary["fairness"]["jain_index_goodput"]
-    return run
-
-
-def _load_from_metrics(run: RunData, names: dict[int, str], stored) -> RunData:
-    """A complete run without per-packet records (measured before runs kept ``packets.parquet``):
-    its metrics from ``metrics.json``, its delays from a ``delays`` packets file when there is
-    one (else no per-packet delays: ``run.packets == "none"``)."""
-    delays = {f.flow_id: f for f in stored.flows} if stored is not None else {}
-    try:
-        metrics = json.loads((run.run_dir / "metrics.json").read_text())
-    except (OSError, ValueError):
-        metrics = None
-    if metrics is None and not delays:
-        run.status = "failed"
-        run.error = "complete, but neither per-packet records (sent/, received/, packets.parquet) nor metrics.json are there"
-        return run
-    if metrics is not None:
-        per_flow = {int(m["flow_id"]): m for m in metrics.get("flows", [])}  # media flows only
-        run.jain_index = (metrics.get("fairness") or {}).get("jain_index_goodput")
-    else:  # only the delays survive: the delay statistics and loss from them
-        per_flow = {fid: _metrics_from_delays(f.delay_s) for fid, f in delays.items()}
-    run.packets = "delays" if delays else "none"
-    for fid in sorted(set(per_flow) | set(delays)):
-        d = delays.get(fid)
-        m = per_flow.get(fid) or _metrics_from_delays(d.delay_s)
-        run.flows.append(FlowRun(fid, names.get(fid, f"flow{fid}"),
-                                 d.delay_s if d is not None else None,
-                                 d.send_time_s if d is not None else None,
-                                 np.zeros(d.delay_s.size, bool) if d is not None else None, m))
-    return run
-
-
-def _metrics_from_delays(delay_s: np.ndarray) -> dict:
-    """The per-run figures that per-packet delays alone give (the rest: None)."""
-    n = int(delay_s.size)
-    got = int(np.count_nonzero(np.isfinite(delay_s)))
-    return {"delay": dl.delay_stats(delay_s), "packets": {"loss_rate": (n - got) / n if n else None,
-                                                           "sent": n, "received": got},
-            "rtpi": {}, "goodput_bps": None, "tcp_retransmissions": None}
-
-
-def _mean(values) -> float | None:
-    v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
-    return float(np.mean(v)) if v else None
-
-
-def aggregate_cell(cell: CellData) -> list[dict]:
-    """Per media flow of ``cell``: its repetitions joined (see the module doc)."""
-    by_flow: dict[int, list[FlowRun]] = {}
-    for run in cell.runs:
-        if run.status == "complete":
-            for f in run.flows:
-                by_flow.setdefault(f.flow_id, []).append(f)
-    out = []
-    for fid in sorted(by_flow):
-        frs = by_flow[fid]
-        pooled = all(f.delay_s is not None for f in frs)
-        if pooled:
-            delays = np.concatenate([f.delay_s for f in frs]) if frs else np.zeros(0)
-            dropped = np.concatenate([f.dropped for f in frs]) if frs else np.zeros(0, bool)
-            on_wire = int(np.count_nonzero(~dropped))
-            received = int(np.count_nonzero(np.isfinite(delays)))
-            packets, loss = int(delays.size), (on_wire - received) / on_wire if on_wire else None
-            delay = dl.delay_stats(delays)
-            late = dl.late_fraction(delays, PLOT_PLAYOUT_DELAYS_S).tolist() if delays.size else None
-        else:  # a repetition without per-packet delays: its metrics.json figures, not pooled
-            delay, packets, received, loss, late = _unpooled(frs)
-        run_means = [f.metrics["delay"]["mean_s"] for f in frs if f.metrics["delay"]["mean_s"] is not None]
-        voice = [f.metrics for f in frs if "emodel" in f.metrics]
-        out.append({
-            "flow_id": fid,
-            "name": frs[0].name,
-            "runs": len(frs),
-            "pooled": pooled,
-            "packets": packets,
-            "received": received,
-            "loss_rate": loss,
-            "delay": delay,
-            "run_mean_delay_s": {"min": min(run_means) if run_means else None,
-                                 "max": max(run_means) if run_means else None,
-                                 "std": float(np.std(run_means)) if run_means else None},
-            "late": {"playout_delay_s": list(PLOT_PLAYOUT_DELAYS_S), "late_fraction": late},
-            "mos": _mean(v["emodel"]["best"]["mos"] for v in voice) if voice else None,
-            "acceptable_quality_fraction": _mean(v["quality"]["acceptable_fraction"] for v in voice)
-            if voice else None,
-            "rtpi": _mean(f.metrics["rtpi"].get("rtpi") for f in frs),
-            "goodput_bps": _mean(f.metrics["goodput_bps"] for f in frs),
-            "jitter_rfc3550_s": _mean(f.metrics.get("jitter_rfc3550_s") for f in frs),
-            "picture_discard_fraction": _discard_fraction(frs),
-            "tcp_retransmissions": sum(int(f.metrics["tcp_retransmissions"] or 0) for f in frs)
-            if any(f.metrics["tcp_retransmissions"] is not None for f in frs) else None,
-        })
-    return out
-
-
-def _discard_fraction(frs: list[FlowRun]) -> float | None:
-    """Share of the video frames discarded at playout, over every repetition (None: not video)."""
-    video = [f.metrics["video"] for f in frs if "video" in f.metrics]
-    frames = sum(v["frames"] for v in video)
-    return sum(v["picture_discards"] for v in video) / frames if frames else None
-
-
-def _unpooled(frs: list[FlowRun]) -> tuple[dict, int, int, float | None, None]:
-    """Delay statistics, packets, received and loss of repetitions known only by their per-run
-    metrics: one repetition's own figures; over several, each statistic's mean over the
-    repetitions (not the pooled packets' statistic; the report says which cells are so)."""
-    stats = [f.metrics["delay"] for f in frs]
-    delay = dict(stats[0]) if len(stats) == 1 else {
-        k: _mean(s.get(k) for s in stats) for k in stats[0] if k not in ("count", "relative_to_min")}
-    delay["count"] = sum(int(s.get("count") or 0) for s in stats)
-    pk = [f.metrics.get("packets") or {} for f in frs]
-    packets = sum(int(p.get("packets", p.get("sent")) or 0) for p in pk)
-    received = sum(int(p.get("received") or 0) for p in pk)
-    on_wire = sum(int(p.get("packets_on_wire", p.get("packets", p.get("sent"))) or 0) for p in pk)
-    return delay, packets, received, ((on_wire - received) / on_wire if on_wire else None), None
-
-
-def late_at(agg: dict, playout_s: float) -> float | None:
-    """The aggregated late fraction at one of :data:`PLOT_PLAYOUT_DELAYS_S`."""
-    lf = agg["late"]["late_fraction"]
-    if lf is None:
-        return None
-    i = int(np.argmin(np.abs(np.asarray(agg["late"]["playout_delay_s"]) - playout_s)))
-    return lf[i]
 
 
 def _ms(x: float | None) -> str:
@@ -415,7 +85,7 @@ def build_report(results: Results, report) -> dict:
     cell_rows = []
     for cell in results.cells:
         aggs = aggregate_cell(cell)
-        jain = _mean(r.jain_index for r in cell.runs if r.status == "complete")
+        jain = finite_mean(r.jain_index for r in cell.runs if r.status == "complete")
         cells_out.append({
             "id": cell.id, "label": cell.label, "overrides": cell.overrides,
             "runs": [{"seed": r.seed, "status": r.status, "run_dir": str(r.run_dir), "error": r.error,
@@ -524,13 +194,6 @@ _RUN_COLUMNS: list[tuple[str, str, Callable[[dict], object]]] = [
 
 def _shown_columns(columns: list, shown: tuple[str, ...]) -> list[tuple[str, Callable]]:
     return [(header, fn) for metric, header, fn in columns if metric in shown]
-
-
-def aggregate_cell_cached(cells_out: list[dict], cell: CellData) -> list[dict]:
-    for c in cells_out:
-        if c["id"] == cell.id and c["label"] == cell.label:
-            return c["flows"]
-    return aggregate_cell(cell)
 
 
 def _chunks(items: list, n: int) -> list[list]:

@@ -15,12 +15,9 @@ import numpy as np
 
 from tcpdelay.experiments.scenario import load_scenario
 from tcpdelay.experiments.validation.model_side import LATE_AT_S
-# The results' readers still live in report/ (issue 10 moves them to tcpdelay.results); these
-# import lines are the only place the validation takes anything from there.
-from tcpdelay.report.results import CellData, aggregate_cell, late_at, load_results
-
-#: The scenario a run or a sweep cell recorded (experiments/run.py, experiments/sweep.py).
-SCENARIO_FILE = "scenario.toml"
+from tcpdelay.results import CellData, aggregate_cell, late_at, load_results
+from tcpdelay.results.layout import RUN_METADATA, SCENARIO_FILE
+from tcpdelay.results.markers import read_status
 
 
 def recorded_path(cell: CellData, cell_dir: Path | None = None) -> tuple[float | None, float | None]:
@@ -48,7 +45,7 @@ def _run_extras(run_dir: Path) -> dict:
     """From a run's run.json: the realized data-segment drop ratio, TCP retransmissions and
     RTOs, and the emulator's worst lateness."""
     try:
-        meta = json.loads((run_dir / "run.json").read_text())
+        meta = json.loads((run_dir / RUN_METADATA).read_text())
     except (OSError, ValueError):
         return {}
     link = (meta.get("run") or {}).get("link_counters") or {}
@@ -108,7 +105,7 @@ def measured_points(results) -> list[dict]:
                 "emulator_lateness_p99_us": max((e.get("lateness_p99_us") or 0.0) for e in extras) if extras else None,
             }
             complete = [r for r in cell.runs if r.status == "complete"]
-            if len(complete) == 1 and not (complete[0].run_dir / "run.json").is_file():
+            if len(complete) == 1 and not (complete[0].run_dir / RUN_METADATA).is_file():
                 point["measured"].update(_recorded_counters(complete[0].run_dir))
         out.append(point)
     return out
@@ -123,10 +120,7 @@ def _recorded_counters(run_dir: Path) -> dict:
     """The counters of a run whose run.json was never kept (validate-wide's runs: only their
     delays and their point's counters survive): the ones recorded in its complete.json
     (``summary.measured``), so that recomputing the model does not lose them."""
-    try:
-        measured = (json.loads((run_dir / "complete.json").read_text()).get("summary") or {}).get("measured") or {}
-    except (OSError, ValueError):
-        return {}
+    measured = read_status(run_dir).summary.get("measured") or {}
     return {k: measured[k] for k in _COUNTERS if k in measured}
 
 

@@ -1,0 +1,71 @@
+"""Readers of one run directory's summary files: ``run.json`` (the run's parameters, clock,
+link counters and the sender's TCP statistics; :mod:`tcpdelay.records`), ``flows.parquet``
+(one row per flow), ``metrics.json``, and the run's metrics computed again from its packets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.metrics.summary import MetricOptions, summarize_flows
+from tcpdelay.records import read_run_metadata
+from tcpdelay.results.layout import FLOWS_FILE, METRICS_FILE, RUN_METADATA
+from tcpdelay.results.packets import load_flows
+
+__all__ = ["flow_rows", "media_flow_names", "read_metrics", "run_metadata", "summarize_run"]
+
+
+def run_metadata(run_dir: str | os.PathLike) -> dict:
+    """The run's ``run.json`` ({} when it has none)."""
+    return read_run_metadata(run_dir)
+
+
+def run_json(run_dir: str | os.PathLike) -> dict:
+    """The run's ``run.json``; raises ParameterError when it is missing or not JSON."""
+    path = Path(run_dir) / RUN_METADATA
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ParameterError(f"{str(path)!r} cannot be read ({err})") from None
+
+
+def flow_rows(run_dir: str | os.PathLike) -> list[dict]:
+    """The rows of the run's ``flows.parquet`` (``flow_id, name, kind, ...``)."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(Path(run_dir) / FLOWS_FILE).to_pylist()
+
+
+def media_flow_names(run_dir: str | os.PathLike) -> dict[int, str]:
+    """Flow id -> name of the run's media flows, from ``flows.parquet`` ({} without the file; a
+    damaged file only loses the names)."""
+    if not (Path(run_dir) / FLOWS_FILE).is_file():
+        return {}
+    try:
+        rows = flow_rows(run_dir)
+    except Exception:  # a damaged summary file only loses the names
+        return {}
+    return {int(r["flow_id"]): str(r["name"]) for r in rows if r.get("kind") in (None, "media")}
+
+
+def read_metrics(run_dir: str | os.PathLike) -> dict | None:
+    """The run's ``metrics.json`` (None when it is missing or unreadable)."""
+    try:
+        return json.loads((Path(run_dir) / METRICS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None = None,
+                  opts: MetricOptions | None = None) -> dict:
+    """Metrics of the run in ``run_dir`` (``sent_dir``: the sender's records, when elsewhere):
+    :func:`tcpdelay.metrics.summary.summarize_flows` over :func:`tcpdelay.results.packets.load_flows`."""
+    flows, meta = load_flows(run_dir, sent_dir)
+    out = summarize_flows(flows, meta, opts)
+    out["results"] = str(run_dir)
+    if sent_dir is not None:
+        out["sent_results"] = str(sent_dir)
+    return out
