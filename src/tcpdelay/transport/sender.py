@@ -110,6 +110,14 @@ class _Conn:
     def idle(self) -> bool:
         return not self.out and not self.dgrams
 
+    def enqueue(self, rtp: bytes) -> None:
+        """Append one RTP packet to the application queue (TCP: framed per RFC 4571)."""
+        if self.tcp:
+            self.out += framing.frame(rtp)
+        else:
+            self.dgrams.append(rtp)
+            self.dgram_bytes += len(rtp)
+
 
 def _connect_control(cfg: SenderConfig, deadline: float) -> socket.socket:
     """Connect, retrying while the receiver is not yet listening (ECONNREFUSED)."""
@@ -302,7 +310,7 @@ class _SendRun:
 
     def __init__(self, settings: _LoopSettings, source, conns: list[_Conn], ctl: socket.socket,
                  writer: RecordWriter | None, result: SenderResult):
-        self.s = settings
+        self.settings = settings
         self.source, self.conns, self.ctl, self.writer, self.result = source, conns, ctl, writer, result
         self.reader = control.ControlReader()
         cfg, rp = settings.cfg, settings.params
@@ -397,7 +405,7 @@ class _SendRun:
 
     def _emit(self, p, now: int) -> None:
         """One source packet, now: pick its connection, drop it or queue its pieces, record it."""
-        cfg, rp, result, writer = self.s.cfg, self.s.params, self.result, self.writer
+        cfg, rp, result, writer = self.settings.cfg, self.settings.params, self.result, self.writer
         bound_s = cfg.proactive_drop_delay_s
         v = self._views() if self.need_state else None
         ci = self.scheduler.pick(v)
@@ -430,11 +438,7 @@ class _SendRun:
                                            marker=bool(p.frame_last) and k == n - 1, seq=row["seq"],
                                            send_time_ns=now, piece=k, pieces=n, size_bytes=s)
                 self.rtp_seq += 1
-                if c.tcp:
-                    c.out += framing.frame(pkt)
-                else:
-                    c.dgrams.append(pkt)
-                    c.dgram_bytes += len(pkt)
+                c.enqueue(pkt)
             result.rtp_packets += n
             c.packets += 1
             result.per_connection_packets[ci] += 1
@@ -453,14 +457,10 @@ class _SendRun:
                 continue
             due = c.last_tx + self._ka_gap_ns(c)
             if due <= now:
-                ka = framing.encode_keepalive(flow_id=self.s.params.flow_id, rtp_seq=self.rtp_seq,
+                ka = framing.encode_keepalive(flow_id=self.settings.params.flow_id, rtp_seq=self.rtp_seq,
                                               rtp_timestamp=int((now - self.t0) * 9e-5))
                 self.rtp_seq += 1
-                if c.tcp:
-                    c.out += framing.frame(ka)
-                else:
-                    c.dgrams.append(ka)
-                    c.dgram_bytes += len(ka)
+                c.enqueue(ka)
                 c.last_tx = now
                 self.result.keepalive_packets += 1
                 self._flush(c)
@@ -495,8 +495,8 @@ class _SendRun:
     # -- the loop -----------------------------------------------------------------------------
 
     def _send(self) -> None:
-        cfg, rp, result, conns = self.s.cfg, self.s.params, self.result, self.conns
-        stop, on_progress, interval_s = self.s.stop, self.s.on_progress, self.s.interval_s
+        cfg, rp, result, conns = self.settings.cfg, self.settings.params, self.result, self.conns
+        stop, on_progress, interval_s = self.settings.stop, self.settings.on_progress, self.settings.interval_s
         sel = self.sel = selectors.DefaultSelector()
         self.ctl.setblocking(False)
         sel.register(self.ctl, selectors.EVENT_READ, None)
@@ -562,7 +562,7 @@ class _SendRun:
 
     def _end(self) -> None:
         """Step 5: close the media connections for writing, tell the receiver, read its summary."""
-        cfg, result, ctl = self.s.cfg, self.result, self.ctl
+        cfg, result, ctl = self.settings.cfg, self.result, self.ctl
         for c in self.conns:
             if c.tcp:
                 try:
