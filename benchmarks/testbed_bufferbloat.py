@@ -21,7 +21,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from tcpdelay.testbed import DirectionSpec, LinkSpec, TcpSettings, Testbed, TestbedSpec, bulk
+from tcpdelay.testbed import DirectionSpec, LinkSpec, TcpSettings, Testbed, TestbedSpec
+from tcpdelay.traffic import bulk_transfer
 
 RATE_BPS, QUEUE_PACKETS, ONE_WAY_S, MTU = 10e6, 100, 0.020, 1500
 
@@ -39,8 +40,8 @@ def main() -> int:
     Console(stderr=True).print(f"[dim]{a.duration_s:g} s bulk {a.cc} flow at 10 Mb/s ...[/dim]")
     with Testbed(spec) as tb:
         left, right = tb.hosts["left0"], tb.hosts["right0"]
-        rx = right.spawn(bulk.receive, 5001)
-        tx = left.call(bulk.send, right.address, 5001, duration_s=a.duration_s, congestion_control=a.cc,
+        rx = right.spawn(bulk_transfer.receive, 5001)
+        tx = left.call(bulk_transfer.send, right.address, 5001, duration_s=a.duration_s, congestion_control=a.cc,
                        timeout_s=a.duration_s + 60)
         got = rx.result(timeout_s=60)
         c = tb.link_counters()["a_to_b"]

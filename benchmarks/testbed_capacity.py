@@ -20,8 +20,9 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from tcpdelay.testbed import LinkSpec, TcpSettings, Testbed, TestbedSpec, bulk
+from tcpdelay.testbed import LinkSpec, TcpSettings, Testbed, TestbedSpec
 from tcpdelay.testbed.netns import process_cpu_s
+from tcpdelay.traffic import bulk_transfer
 
 BUF = (4096, 1 << 20, 64 << 20)
 
@@ -31,10 +32,10 @@ def measure(one_way_s: float, duration_s: float, flows: int) -> dict:
     spec = TestbedSpec.dumbbell(1, 1, link=LinkSpec.symmetric(delay_s=one_way_s), tcp=tcp)
     with Testbed(spec) as tb:
         left, right = tb.hosts["left0"], tb.hosts["right0"]
-        rxs = [right.spawn(bulk.receive, 5001 + i) for i in range(flows)]
+        rxs = [right.spawn(bulk_transfer.receive, 5001 + i) for i in range(flows)]
         time.sleep(0.1)
         cpu0, t0 = process_cpu_s(tb.emulator_pid), time.monotonic()
-        txs = [left.spawn(bulk.send, right.address, 5001 + i, duration_s=duration_s, congestion_control="cubic")
+        txs = [left.spawn(bulk_transfer.send, right.address, 5001 + i, duration_s=duration_s, congestion_control="cubic")
                for i in range(flows)]
         sent = [t.result(timeout_s=duration_s + 60) for t in txs]
         cpu1, t1 = process_cpu_s(tb.emulator_pid), time.monotonic()

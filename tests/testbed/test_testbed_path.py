@@ -13,8 +13,8 @@ from tcpdelay.testbed import (
     TcpSettings,
     Testbed,
     TestbedSpec,
-    bulk,
 )
+from tcpdelay.traffic import bulk_transfer
 from tcpdelay.testbed.netns import unavailable_reason
 from tcpdelay.transport import tcp_state
 
@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.testbed, pytest.mark.skipif(unavailable_reason() is no
 def test_tcp_across_a_20ms_path_sees_a_40ms_rtt():
     with Testbed(TestbedSpec(link=LinkSpec.symmetric(delay_s=0.020))) as tb:
         left, right = tb.hosts["left0"], tb.hosts["right0"]
-        rx = right.spawn(bulk.receive, 5001)
-        tx = left.call(bulk.send, right.address, 5001, size_bytes=4_000_000, timeout_s=30)
+        rx = right.spawn(bulk_transfer.receive, 5001)
+        tx = left.call(bulk_transfer.send, right.address, 5001, size_bytes=4_000_000, timeout_s=30)
         got = rx.result(timeout_s=30)
         assert got["bytes"] == tx["bytes"] == 4_000_000
         info = tx["tcp_info"]
@@ -44,8 +44,8 @@ def test_lossy_path_shows_retransmissions():
     link = LinkSpec(a_to_b=DirectionSpec(delay_s=0.005, loss=BernoulliLoss(p=0.02)), b_to_a=DirectionSpec(delay_s=0.005))
     with Testbed(TestbedSpec(link=link, seed=3)) as tb:
         left, right = tb.hosts["left0"], tb.hosts["right0"]
-        rx = right.spawn(bulk.receive, 5001)
-        tx = left.call(bulk.send, right.address, 5001, size_bytes=3_000_000, timeout_s=60)
+        rx = right.spawn(bulk_transfer.receive, 5001)
+        tx = left.call(bulk_transfer.send, right.address, 5001, size_bytes=3_000_000, timeout_s=60)
         assert rx.result(timeout_s=60)["bytes"] == 3_000_000  # TCP repaired every loss
         lost = tb.link_counters()["a_to_b"]["drops"]["loss"]
         assert lost > 0
@@ -53,7 +53,7 @@ def test_lossy_path_shows_retransmissions():
 
 
 def _fresh_connection_state(dst, port, cc=None):
-    s = bulk.connect(dst, port, congestion_control=cc)
+    s = bulk_transfer.connect(dst, port, congestion_control=cc)
     info = tcp_state.tcp_info(s)
     out = (tcp_state.congestion_control(s), info.cwnd_segments)
     s.close()
@@ -92,8 +92,8 @@ def test_dumbbell_flows_share_one_bottleneck_and_sockets_live_in_hosts():
     link = LinkSpec(a_to_b=DirectionSpec(delay_s=0.005, rate_bps=20e6, queue_packets=200),
                     b_to_a=DirectionSpec(delay_s=0.005))
     with Testbed(TestbedSpec.dumbbell(2, 2, link=link)) as tb:
-        rxs = [tb.hosts[f"right{i}"].spawn(bulk.receive, 6000 + i) for i in range(2)]
-        txs = [tb.hosts[f"left{i}"].spawn(bulk.send, tb.hosts[f"right{i}"].address, 6000 + i, duration_s=2.0)
+        rxs = [tb.hosts[f"right{i}"].spawn(bulk_transfer.receive, 6000 + i) for i in range(2)]
+        txs = [tb.hosts[f"left{i}"].spawn(bulk_transfer.send, tb.hosts[f"right{i}"].address, 6000 + i, duration_s=2.0)
                for i in range(2)]
         results = [t.result(timeout_s=30) for t in txs]
         goodputs = [r.result(timeout_s=30)["goodput_bps"] for r in rxs]
@@ -166,8 +166,8 @@ def test_mahimahi_trace_sets_the_rate_and_a_byte_queue_bounds_the_backlog(tmp_pa
     link = LinkSpec(a_to_b=DirectionSpec(delay_s=0.005, trace_file=str(trace), queue_bytes=60_000),
                     b_to_a=DirectionSpec(delay_s=0.005))
     with Testbed(TestbedSpec(link=link)) as tb:
-        rx = tb.hosts["right0"].spawn(bulk.receive, 5003)
-        tx = tb.hosts["left0"].call(bulk.send, tb.hosts["right0"].address, 5003, duration_s=2.5,
+        rx = tb.hosts["right0"].spawn(bulk_transfer.receive, 5003)
+        tx = tb.hosts["left0"].call(bulk_transfer.send, tb.hosts["right0"].address, 5003, duration_s=2.5,
                                     congestion_control="cubic")  # loss-based: fills the queue
         assert rx.result(timeout_s=30)["bytes"] == tx["bytes"]
         c = tb.link_counters()["a_to_b"]

@@ -6,7 +6,7 @@ import pytest
 from tcpdelay.errors import ParameterError
 from tcpdelay.traffic import (
     CbrSource, Mpeg4TesSource, Packet, Source, VideoTraceSource, VoipOnOffSource,
-    source_from_profile,
+    build_source,
 )
 
 
@@ -70,11 +70,11 @@ def test_voip_is_deterministic_for_a_seed():
 
 
 def test_profiles_give_cbr_sources_without_the_framing_prefix():
-    voip = source_from_profile("voip")
+    voip = build_source("voip")
     # profile size 174 B includes the 2-byte RFC 4571 prefix: the RTP packet is 172 B
     assert (voip.packet_bytes, voip.interval_s) == (172, 0.02)
-    assert (source_from_profile("video-low").packet_bytes, source_from_profile("video-low").interval_s) == (1446, 0.03)
-    talk = source_from_profile("voip-low", on_off=True)
+    assert (build_source("video-low").packet_bytes, build_source("video-low").interval_s) == (1446, 0.03)
+    talk = build_source("voip-low", on_off=True)
     assert isinstance(talk, VoipOnOffSource) and talk.interval_s == 0.03
 
 
@@ -82,10 +82,43 @@ def test_profiles_give_cbr_sources_without_the_framing_prefix():
     lambda: CbrSource(31, 0.02),  # below the transport's 32-byte RTP + media header
     lambda: CbrSource(100, 0.0),
     lambda: VoipOnOffSource(mean_on_s=-1),
-    lambda: source_from_profile("nope"),
-    lambda: source_from_profile("video", on_off=True),
+    lambda: build_source("nope"),
+    lambda: build_source("video", on_off=True),
     lambda: list(CbrSource(100, 0.02).packets(float("inf"))),
 ])
 def test_bad_parameters_raise_parameter_error(bad):
     with pytest.raises(ParameterError):
         bad()
+
+
+def test_every_profile_of_the_table_builds_its_kind(tmp_path):
+    from tcpdelay.model.delay.profiles import PROFILES as MODEL_PROFILES
+    from tcpdelay.profiles import DELAY_MODEL_PROFILES, KINDS, PROFILES
+    from tcpdelay.traffic.sources import BUILDERS
+    from tcpdelay.traffic.video_trace import write_trace
+
+    assert set(BUILDERS) == set(KINDS) and {p.kind for p in PROFILES.values()} <= set(KINDS)
+    assert tuple(MODEL_PROFILES) == DELAY_MODEL_PROFILES     # the model adds criteria, by name
+    trace = tmp_path / "t.txt"
+    write_trace(trace, "IPB", [3000, 1000, 500])
+    extra = {"mpeg4-tes": {"rate_bps": 5e5}, "video-trace": {"trace": str(trace)}}
+    for name, prof in PROFILES.items():
+        src = build_source(name, **extra.get(prof.kind, {}))
+        assert src.name == name
+        if prof.size_bytes is not None:
+            assert (src.packet_bytes, src.interval_s) == (prof.size_bytes - 2, prof.interval_s)
+    assert build_source(None, size_bytes=302, interval_s=0.01) == CbrSource(300, 0.01)
+    assert build_source("voip", interval_s=0.03) == CbrSource(172, 0.03, name="voip")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: build_source("voip", rate_bps=1e5), "profile 'voip' (cbr) takes no rate_bps"),
+    (lambda: build_source("mpeg4-tes", rate_bps=1e5, on_off=True), "(mpeg4-tes) takes no on_off"),
+    (lambda: build_source("mpeg4-tes"), "profile 'mpeg4-tes' needs rate_bps"),
+    (lambda: build_source("video-trace"), "profile 'video-trace' needs trace"),
+    (lambda: build_source(None, size_bytes=174), "give a profile, or size_bytes and interval_s"),
+    (lambda: build_source("voip2"), "profile: 'voip2' is not one of voip, voip-low, "),
+])
+def test_the_builder_refuses_what_a_profile_does_not_take(call, message):
+    with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call()

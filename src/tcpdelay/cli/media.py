@@ -20,6 +20,7 @@ import numpy as np
 
 from tcpdelay.cli.common import POSITIVE, emit, fmt_s, json_option, key_value_table
 from tcpdelay.errors import ParameterError
+from tcpdelay.profiles import DELAY_MODEL_PROFILES
 
 TRANSPORT_CHOICE = click.Choice(["tcp", "udp"])
 
@@ -84,22 +85,23 @@ def delay_summary(run_dir: str | Path, clock_kind: str) -> dict:
 
 def _source(profile: str, silences: bool, mpeg4_rate_bps: float | None, video_trace: str | None,
             fps: float | None):
-    from tcpdelay import traffic
+    """The flags as a profile of :mod:`tcpdelay.profiles` (--mpeg4-rate-bps: mpeg4-tes,
+    --video-trace: video-trace, else --profile), built by :func:`tcpdelay.traffic.build_source`."""
+    from tcpdelay.traffic import build_source
 
-    chosen = sum(x is not None for x in (mpeg4_rate_bps, video_trace))
-    if chosen > 1:
+    if mpeg4_rate_bps is not None and video_trace is not None:
         raise ParameterError("choose one of --mpeg4-rate-bps and --video-trace")
     if mpeg4_rate_bps is not None:
-        return traffic.Mpeg4TesSource(mpeg4_rate_bps, **({"fps": fps} if fps else {}))
+        return build_source("mpeg4-tes", rate_bps=mpeg4_rate_bps, fps=fps)
     if video_trace is not None:
-        return traffic.VideoTraceSource(video_trace, **({"fps": fps} if fps else {}))
-    return traffic.source_from_profile(profile, on_off=silences)
+        return build_source("video-trace", trace=video_trace, fps=fps)
+    return build_source(profile, on_off=silences)
 
 
 @click.command("send")
 @click.option("--to", "to", required=True, metavar="HOST:PORT", help="The receiver (tcpdelay recv --listen).")
 @click.option("--profile", default="voip", show_default=True,
-              type=click.Choice(["voip", "voip-low", "ivideo", "ivideo-low", "video", "video-low"]),
+              type=click.Choice(list(DELAY_MODEL_PROFILES)),
               help="CBR profile of the delay model (packet size and interval).")
 @click.option("--silences", is_flag=True, help="VoIP talk spurts and silences (exponential on/off, 1.0 s / 1.35 s).")
 @click.option("--mpeg4-rate-bps", type=POSITIVE, default=None, help="MPEG-4 TES video of this mean rate instead of a profile.")

@@ -194,16 +194,7 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
 
 def media_source(flow: Flow):
     """The :mod:`tcpdelay.traffic` source of a media flow."""
-    from tcpdelay.traffic import CbrSource, Mpeg4TesSource, VideoTraceSource, VoipOnOffSource
-    from tcpdelay.traffic.profiles import RFC4571_PREFIX_BYTES
+    from tcpdelay.traffic.sources import build_source
 
-    p = flow.profile
-    if p == "mpeg4-tes":
-        return Mpeg4TesSource(mean_rate_bps=flow.rate_bps)
-    if p == "video-trace":
-        return VideoTraceSource(trace_file=flow.trace)
-    size, interval = flow.cbr
-    packet = size - RFC4571_PREFIX_BYTES   # profile sizes count the 2-byte RFC 4571 prefix
-    if p == "voip-onoff":
-        return VoipOnOffSource(packet_bytes=packet, interval_s=interval)
-    return CbrSource(packet, interval, name=p or "cbr")
+    return build_source(flow.profile, size_bytes=flow.packet_size_bytes, interval_s=flow.interval_s,
+                        rate_bps=flow.rate_bps, trace=flow.trace)

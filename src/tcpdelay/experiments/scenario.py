@@ -31,22 +31,14 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.traffic.profiles import PROFILES as _TRAFFIC_PROFILES
+from tcpdelay.profiles import PROFILES as MEDIA_PROFILES
 
 # --------------------------------------------------------------------------- vocabularies
 
-#: Media profiles. The constant-bit-rate ones are the sources of Brosh et al. §5
-#: (:data:`tcpdelay.traffic.profiles.PROFILES`: size including the 12-byte RTP header and the
-#: 2-byte RFC 4571 framing, 20 or 30 ms packetization): VoIP 64 / 42 kb/s, interactive video
-#: 284 / 187 kb/s, live video 573 / 378 kb/s; ``audio-16k`` is the 16 kb/s audio of the HSPA audio study
-#: experiments (40-byte payload + RTP every 20 ms); ``voip-onoff`` is VoIP with exponential talk
-#: spurts and silences; ``mpeg4-tes`` the MPEG-4 TES video model (needs ``rate_bps``);
-#: ``video-trace`` a frame-size trace (needs ``trace``).
-CBR_PROFILES: dict[str, tuple[int, float]] = {
-    **{name: (p.size_bytes, p.interval_s) for name, p in _TRAFFIC_PROFILES.items()},
-    "audio-16k": (54, 0.020),
-}
-PROFILES: tuple[str, ...] = (*CBR_PROFILES, "voip-onoff", "mpeg4-tes", "video-trace")
+#: Media profile names: the table of :data:`tcpdelay.profiles.PROFILES` (the CBR sources of
+#: Brosh et al. §5, ``audio-16k`` of the HSPA audio study, ``voip-onoff`` with talk spurts,
+#: ``mpeg4-tes`` (needs ``rate_bps``) and ``video-trace`` (needs ``trace``)).
+PROFILES: tuple[str, ...] = tuple(MEDIA_PROFILES)
 
 #: TCP presets (the testbed's :data:`tcpdelay.testbed.spec.PRESETS`): the paper-era stack and
 #: today's Linux defaults.
@@ -313,10 +305,10 @@ class Flow(_Strict):
         """(packet size in bytes, interval in seconds) for CBR and on/off VoIP sources."""
         if self.profile is None:
             return (self.packet_size_bytes, self.interval_s)
-        if self.profile in CBR_PROFILES or self.profile == "voip-onoff":
-            size, interval = CBR_PROFILES.get(self.profile, CBR_PROFILES["voip"])
-            return (self.packet_size_bytes or size, self.interval_s or interval)
-        return None
+        prof = MEDIA_PROFILES[self.profile]
+        if prof.size_bytes is None:         # video: the frames set sizes and times
+            return None
+        return (self.packet_size_bytes or prof.size_bytes, self.interval_s or prof.interval_s)
 
 
 # --------------------------------------------------------------------------- cross traffic

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks
 
 DEFAULT_PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 

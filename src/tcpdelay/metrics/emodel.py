@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks
 from tcpdelay.traffic.source import RTP_HEADER_BYTES
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks
 
 ON_TIME, PURE_LOSS, DELAYED_LOSS = 0, 1, 2
 BASE_WINDOW_S = 2.0

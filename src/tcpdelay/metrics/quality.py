@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tcpdelay.model import checks
+from tcpdelay import checks
 
 LEVELS = (0, 1, 2, 3, 4, 5)
 #: Upper bounds (seconds of stream lost) of levels 2, 3, 4; longer periods are level 5.

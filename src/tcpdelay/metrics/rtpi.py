@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tcpdelay.model import checks
+from tcpdelay import checks
 
 DEFAULT_THRESHOLD_S = 0.100
 

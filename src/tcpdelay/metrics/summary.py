@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
 from tcpdelay.metrics import delay as dl
 from tcpdelay.metrics import emodel, fairness, jitter_filter, quality, rtpi, video
 from tcpdelay.metrics.packets import FlowPackets
 from tcpdelay.metrics.tcp_stats import retransmissions_by_flow, run_duration_s
-from tcpdelay.model import checks
 
 DEFAULT_PLAYOUT_DELAYS_S = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
 

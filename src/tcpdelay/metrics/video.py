@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks
 
 DEFAULT_STARTUP_DELAY_S = 1.0
 

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks
 
 DEFAULT_SYN_TIMEOUT_S = 1.0
 """Initial SYN retransmission timeout T_s (RFC 6298 §2.1; Linux ``TCP_TIMEOUT_INIT``)."""

@@ -22,8 +22,9 @@ import math
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks, handshake, latency_distribution as ld
+from tcpdelay.model import handshake, latency_distribution as ld
 from tcpdelay.model import throughput as tp
 from tcpdelay.model import transfer as tr
 

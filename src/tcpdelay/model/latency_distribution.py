@@ -39,8 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks, handshake
+from tcpdelay.model import handshake
 from tcpdelay.model import throughput as tp
 from tcpdelay.model import transfer as tr
 

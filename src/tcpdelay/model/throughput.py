@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tcpdelay.model import checks
+from tcpdelay import checks
 
 
 LINUX_RTO_MIN_S = 0.2

@@ -48,8 +48,8 @@ import math
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.model import checks
 from tcpdelay.model import throughput as tp
 
 DEFAULT_INIT_WINDOW = 10

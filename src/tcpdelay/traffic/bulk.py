@@ -4,6 +4,7 @@ The long-lived FTP flows of Brosh et al. §5.3 (unlimited, for the whole run) an
 software-update download of the HSPA audio study ("Audio+Bulk", starting 10-12 s into the call) are both
 :func:`client` calls against a :func:`server` on the sending side. The congestion control is
 any the kernel offers (reno, cubic, bbr here), set on the server's socket for this response.
+(A measured transfer that probes a path, for tests and benchmarks: :mod:`.bulk_transfer`.)
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from tcpdelay.traffic.source import Packet, check_duration, check_packet_bytes, check_positive
+from tcpdelay import checks
+from tcpdelay.traffic.source import Packet, check_packet_bytes
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class CbrSource:
 
     def __post_init__(self) -> None:
         check_packet_bytes("packet_bytes", self.packet_bytes)
-        check_positive("interval_s", self.interval_s)
+        checks.positive_float("interval_s", self.interval_s)
 
     @property
     def nominal_interval_s(self) -> float:
@@ -32,7 +33,7 @@ class CbrSource:
     def packets(self, duration_s: float, seed: int = 0) -> Iterator[Packet]:
         """The schedule is deterministic; ``seed`` is accepted for the interface and unused.
         Times are ``k * interval_s`` (computed by multiplication, so no drift accumulates)."""
-        duration = check_duration(duration_s)
+        duration = checks.non_negative_float("duration_s", duration_s)
         k = 0
         while (t := k * self.interval_s) < duration:
             yield Packet(t, self.packet_bytes)

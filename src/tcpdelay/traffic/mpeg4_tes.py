@@ -36,10 +36,9 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.traffic.source import (
-    Packet, check_duration, check_packet_bytes, check_positive, split_frame,
-)
+from tcpdelay.traffic.source import Packet, check_packet_bytes, split_frame
 
 
 @dataclass(frozen=True)
@@ -54,8 +53,8 @@ class TesFrameModel:
     """h of the TES+ innovation Uniform[-h, h], 0 < h <= 0.5; smaller = more correlated."""
 
     def __post_init__(self) -> None:
-        check_positive("relative_mean", self.relative_mean)
-        check_positive("cv", self.cv)
+        checks.positive_float("relative_mean", self.relative_mean)
+        checks.positive_float("cv", self.cv)
         if not 0 < self.innovation_half_width <= 0.5:
             raise ParameterError(f"innovation_half_width: {self.innovation_half_width!r} must be "
                                  "in (0, 0.5]")
@@ -117,8 +116,8 @@ class Mpeg4TesSource:
     name: str = "mpeg4-tes"
 
     def __post_init__(self) -> None:
-        check_positive("mean_rate_bps", self.mean_rate_bps)
-        check_positive("fps", self.fps)
+        checks.positive_float("mean_rate_bps", self.mean_rate_bps)
+        checks.positive_float("fps", self.fps)
         check_packet_bytes("max_packet_bytes", self.max_packet_bytes)
         if not 0 < self.stitching < 1:
             raise ParameterError(f"stitching: {self.stitching!r} must be in (0, 1)")
@@ -161,7 +160,7 @@ class Mpeg4TesSource:
         return types, sizes
 
     def packets(self, duration_s: float, seed: int = 0) -> Iterator[Packet]:
-        duration = check_duration(duration_s)
+        duration = checks.non_negative_float("duration_s", duration_s)
         n_frames = math.ceil(duration * self.fps)
         types, sizes = self.frames(n_frames, seed)
         for k in range(n_frames):

@@ -50,32 +50,12 @@ class Source(Protocol):
         ...
 
 
-def check_duration(duration_s: float) -> float:
-    try:
-        d = float(duration_s)
-    except (TypeError, ValueError):
-        raise ParameterError(f"duration_s: {duration_s!r} is not a number") from None
-    if not (d >= 0 and d < float("inf")):
-        raise ParameterError(f"duration_s: {duration_s!r} must be >= 0 and finite")
-    return d
-
-
 def check_packet_bytes(name: str, value: int, *, minimum: int = MIN_PACKET_BYTES) -> int:
     if isinstance(value, bool) or int(value) != value or value < minimum or value > 65535:
         raise ParameterError(
             f"{name}: {value!r} must be an integer in [{minimum}, 65535] (bytes incl. the "
             f"{RTP_HEADER_BYTES}-byte RTP header)")
     return int(value)
-
-
-def check_positive(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name}: {value!r} is not a number") from None
-    if not (v > 0 and v < float("inf")):
-        raise ParameterError(f"{name}: {value!r} must be positive and finite")
-    return v
 
 
 def split_frame(frame_bytes: int, max_packet_bytes: int) -> list[int]:

@@ -36,10 +36,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
-from tcpdelay.traffic.source import (
-    Packet, check_duration, check_packet_bytes, check_positive, split_frame,
-)
+from tcpdelay.traffic.source import Packet, check_packet_bytes, split_frame
 
 FRAME_TYPES = ("I", "P", "B")
 _SPLIT = re.compile(r"[\s,]+")
@@ -127,7 +126,7 @@ class VideoTraceSource:
     frame_bytes: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_positive("fps", self.fps)
+        checks.positive_float("fps", self.fps)
         check_packet_bytes("max_packet_bytes", self.max_packet_bytes)
         types, sizes = parse_trace(self.trace_file, type_column=self.type_column,
                                    size_column=self.size_column, size_unit=self.size_unit)
@@ -144,7 +143,7 @@ class VideoTraceSource:
         return float(self.frame_bytes.mean()) * 8 * self.fps
 
     def packets(self, duration_s: float, seed: int = 0) -> Iterator[Packet]:
-        duration = check_duration(duration_s)
+        duration = checks.non_negative_float("duration_s", duration_s)
         n = len(self.frame_bytes)
         start = int(np.random.default_rng(seed).integers(n)) if self.random_start else 0
         k = 0

@@ -12,7 +12,8 @@ from typing import Iterator
 
 import numpy as np
 
-from tcpdelay.traffic.source import Packet, check_duration, check_packet_bytes, check_positive
+from tcpdelay import checks
+from tcpdelay.traffic.source import Packet, check_packet_bytes
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,9 @@ class VoipOnOffSource:
 
     def __post_init__(self) -> None:
         check_packet_bytes("packet_bytes", self.packet_bytes)
-        check_positive("interval_s", self.interval_s)
-        check_positive("mean_on_s", self.mean_on_s)
-        check_positive("mean_off_s", self.mean_off_s)
+        checks.positive_float("interval_s", self.interval_s)
+        checks.positive_float("mean_on_s", self.mean_on_s)
+        checks.positive_float("mean_off_s", self.mean_off_s)
 
     @property
     def nominal_interval_s(self) -> float:
@@ -45,7 +46,7 @@ class VoipOnOffSource:
     def periods(self, duration_s: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Start times and lengths of the talk spurts that begin before ``duration_s`` (the
         silence after spurt i is ``starts[i+1] - starts[i] - lengths[i]``)."""
-        duration = check_duration(duration_s)
+        duration = checks.non_negative_float("duration_s", duration_s)
         rng = np.random.default_rng(seed)
         starts, lengths = [], []
         t = 0.0
@@ -58,7 +59,7 @@ class VoipOnOffSource:
         return np.asarray(starts), np.asarray(lengths)
 
     def packets(self, duration_s: float, seed: int = 0) -> Iterator[Packet]:
-        duration = check_duration(duration_s)
+        duration = checks.non_negative_float("duration_s", duration_s)
         starts, lengths = self.periods(duration, seed)
         for t0, on in zip(starts, lengths):
             n = max(1, int(np.ceil(on / self.interval_s)))

@@ -43,7 +43,7 @@ from tcpdelay import timing
 from tcpdelay.errors import ParameterError, TcpdelayError
 from tcpdelay.records import RecordWriter
 from tcpdelay.transport import clock, control, framing
-from tcpdelay.transport.config import SenderConfig
+from tcpdelay.transport.config import RunParams, SenderConfig
 from tcpdelay.transport.runmeta import update_run_metadata
 from tcpdelay.transport.scheduler import CA_OPEN, ConnectionView, make_scheduler
 from tcpdelay.transport.sockopts import apply_buffers, apply_congestion, apply_tcp, read_back
@@ -109,6 +109,14 @@ class _Conn:
 
     def idle(self) -> bool:
         return not self.out and not self.dgrams
+
+    def enqueue(self, rtp: bytes) -> None:
+        """Append one RTP packet to the application queue (TCP: framed per RFC 4571)."""
+        if self.tcp:
+            self.out += framing.frame(rtp)
+        else:
+            self.dgrams.append(rtp)
+            self.dgram_bytes += len(rtp)
 
 
 def _connect_control(cfg: SenderConfig, deadline: float) -> socket.socket:
@@ -225,7 +233,8 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
         if run_dir is not None:
             update_run_metadata(run_dir, common, "sender", meta)
             writer = RecordWriter(run_dir, "sent", writer_id=f"sender-{run_id}")
-        _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on_progress)
+        _SendRun(_LoopSettings(cfg, rp, interval_s, stop, on_progress), source, conns, ctl, writer,
+                 result).run()
     except KeyboardInterrupt:
         result.status = "interrupted"
     finally:
@@ -278,47 +287,70 @@ def _late_abort(ctl: socket.socket, reader: control.ControlReader, timeout_s: fl
     return None
 
 
-def _send_loop(cfg, rp, source, conns, ctl, writer, result, interval_s, stop, on_progress):
-    reader = control.ControlReader()
-    try:
-        _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop, on_progress)
-    finally:
-        if result.status in ("connection-lost", "receiver-disconnected"):
-            msg = _late_abort(ctl, reader, 2.0)
-            if msg is not None:
-                _receiver_failed(result, msg)
+@dataclass(frozen=True)
+class _LoopSettings:
+    """What a sending loop is told and never changes: the sender's configuration, the run's
+    parameters (as sent in the hello), the source's nominal packet interval (s; the keep-alive
+    silence threshold and its lower bound on the keep-alive gap, Brosh et al. §8.2) and the
+    caller's hooks."""
+    cfg: SenderConfig
+    params: RunParams
+    interval_s: float
+    stop: threading.Event | None = None
+    on_progress: Callable[[dict], None] | None = None
 
 
-def _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop, on_progress):
-    sel = selectors.DefaultSelector()
-    ctl.setblocking(False)
-    sel.register(ctl, selectors.EVENT_READ, None)
-    writing: set[int] = set()
-    tcp = rp.transport == "tcp"
-    scheduler = make_scheduler(cfg.scheduler if tcp and len(conns) > 1 else "blind", len(conns))
-    need_state = tcp and (scheduler.needs_state or cfg.proactive_drop_delay_s is not None)
-    rtp_seq = 0
-    ka_rtt_ns = int(cfg.keepalive_rtt_s * 1e9)
-    bound_s = cfg.proactive_drop_delay_s
+class _SendRun:
+    """The sending side of one run once it is connected: steps 3-5 of the module docstring.
 
-    packets = iter(source.packets(rp.duration_s, cfg.seed))
-    nxt = next(packets, None)
-    t0 = clock.now_ns()
-    last_media_ns = t0
-    next_progress = t0
-    seq = 0
-    state = "sending"            # sending -> draining -> done
-    drain_deadline = None
+    The settings (:class:`_LoopSettings`) are fixed; the rest is the loop's state: the source's
+    next packet, the sequence numbers, the selector and which connections wait to be writable.
+    Counters go into ``result`` (:class:`SenderResult`), records into ``writer``.
+    """
 
-    def want_write(c: _Conn, on: bool) -> None:
-        if on and c.index not in writing:
-            sel.register(c.sock, selectors.EVENT_WRITE, c)
-            writing.add(c.index)
-        elif not on and c.index in writing:
-            sel.unregister(c.sock)
-            writing.discard(c.index)
+    def __init__(self, settings: _LoopSettings, source, conns: list[_Conn], ctl: socket.socket,
+                 writer: RecordWriter | None, result: SenderResult):
+        self.settings = settings
+        self.source, self.conns, self.ctl, self.writer, self.result = source, conns, ctl, writer, result
+        self.reader = control.ControlReader()
+        cfg, rp = settings.cfg, settings.params
+        tcp = rp.transport == "tcp"
+        self.scheduler = make_scheduler(cfg.scheduler if tcp and len(conns) > 1 else "blind", len(conns))
+        self.need_state = tcp and (self.scheduler.needs_state or cfg.proactive_drop_delay_s is not None)
+        self.ka_rtt_ns = int(cfg.keepalive_rtt_s * 1e9)
+        self.min_ka_ns = int(settings.interval_s * 1e9)
+        self.sel: selectors.BaseSelector | None = None
+        self.writing: set[int] = set()      # indices of the connections registered for EVENT_WRITE
+        self.rtp_seq = 0
+        self.seq = 0
+        self.t0 = 0
+        self.last_media_ns = 0
 
-    def flush(c: _Conn) -> None:
+    def run(self) -> None:
+        """Send, then (if the run got that far) end it; a broken run still looks for the
+        receiver's abort, which says why."""
+        result = self.result
+        try:
+            self._send()
+        finally:
+            if result.status in ("connection-lost", "receiver-disconnected"):
+                msg = _late_abort(self.ctl, self.reader, 2.0)
+                if msg is not None:
+                    _receiver_failed(result, msg)
+
+    # -- sockets ------------------------------------------------------------------------------
+
+    def _want_write(self, c: _Conn, on: bool) -> None:
+        if on and c.index not in self.writing:
+            self.sel.register(c.sock, selectors.EVENT_WRITE, c)
+            self.writing.add(c.index)
+        elif not on and c.index in self.writing:
+            self.sel.unregister(c.sock)
+            self.writing.discard(c.index)
+
+    def _flush(self, c: _Conn) -> None:
+        """Hand the connection's application queue to its socket as far as it takes it."""
+        result = self.result
         try:
             if c.tcp:
                 while c.out:
@@ -337,23 +369,21 @@ def _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop,
                 c.dgram_bytes -= len(c.dgrams.popleft())
             else:
                 raise
-        want_write(c, not c.idle())
+        self._want_write(c, not c.idle())
 
-    min_ka_ns = int(interval_s * 1e9)
-
-    def ka_gap_ns(c: _Conn) -> int:
+    def _ka_gap_ns(self, c: _Conn) -> int:
         """RTT/3, but never more often than the media packets themselves."""
-        rtt = ka_rtt_ns
+        rtt = self.ka_rtt_ns
         if c.tcp:
             try:
-                rtt = tcp_info_raw(c.sock)["rtt_us"] * 1000 or ka_rtt_ns
+                rtt = tcp_info_raw(c.sock)["rtt_us"] * 1000 or self.ka_rtt_ns
             except OSError:
                 pass
-        return max(rtt // 3, min_ka_ns)
+        return max(rtt // 3, self.min_ka_ns)
 
-    def views():
+    def _views(self) -> list[ConnectionView]:
         out = []
-        for c in conns:
+        for c in self.conns:
             try:
                 ca = tcp_info_raw(c.sock)["ca_state"]
                 unsent = unsent_bytes(c.sock)
@@ -362,33 +392,39 @@ def _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop,
             out.append(ConnectionView(c.index, unsent + c.queued_bytes(), ca))
         return out
 
-    def implied_delay_s(c: _Conn, unsent: int) -> float:
+    @staticmethod
+    def _implied_delay_s(c: _Conn, unsent: int) -> float:
+        """Seconds the connection's unsent bytes take to drain at cwnd*MSS per RTT."""
         r = tcp_info_raw(c.sock)
         if not r["rtt_us"] or not r["snd_cwnd"]:
             return 0.0
         rate = r["snd_cwnd"] * r["snd_mss"] / (r["rtt_us"] / 1e6)   # bytes/s the window drains
         return unsent / rate
 
-    def emit(p, now: int) -> None:
-        nonlocal rtp_seq, seq, last_media_ns
-        v = views() if need_state else None
-        ci = scheduler.pick(v)
-        c = conns[ci]
+    # -- packets ------------------------------------------------------------------------------
+
+    def _emit(self, p, now: int) -> None:
+        """One source packet, now: pick its connection, drop it or queue its pieces, record it."""
+        cfg, rp, result, writer = self.settings.cfg, self.settings.params, self.result, self.writer
+        bound_s = cfg.proactive_drop_delay_s
+        v = self._views() if self.need_state else None
+        ci = self.scheduler.pick(v)
+        c = self.conns[ci]
         dropped = False
         size = int(p.size_bytes)
         if bound_s is not None:
             unsent = v[ci].unsent_bytes
-            dropped = unsent > 0 and implied_delay_s(c, unsent) > bound_s
+            dropped = unsent > 0 and self._implied_delay_s(c, unsent) > bound_s
             if dropped:
                 result.dropped_packets += 1
         if not dropped and c.queued_bytes() + size > cfg.max_queue_bytes:
             dropped = True
             result.queue_full_packets += 1
-        row = dict(flow_id=rp.flow_id, connection=-1 if dropped else ci, seq=seq, size_bytes=size,
+        row = dict(flow_id=rp.flow_id, connection=-1 if dropped else ci, seq=self.seq, size_bytes=size,
                    send_time_s=now / 1e9, frame_id=int(p.frame_id), frame_type=str(p.frame_type),
                    frame_last=bool(p.frame_last), dropped=dropped)
         result.packets += 1
-        seq += 1
+        self.seq += 1
         if dropped:
             if writer is not None:
                 writer.append(**row)
@@ -398,135 +434,160 @@ def _send(cfg, rp, source, conns, ctl, reader, writer, result, interval_s, stop,
             sizes = framing.split_sizes(size, n) if n > 1 else [size]
             ts = int(p.at_s * framing.RTP_CLOCK_HZ)
             for k, s in enumerate(sizes):
-                pkt = framing.encode_media(flow_id=rp.flow_id, rtp_seq=rtp_seq, rtp_timestamp=ts,
+                pkt = framing.encode_media(flow_id=rp.flow_id, rtp_seq=self.rtp_seq, rtp_timestamp=ts,
                                            marker=bool(p.frame_last) and k == n - 1, seq=row["seq"],
                                            send_time_ns=now, piece=k, pieces=n, size_bytes=s)
-                rtp_seq += 1
-                if c.tcp:
-                    c.out += framing.frame(pkt)
-                else:
-                    c.dgrams.append(pkt)
-                    c.dgram_bytes += len(pkt)
+                self.rtp_seq += 1
+                c.enqueue(pkt)
             result.rtp_packets += n
             c.packets += 1
             result.per_connection_packets[ci] += 1
             c.last_tx = now
-            last_media_ns = now
-            flush(c)
+            self.last_media_ns = now
+            self._flush(c)
         finally:     # the record is written after the packet is handed to the socket
             if writer is not None:
                 writer.append(**row)
 
-    try:
-        while True:
-            now = clock.now_ns()
-            if stop is not None and stop.is_set():
-                result.status = "interrupted"
-                break
-            while nxt is not None and t0 + int(nxt.at_s * 1e9) <= now:
-                emit(nxt, now)
-                nxt = next(packets, None)
-            if state == "sending" and nxt is None:
-                state = "draining"
-                drain_deadline = now + int(cfg.drain_timeout_s * 1e9)
-            if state == "draining":
-                if all(c.idle() for c in conns):
-                    break
-                if now >= drain_deadline:
-                    result.status = "drain-timeout"
-                    break
-            wake = [] if nxt is None else [t0 + int(nxt.at_s * 1e9)]
-            if state == "draining":
-                wake.append(drain_deadline)
-            if cfg.keepalive and state == "sending" and now - last_media_ns > _SILENCE_FACTOR * interval_s * 1e9:
-                for c in conns:
-                    if not c.idle():
-                        continue
-                    due = c.last_tx + ka_gap_ns(c)
-                    if due <= now:
-                        ka = framing.encode_keepalive(flow_id=rp.flow_id, rtp_seq=rtp_seq,
-                                                      rtp_timestamp=int((now - t0) * 9e-5))
-                        rtp_seq += 1
-                        if c.tcp:
-                            c.out += framing.frame(ka)
-                        else:
-                            c.dgrams.append(ka)
-                            c.dgram_bytes += len(ka)
-                        c.last_tx = now
-                        result.keepalive_packets += 1
-                        flush(c)
-                        due = now + ka_gap_ns(c)
-                    wake.append(due)
-            elif cfg.keepalive and state == "sending":
-                wake.append(last_media_ns + int(_SILENCE_FACTOR * interval_s * 1e9) + 1)
-            if on_progress is not None and now >= next_progress:
-                on_progress({"elapsed_s": (now - t0) / 1e9, "duration_s": rp.duration_s,
-                             "packets": result.packets, "dropped_packets": result.dropped_packets,
-                             "queued_bytes": sum(c.queued_bytes() for c in conns)})
-                next_progress = now + int(_PROGRESS_EVERY_S * 1e9)
-                wake.append(next_progress)
-            if stop is not None:
-                wake.append(now + 100_000_000)
-            timeout = max(0.0, (min(wake) - clock.now_ns()) / 1e9) if wake else 1.0
-            for key, _ in sel.select(timeout):
-                if key.data is None:           # control: the receiver only speaks when asked
-                    try:
-                        data = ctl.recv(4096)
-                    except _BLOCKED:
-                        continue
-                    except OSError:
-                        data = b""
-                    if not data:
-                        result.status = "receiver-disconnected"
-                        return
-                    try:
-                        msgs = reader.feed(data)
-                    except control.ControlError as err:
-                        result.error = f"control: {err}"
-                        msgs = []
-                    for msg, _ in msgs:
-                        if msg.get("type") == "abort":
-                            _receiver_failed(result, msg)
-                            return
-                        result.error = f"unexpected control message {msg.get('type')!r} from the receiver"
-                else:
-                    flush(key.data)
-    except (ConnectionResetError, BrokenPipeError, ConnectionAbortedError) as err:
-        result.status = "connection-lost"
-        result.error = str(err)
-        return
-    finally:
-        result.elapsed_s = (clock.now_ns() - t0) / 1e9
-        result.queued_bytes_at_end = sum(c.queued_bytes() for c in conns)
-        sel.close()
-    if result.status != "completed" and result.status != "drain-timeout":
-        return
-    # 5. close the media connections for writing, tell the receiver, read its summary
-    for c in conns:
-        if c.tcp:
-            try:
-                c.sock.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-    ctl.setblocking(True)
-    try:
-        control.send(ctl, {"type": "end", "packets": result.packets,
-                           "dropped_packets": result.dropped_packets,
-                           "rtp_packets": result.rtp_packets,
-                           "keepalive_packets": result.keepalive_packets},
-                     pad_to=control.REQUEST_PAD_BYTES)
-        # the receiver answers once it has read everything; after a drain timeout it may never
-        summary, _ = control.recv(ctl, 2.0 if result.status == "drain-timeout"
-                                  else cfg.drain_timeout_s + 5.0)
-        if summary.get("type") == "summary":
-            result.receiver = {k: v for k, v in summary.items() if k != "type"}
-        elif summary.get("type") == "abort":
-            _receiver_failed(result, summary)
-        else:
-            result.error = f"receiver answered 'end' with {summary.get('type')!r}"
-    except (control.ControlError, OSError) as err:
-        result.error = f"no summary from the receiver: {err}"
-        if isinstance(err, OSError):        # the receiver may have aborted and closed
-            msg = _late_abort(ctl, reader, 2.0)
-            if msg is not None:
+    def _keepalives(self, now: int, wake: list[int]) -> None:
+        """The source is silent: a keep-alive on every idle connection whose gap is due
+        (Brosh et al. §8.2); each connection's next due time goes into ``wake``."""
+        for c in self.conns:
+            if not c.idle():
+                continue
+            due = c.last_tx + self._ka_gap_ns(c)
+            if due <= now:
+                ka = framing.encode_keepalive(flow_id=self.settings.params.flow_id, rtp_seq=self.rtp_seq,
+                                              rtp_timestamp=int((now - self.t0) * 9e-5))
+                self.rtp_seq += 1
+                c.enqueue(ka)
+                c.last_tx = now
+                self.result.keepalive_packets += 1
+                self._flush(c)
+                due = now + self._ka_gap_ns(c)
+            wake.append(due)
+
+    def _read_ctl(self) -> bool:
+        """The control connection is readable (the receiver only speaks when asked, or to
+        abort). False: the run is over (the receiver left or aborted)."""
+        result = self.result
+        try:
+            data = self.ctl.recv(4096)
+        except _BLOCKED:
+            return True
+        except OSError:
+            data = b""
+        if not data:
+            result.status = "receiver-disconnected"
+            return False
+        try:
+            msgs = self.reader.feed(data)
+        except control.ControlError as err:
+            result.error = f"control: {err}"
+            msgs = []
+        for msg, _ in msgs:
+            if msg.get("type") == "abort":
                 _receiver_failed(result, msg)
+                return False
+            result.error = f"unexpected control message {msg.get('type')!r} from the receiver"
+        return True
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def _send(self) -> None:
+        cfg, rp, result, conns = self.settings.cfg, self.settings.params, self.result, self.conns
+        stop, on_progress, interval_s = self.settings.stop, self.settings.on_progress, self.settings.interval_s
+        sel = self.sel = selectors.DefaultSelector()
+        self.ctl.setblocking(False)
+        sel.register(self.ctl, selectors.EVENT_READ, None)
+        packets = iter(self.source.packets(rp.duration_s, cfg.seed))
+        nxt = next(packets, None)
+        t0 = self.t0 = clock.now_ns()
+        self.last_media_ns = t0
+        next_progress = t0
+        state = "sending"            # sending -> draining -> done
+        drain_deadline = None
+        try:
+            while True:
+                now = clock.now_ns()
+                if stop is not None and stop.is_set():
+                    result.status = "interrupted"
+                    break
+                while nxt is not None and t0 + int(nxt.at_s * 1e9) <= now:
+                    self._emit(nxt, now)
+                    nxt = next(packets, None)
+                if state == "sending" and nxt is None:
+                    state = "draining"
+                    drain_deadline = now + int(cfg.drain_timeout_s * 1e9)
+                if state == "draining":
+                    if all(c.idle() for c in conns):
+                        break
+                    if now >= drain_deadline:
+                        result.status = "drain-timeout"
+                        break
+                wake = [] if nxt is None else [t0 + int(nxt.at_s * 1e9)]
+                if state == "draining":
+                    wake.append(drain_deadline)
+                if cfg.keepalive and state == "sending" \
+                        and now - self.last_media_ns > _SILENCE_FACTOR * interval_s * 1e9:
+                    self._keepalives(now, wake)
+                elif cfg.keepalive and state == "sending":
+                    wake.append(self.last_media_ns + int(_SILENCE_FACTOR * interval_s * 1e9) + 1)
+                if on_progress is not None and now >= next_progress:
+                    on_progress({"elapsed_s": (now - t0) / 1e9, "duration_s": rp.duration_s,
+                                 "packets": result.packets, "dropped_packets": result.dropped_packets,
+                                 "queued_bytes": sum(c.queued_bytes() for c in conns)})
+                    next_progress = now + int(_PROGRESS_EVERY_S * 1e9)
+                    wake.append(next_progress)
+                if stop is not None:
+                    wake.append(now + 100_000_000)
+                timeout = max(0.0, (min(wake) - clock.now_ns()) / 1e9) if wake else 1.0
+                for key, _ in sel.select(timeout):
+                    if key.data is None:
+                        if not self._read_ctl():
+                            return
+                    else:
+                        self._flush(key.data)
+        except (ConnectionResetError, BrokenPipeError, ConnectionAbortedError) as err:
+            result.status = "connection-lost"
+            result.error = str(err)
+            return
+        finally:
+            result.elapsed_s = (clock.now_ns() - t0) / 1e9
+            result.queued_bytes_at_end = sum(c.queued_bytes() for c in conns)
+            sel.close()
+        if result.status != "completed" and result.status != "drain-timeout":
+            return
+        self._end()
+
+    def _end(self) -> None:
+        """Step 5: close the media connections for writing, tell the receiver, read its summary."""
+        cfg, result, ctl = self.settings.cfg, self.result, self.ctl
+        for c in self.conns:
+            if c.tcp:
+                try:
+                    c.sock.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+        ctl.setblocking(True)
+        try:
+            control.send(ctl, {"type": "end", "packets": result.packets,
+                               "dropped_packets": result.dropped_packets,
+                               "rtp_packets": result.rtp_packets,
+                               "keepalive_packets": result.keepalive_packets},
+                         pad_to=control.REQUEST_PAD_BYTES)
+            # the receiver answers once it has read everything; after a drain timeout it may never
+            summary, _ = control.recv(ctl, 2.0 if result.status == "drain-timeout"
+                                      else cfg.drain_timeout_s + 5.0)
+            if summary.get("type") == "summary":
+                result.receiver = {k: v for k, v in summary.items() if k != "type"}
+            elif summary.get("type") == "abort":
+                _receiver_failed(result, summary)
+            else:
+                result.error = f"receiver answered 'end' with {summary.get('type')!r}"
+        except (control.ControlError, OSError) as err:
+            result.error = f"no summary from the receiver: {err}"
+            if isinstance(err, OSError):        # the receiver may have aborted and closed
+                msg = _late_abort(ctl, self.reader, 2.0)
+                if msg is not None:
+                    _receiver_failed(result, msg)

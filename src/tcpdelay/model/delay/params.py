@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from tcpdelay import checks
 from tcpdelay.errors import ParameterError
 from tcpdelay.model.throughput import default_t0_s
 
@@ -26,16 +27,6 @@ MAX_ONE_WAY_S = 1e6
 """The largest one-way delay taken (11.6 days); beyond it the delay moments overflow."""
 MAX_BACKOFF_STAGE = 6
 """Timeout back-off stages l = 1..6 (Table 2); the back-off time is capped at 64·T0 (eq 5)."""
-
-
-def _check_positive(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name}: {value!r} is not a number") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise ParameterError(f"{name}: {value!r} must be positive and finite")
-    return v
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -129,10 +120,10 @@ class DelayParams:
     max_states: int = 1_500_000
 
     def __post_init__(self) -> None:
-        f = _check_positive("rate_pps", self.rate_pps)
-        a = _check_positive("packet_bytes", self.packet_bytes)
-        rtt = _check_positive("rtt_s", self.rtt_s)
-        mss = _check_positive("mss_bytes", self.mss_bytes)
+        f = checks.positive_float("rate_pps", self.rate_pps)
+        a = checks.positive_float("packet_bytes", self.packet_bytes)
+        rtt = checks.positive_float("rtt_s", self.rtt_s)
+        mss = checks.positive_float("mss_bytes", self.mss_bytes)
         try:
             p = float(self.loss)
         except (TypeError, ValueError):
@@ -146,7 +137,7 @@ class DelayParams:
         one_way = rtt / 2 if self.one_way_s is None else float(self.one_way_s)
         if not (0 <= one_way <= (MAX_ONE_WAY_S if self.one_way_s is not None else math.inf)):
             raise ParameterError(f"one_way_s: {self.one_way_s!r} must be in [0, {MAX_ONE_WAY_S:g}] seconds")
-        t0 = float(default_t0_s(rtt)) if self.t0_s is None else _check_positive("t0_s", self.t0_s)
+        t0 = float(default_t0_s(rtt)) if self.t0_s is None else checks.positive_float("t0_s", self.t0_s)
         hol_ramp = _check_bool("hol_ramp", self.hol_ramp)
         if self.count_fresh_packets is None:
             count_fresh = hol_ramp

@@ -1,18 +1,22 @@
-"""Built-in CBR media profiles (Brosh et al., Section 5) and their working-region criteria.
+"""The delay model's media profiles: the CBR profiles of Brosh et al. §5 with their working-region
+criteria (§6.1).
 
-Packet sizes include the 12-byte RTP header (RFC 3550) and the 2-byte framing of RTP over TCP
-(RFC 4571); the nominal codec rates exclude them, so the rate on TCP is ``8·a/interval``.
-Criteria (Section 6.1): VoIP is satisfactory while the 95th percentile delay is at most 200 ms
-(at the boundary 5 % of packets miss playout); live video while its delay is at most 5 s (the
-paper's "maximum"; we use the 99.9th percentile, video quality dropping rapidly at 0.1 % late
-packets). Interactive video is not given a criterion in the paper: we use ITU-T G.114's 400 ms
-at the 95th percentile (documented choice).
+Sizes, intervals, nominal rates and descriptions come from the one profile table,
+:mod:`tcpdelay.profiles` (sizes include the 12-byte RTP header, RFC 3550, and the 2-byte
+framing of RTP over TCP, RFC 4571; the nominal codec rates exclude them, so the rate on TCP is
+``8·a/interval``); this module adds only the criteria, by name. Criteria (Section 6.1): VoIP is
+satisfactory while the 95th percentile delay is at most 200 ms (at the boundary 5 % of packets
+miss playout); live video while its delay is at most 5 s (the paper's "maximum"; we use the
+99.9th percentile, video quality dropping rapidly at 0.1 % late packets). Interactive video is
+not given a criterion in the paper: we use ITU-T G.114's 400 ms at the 95th percentile
+(documented choice).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tcpdelay import profiles as media_profiles
 from tcpdelay.errors import ParameterError
 
 
@@ -55,17 +59,23 @@ VOIP_CRITERION = Criterion(95.0, 0.2)
 VIDEO_CRITERION = Criterion(99.9, 5.0)
 INTERACTIVE_CRITERION = Criterion(95.0, 0.4)
 
-PROFILES: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile("voip", 174, 0.020, 64_000, VOIP_CRITERION, "voice, 64 kb/s, 160 B + RTP + framing every 20 ms"),
-        Profile("voip-low", 174, 0.030, 42_000, VOIP_CRITERION, "voice, 42 kb/s, every 30 ms"),
-        Profile("ivideo", 724, 0.020, 284_000, INTERACTIVE_CRITERION, "interactive video, 284 kb/s, 724 B every 20 ms"),
-        Profile("ivideo-low", 724, 0.030, 187_000, INTERACTIVE_CRITERION, "interactive video, 187 kb/s, every 30 ms"),
-        Profile("video", 1448, 0.020, 573_000, VIDEO_CRITERION, "live video, 573 kb/s, one MSS every 20 ms"),
-        Profile("video-low", 1448, 0.030, 378_000, VIDEO_CRITERION, "live video, 378 kb/s, every 30 ms"),
-    )
+#: The working-region criterion of each of the delay model's profiles, by name.
+CRITERIA: dict[str, Criterion] = {
+    "voip": VOIP_CRITERION,
+    "voip-low": VOIP_CRITERION,
+    "ivideo": INTERACTIVE_CRITERION,
+    "ivideo-low": INTERACTIVE_CRITERION,
+    "video": VIDEO_CRITERION,
+    "video-low": VIDEO_CRITERION,
 }
+
+
+def _with_criterion(name: str) -> Profile:
+    m = media_profiles.PROFILES[name]
+    return Profile(m.name, m.size_bytes, m.interval_s, m.nominal_bps, CRITERIA[name], m.description)
+
+
+PROFILES: dict[str, Profile] = {name: _with_criterion(name) for name in media_profiles.DELAY_MODEL_PROFILES}
 
 
 def get_profile(name: str) -> Profile:

@@ -1,8 +1,15 @@
-"""Parameter validation at the model boundary (SciPy style: check once, then compute).
+"""Parameter validation at a boundary (SciPy style: check once, then compute).
 
-Each helper converts its input to a float ndarray and raises
-:class:`tcpdelay.errors.ParameterError` naming the parameter, the offending value and the
-allowed range.
+Shared by every layer (the models, the traffic sources, the metrics): one helper per check.
+Each raises :class:`tcpdelay.errors.ParameterError` naming the parameter, the offending value
+and the allowed range.
+
+- Array helpers (:func:`as_array`, :func:`probability`, :func:`positive`,
+  :func:`non_negative`, :func:`at_least`) take a scalar or an array and return a float
+  ndarray: the vectorised inputs of the models and metrics.
+- Scalar helpers (:func:`positive_float`, :func:`non_negative_float`) take one setting (a
+  source's interval, a run's duration) and return a Python float; the message quotes the
+  value as given (``repr``).
 """
 
 from __future__ import annotations
@@ -62,3 +69,26 @@ def at_least(name: str, value, lower: float, *, allow_inf: bool = False) -> np.n
     if bad.any():
         raise ParameterError(f"{name}: {_first_bad(arr, bad):g} must be >= {lower:g}")
     return arr
+
+
+def _float(name: str, value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name}: {value!r} is not a number") from None
+
+
+def positive_float(name: str, value) -> float:
+    """One strictly positive, finite number (a NaN is refused as not positive)."""
+    v = _float(name, value)
+    if not (v > 0 and v < float("inf")):
+        raise ParameterError(f"{name}: {value!r} must be positive and finite")
+    return v
+
+
+def non_negative_float(name: str, value) -> float:
+    """One number >= 0 and finite (a NaN is refused)."""
+    v = _float(name, value)
+    if not (v >= 0 and v < float("inf")):
+        raise ParameterError(f"{name}: {value!r} must be >= 0 and finite")
+    return v

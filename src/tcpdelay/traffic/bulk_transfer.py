@@ -1,9 +1,13 @@
-"""Bulk TCP traffic for tests and benchmarks: a sender that writes as fast as TCP lets it and a sink.
+"""A measured bulk TCP transfer (iperf-like) for tests and benchmarks of a path: a sender that
+writes as fast as TCP lets it (:func:`send`) and a sink (:func:`receive`), each returning its
+byte counts, goodput and TCP state.
 
+Not cross traffic of a scenario (that is :mod:`tcpdelay.traffic.bulk`, a download from the
+shared response server); this one probes a path: its capacity, its RTT under load, its queue.
 Plain sockets; run each end inside a host, e.g. with :meth:`tcpdelay.testbed.Host.spawn`::
 
-    rx = tb.hosts["right0"].spawn(bulk.receive, 5001)
-    tx = tb.hosts["left0"].call(bulk.send, tb.hosts["right0"].address, 5001, duration_s=3)
+    rx = tb.hosts["right0"].spawn(bulk_transfer.receive, 5001)
+    tx = tb.hosts["left0"].call(bulk_transfer.send, tb.hosts["right0"].address, 5001, duration_s=3)
     print(rx.result()["goodput_bps"], tx["samples"][-1]["rtt_s"])
 
 The sender samples ``TCP_INFO`` as it goes (:mod:`tcpdelay.transport.tcp_state`).
