@@ -181,9 +181,10 @@ struct RawEndpoint {
     tun: Option<String>,
 }
 
-/// The seed: every u64 exactly (a float would round above 2^53).
+/// The seed: every u64 exactly (a float would round above 2^53); any other number is kept as
+/// its error, reported with the other values' (`Config::from_value`).
 #[derive(Debug)]
-struct Seed(u64);
+struct Seed(std::result::Result<u64, String>);
 
 impl<'de> Deserialize<'de> for Seed {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Seed, D::Error> {
@@ -194,25 +195,47 @@ impl<'de> Deserialize<'de> for Seed {
                 f.write_str("a whole number in [0, 2^64)")
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Seed, E> {
-                Ok(Seed(v))
+                Ok(Seed(Ok(v)))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Seed, E> {
-                u64::try_from(v).map(Seed).map_err(|_| E::custom(format!("must be a whole number in [0, 2^64), got {v}")))
+                Ok(Seed(u64::try_from(v).map_err(|_| v.to_string())))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Seed, E> {
-                if v.fract() == 0.0 && (0.0..1.8e19).contains(&v) {
-                    Ok(Seed(v as u64))
-                } else {
-                    Err(E::custom(format!("must be a whole number in [0, 2^64), got {v}")))
-                }
+                let whole = v.fract() == 0.0 && (0.0..1.8e19).contains(&v);
+                Ok(Seed(if whole { Ok(v as u64) } else { Err(v.to_string()) }))
             }
         }
         d.deserialize_any(V)
     }
 }
 
+/// Serde's derived structs also take a list, field by field in order (`a_to_b = [0.05]` would
+/// be a delay): refuse a list wherever the file has a table.
+fn tables_are_tables(v: &Value) -> Result<()> {
+    fn table(path: &str, v: Option<&Value>) -> Result<()> {
+        match v {
+            Some(x @ Value::Array(_)) => err(format!("{path}: expected a table/object, got {}", show(x))),
+            _ => Ok(()),
+        }
+    }
+    table("config", Some(v))?;
+    for k in ["a", "b", "a_to_b", "b_to_a"] {
+        table(k, v.get(k))?;
+    }
+    for d in ["a_to_b", "b_to_a"] {
+        table(&format!("{d}.loss"), v.get(d).and_then(|x| x.get("loss")))?;
+        if let Some(Value::Array(list)) = v.get(d).and_then(|x| x.get("outages")) {
+            for (i, o) in list.iter().enumerate() {
+                table(&format!("{d}.outages[{i}]"), Some(o))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The file's tree as `RawConfig`, or its first structural error as one line with the key's path.
 fn parse_raw(v: &Value) -> Result<RawConfig> {
+    tables_are_tables(v)?;
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { "config".to_string() } else { path };
@@ -395,7 +418,14 @@ impl Config {
                 e.push("b.tun: must differ from a.tun when both are in the same namespace".to_string());
             }
         }
-        let seed = raw.seed.map_or(1, |s| s.0);
+        let seed = match raw.seed {
+            None => 1,
+            Some(Seed(Ok(s))) => s,
+            Some(Seed(Err(got))) => {
+                e.push(format!("seed: must be a whole number in [0, 2^64), got {got}"));
+                1
+            }
+        };
         let realtime = raw.realtime.unwrap_or(true);
         let events_format = match raw.events_format.as_deref() {
             None | Some("csv") => EventFormat::Csv,
@@ -863,64 +893,73 @@ mod tests {
     #[test]
     fn bad_values_give_exact_messages() {
         let cases: Vec<(Value, &str)> = vec![
-            (with("a_to_b.delay_s", json!(-1)), "a_to_b.delay_s: must be a finite number of seconds in [0, 3600], got -1"),
-            (with("b_to_a.delay_s", json!("50ms")), "b_to_a.delay_s: must be a finite number of seconds in [0, 3600], got \"50ms\""),
-            (with("a_to_b.jitter_s", json!(4000)), "a_to_b.jitter_s: must be a finite number of seconds in [0, 3600], got 4000"),
+            (with("a_to_b.delay_s", json!(-1)), "a_to_b.delay_s: must be a finite number of seconds in [0, 60], got -1"),
+            (with("b_to_a.delay_s", json!("50ms")), "b_to_a.delay_s: invalid type: string \"50ms\", expected a number"),
+            (with("a_to_b.jitter_s", json!(61)), "a_to_b.jitter_s: must be a finite number of seconds in [0, 60], got 61"),
             (
                 with("a_to_b.loss", json!({"model": "bernoulli", "p": 1.5})),
                 "a_to_b.loss.p: must be a probability in [0, 1], got 1.5",
             ),
-            (with("a_to_b.loss", json!({"model": "bernoulli"})), "a_to_b.loss.p: required for model bernoulli"),
+            (with("a_to_b.loss", json!({"model": "bernoulli"})), "a_to_b.loss: missing field `p`"),
             (
                 with("b_to_a.loss", json!({"model": "gilbert_elliott", "p": 0.1, "r": -0.2})),
-                "b_to_a.loss.r: must be a probability in [0, 1], got -0.2",
+                "b_to_a.loss.r: must be a probability in (0, 1], got -0.2",
             ),
             (
                 with("a_to_b.loss", json!({"model": "gilbert", "p": 0.1})),
-                "a_to_b.loss.model: must be one of none, bernoulli, gilbert_elliott, got \"gilbert\"",
+                "a_to_b.loss.model: unknown variant `gilbert`, expected one of `none`, `bernoulli`, `gilbert_elliott`",
             ),
             (
                 with("a_to_b.loss", json!({"model": "bernoulli", "p": 0.1, "r": 0.2})),
-                "a_to_b.loss.r: not a parameter of model bernoulli (only p)",
+                "a_to_b.loss: unknown field `r`, expected `p`",
             ),
             (
                 with("a_to_b.rate_bps", json!(0)),
-                "a_to_b.rate_bps: must be a whole number of bits per second in [1, 1e12] (or null for no limit), got 0",
+                "a_to_b.rate_bps: must be a whole number of bits per second in [1, 1e12], got 0",
             ),
             (
                 with("a_to_b.rate_bps", json!(1.5)),
-                "a_to_b.rate_bps: must be a whole number of bits per second in [1, 1e12] (or null for no limit), got 1.5",
+                "a_to_b.rate_bps: must be a whole number of bits per second in [1, 1e12], got 1.5",
             ),
             (
                 with("a_to_b.queue_packets", json!(0)),
-                "a_to_b.queue_packets: must be a whole number of packets in [1, 1e8] (or null for no limit), got 0",
+                "a_to_b.queue_packets: must be a whole number of packets in [1, 1e6], got 0",
             ),
             (
                 with("a_to_b.queue_bytes", json!(1000)),
-                "a_to_b.queue_bytes: must be a whole number of bytes in [mtu (1500), 1e11] (or null for no limit), got 1000",
+                "a_to_b.queue_bytes: must be at least mtu (1500) bytes (the queue must hold one full packet), got 1000",
             ),
             (
                 with("a_to_b", json!({"queue_bytes": 3000, "queue_packets": 2})),
                 "a_to_b.queue_bytes: cannot be combined with a_to_b.queue_packets (one limit per queue)",
             ),
-            (with("a_to_b.delya_s", json!(1)), "a_to_b.delya_s: unknown key (allowed: delay_s, jitter_s, reorder, loss, rate_bps, trace_file, queue_packets, queue_bytes, outages, pcap_file)"),
+            (with("a_to_b.delya_s", json!(1)), "a_to_b.delya_s: unknown field `delya_s`, expected one of `delay_s`, `jitter_s`, `reorder`, `loss`, `rate_bps`, `trace_file`, `queue_packets`, `queue_bytes`, `outages`, `pcap_file`"),
             (
                 with("a_to_b.outages", json!([{"at_s": 1, "duration_s": 0}])),
-                "a_to_b.outages[0].duration_s: must be a finite number of seconds > 0 and <= 3600, got 0",
+                "a_to_b.outages[0].duration_s: must be a finite number of seconds in (0, 3600], got 0",
             ),
             (
                 with("a_to_b.outages", json!([{"at_s": 5, "duration_s": 1}, {"at_s": 5.5, "duration_s": 1}])),
                 "a_to_b.outages[1]: overlaps a_to_b.outages[0] (outage windows must not overlap)",
             ),
-            (with("a_to_b.outages", json!([{"duration_s": 1}])), "a_to_b.outages[0].at_s: required (seconds after the emulator starts)"),
+            (with("a_to_b.outages", json!([{"duration_s": 1}])), "a_to_b.outages[0]: missing field `at_s`"),
+            (with("a_to_b.outages", json!([{"at_s": 3601, "duration_s": 1}])), "a_to_b.outages[0].at_s: must be a finite number of seconds in [0, 3600], got 3601"),
+            (with("a_to_b.queue_packets", json!(1_000_001)), "a_to_b.queue_packets: must be a whole number of packets in [1, 1e6], got 1000001"),
+            (with("a_to_b.queue_bytes", json!(2147483648u64)), "a_to_b.queue_bytes: must be a whole number of bytes in [1, 2147483647], got 2147483648"),
+            (with("a_to_b.loss", json!({"model": "gilbert_elliott", "p": 0.1, "r": 0})), "a_to_b.loss.r: must be a probability in (0, 1], got 0"),
             (with("seed", json!(-3)), "seed: must be a whole number in [0, 2^64), got -3"),
-            (with("realtime", json!("maybe")), "realtime: expected true or false, got \"maybe\""),
+            (with("realtime", json!("maybe")), "realtime: invalid type: string \"maybe\", expected a boolean"),
             (with("mtu", json!(40)), "mtu: must be a whole number of bytes in [68, 65535], got 40"),
             (with("events_format", json!("xml")), "events_format: must be csv or jsonl, got \"xml\""),
             (with("a.tun", json!("a-very-long-device-name")), "a.tun: must be 1 to 15 characters without '/' or spaces, got \"a-very-long-device-name\""),
             (with("b.netns", json!("x/y")), "b.netns: must be a namespace name (no '/' or spaces) or an absolute path, got \"x/y\""),
             (with("counters_file", json!("/nonexistent-dir-tdl/c.json")), "counters_file: directory /nonexistent-dir-tdl does not exist"),
-            (with("bogus", json!(1)), "bogus: unknown key (allowed: a, b, seed, realtime, ready_file, counters_file, events_file, events_format, mtu, max_packets, spin_us, spin_percent, pcap_snaplen, a_to_b, b_to_a)"),
+            (with("bogus", json!(1)), "bogus: unknown field `bogus`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`"),
+            (json!([1]), "config: expected a table/object, got [1]"),
+            (with("a_to_b", json!([0.05])), "a_to_b: expected a table/object, got [0.05]"),
+            (with("a_to_b.loss", json!(["bernoulli", 0.1])), "a_to_b.loss: expected a table/object, got [\"bernoulli\",0.1]"),
+            (with("a_to_b.outages", json!([[1, 1]])), "a_to_b.outages[0]: expected a table/object, got [1,1]"),
+            (with("a_to_b", json!(3)), "a_to_b: invalid type: integer `3`, expected a table of direction settings"),
             (with("spin_percent", json!(101)), "spin_percent: must be a whole number of percent in [0, 100], got 101"),
             (json!({"b": {"netns": "nb", "tun": "tb"}}), "a: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --a-netns, --a-tun)"),
             (json!({"a": {"netns": "na"}, "b": {"netns": "nb", "tun": "tb"}}), "a.tun: required (the name of an existing TUN device in a.netns)"),
@@ -1000,7 +1039,7 @@ mod tests {
     #[test]
     fn flag_errors_name_the_key() {
         let a = parse_args(&args(&["--a-netns", "x", "--a-tun", "t", "--b-netns", "y", "--b-tun", "u", "--ab-delay-s", "5ms"])).unwrap();
-        assert_eq!(a.config().unwrap_err().0, "a_to_b.delay_s: must be a finite number of seconds in [0, 3600], got \"5ms\"");
+        assert_eq!(a.config().unwrap_err().0, "a_to_b.delay_s: invalid type: string \"5ms\", expected a number");
         assert_eq!(parse_args(&args(&["--ab-dealy-s", "1"])).unwrap_err().0, "--ab-dealy-s: unknown flag (see --help)");
         assert_eq!(parse_args(&args(&["--seed"])).unwrap_err().0, "--seed: needs a value");
         assert_eq!(
@@ -1020,37 +1059,36 @@ mod tests {
             "a: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --a-netns, --a-tun)\n\
              b: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --b-netns, --b-tun)"
         );
-        // Mistakes in every part of a file: each one named, in key order.
+        // Values out of their limits in every part of a file: each one named, in key order.
         let v = json!({
             "a": {"netns": "na"},
-            "b": {"tun": "tb", "colour": 1},
+            "b": {"tun": "tb"},
             "seed": -1,
             "mtu": 10,
-            "speed": 3,
             "a_to_b": {"delay_s": -1, "loss": {"model": "bernoulli", "p": 2}, "queue_packets": 0, "trace_file": "/"},
-            "b_to_a": {"jitter_s": "x", "rate_bps": 0},
+            "b_to_a": {"jitter_s": 61, "rate_bps": 0},
             "events_file": "/",
         });
         let got = error_of(v);
         let lines: Vec<&str> = got.lines().collect();
         for want in [
-            "speed: unknown key",
             "mtu: must be a whole number of bytes in [68, 65535], got 10",
             "a.tun: required",
-            "b.colour: unknown key",
             "b.netns: required",
             "seed: must be a whole number in [0, 2^64), got -1",
             "events_file: / is a directory; give a file name",
-            "a_to_b.delay_s: must be a finite number of seconds in [0, 3600], got -1",
+            "a_to_b.delay_s: must be a finite number of seconds in [0, 60], got -1",
             "a_to_b.loss.p: must be a probability in [0, 1], got 2",
-            "a_to_b.queue_packets: must be a whole number of packets in [1, 1e8]",
+            "a_to_b.queue_packets: must be a whole number of packets in [1, 1e6]",
             "a_to_b.trace_file: / is a directory, not a trace file",
-            "b_to_a.jitter_s: must be a finite number of seconds in [0, 3600], got \"x\"",
+            "b_to_a.jitter_s: must be a finite number of seconds in [0, 60], got 61",
             "b_to_a.rate_bps: must be a whole number of bits per second in [1, 1e12]",
         ] {
             assert_eq!(lines.iter().filter(|l| l.starts_with(want)).count(), 1, "{want:?} not once in:\n{got}");
         }
-        assert_eq!(lines.len(), 13, "{got}");
+        assert_eq!(lines.len(), 11, "{got}");
+        // A structural mistake (an unknown key) is reported alone: the file does not parse.
+        assert_eq!(error_of(json!({"speed": 3, "mtu": 10})), "speed: unknown field `speed`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`");
     }
 
     #[test]
