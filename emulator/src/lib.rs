@@ -1,13 +1,15 @@
 //! tcpdelay-link: a userspace link emulator between two TUN devices in two
 //! network namespaces (the tcpdelay testbed's bottleneck). See docs/emulator.md.
 //!
-//! Modules, one concern each: `config` (flags and files, validation), `netns`
+//! Modules, one concern each: `config` (flags and files, validation), `schema`
+//! (the link's keys and limits, shared with Python's `tcpdelay.link`), `netns`
 //! and `tun` (attaching to the devices), `link` (a direction's pipeline) built
 //! from `outage`, `loss`, `queue`, `rate`, `trace` and `delay`; `pool` (packet
 //! buffers), `pcap`, `events`, `counters` (observability), `sys` (Linux calls), `writer` (files written off the loop),
 //! `wait` (sleep or spin), `event_loop`.
 
 pub mod config;
+pub mod schema;
 pub mod counters;
 pub mod delay;
 pub mod event_loop;

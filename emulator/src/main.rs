@@ -69,6 +69,10 @@ fn main() {
         println!("{PROG} {}", env!("CARGO_PKG_VERSION"));
         return;
     }
+    if args.schema {
+        println!("{}", serde_json::to_string_pretty(&tcpdelay_link::schema::schema_json()).unwrap());
+        return;
+    }
     let cfg: Config = args.config().unwrap_or_else(|e| usage_error(&e.0));
     if args.check {
         println!("{}", serde_json::to_string_pretty(&cfg.to_json()).unwrap());

@@ -114,11 +114,8 @@ class RunPlan:
 
 
 def _direction_spec(d: ResolvedDirection, lead_s: float) -> dict:
-    out: dict[str, Any] = {"delay_s": d.delay_s, "jitter_s": d.jitter_s, "reorder": d.reorder,
-                           "loss": d.loss.model_dump(), "rate_bps": d.rate_bps, "trace_file": d.trace,
-                           "queue_packets": d.queue_packets, "queue_bytes": d.queue_bytes,
-                           "outages": [{"at_s": o.at_s + lead_s, "duration_s": o.duration_s} for o in d.outages]}
-    return {k: v for k, v in out.items() if v is not None}
+    # The keys given (no nulls): the plan's link data, which the testbed spec reads back.
+    return d.to_link(lead_s).model_dump(mode="json", exclude_none=True)
 
 
 def timed_link(scenario: Scenario) -> bool:

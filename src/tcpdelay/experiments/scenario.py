@@ -31,6 +31,20 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.link import (  # noqa: F401  (the loss models, re-exported under the scenario's names)
+    BernoulliLoss,
+    DelaySeconds,
+    DirectionSpec,
+    GilbertElliottLoss,
+    JitterSeconds,
+    LossSpec,
+    NoLoss,
+    Outage,
+    QueueBytes,
+    QueuePackets,
+    RateBps,
+    as_part,
+)
 from tcpdelay.profiles import PROFILES as MEDIA_PROFILES
 
 # --------------------------------------------------------------------------- vocabularies
@@ -83,41 +97,14 @@ class _Strict(BaseModel):
 
 Seconds = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 PositiveSeconds = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
-Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 # --------------------------------------------------------------------------- the path
 
 
-class NoLoss(_Strict):
-    model: Literal["none"] = "none"
-
-
-class BernoulliLoss(_Strict):
-    """Each packet is dropped independently with probability ``p`` (Brosh et al. §5.1)."""
-
-    model: Literal["bernoulli"]
-    p: Probability
-
-
-class GilbertElliottLoss(_Strict):
-    """Bursty loss, two-state Markov chain per packet: ``p`` Good->Bad, ``r`` Bad->Good, ``k`` /
-    ``h`` the probability a packet is *delivered* in Good / Bad (netem's ``gemodel`` names)."""
-
-    model: Literal["gilbert_elliott"]
-    p: Probability
-    r: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
-    k: Probability = 1.0
-    h: Probability = 0.0
-
-
-Loss = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss], Field(discriminator="model")]
-
-
-class Outage(_Strict):
-    """The link is down from ``at_s`` (seconds from the start of the run) for ``duration_s``."""
-
-    at_s: Seconds
-    duration_s: PositiveSeconds
+# The loss models and outage windows are the link's own (:mod:`tcpdelay.link`); a direction's keys
+# and limits are the link's, with ``trace`` for the emulator's ``trace_file`` and every key
+# optional (resolved per direction, see :meth:`Path.direction`).
+Loss = LossSpec
 
 
 class Direction(_Strict):
@@ -125,14 +112,14 @@ class Direction(_Strict):
     table (the defaults for both directions), then from the built-in defaults (no delay, no
     loss, no rate limit, the backend's default queue, no outages)."""
 
-    delay_s: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] | None = None
-    jitter_s: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] | None = None
+    delay_s: DelaySeconds | None = None
+    jitter_s: JitterSeconds | None = None
     reorder: bool | None = None
     loss: Loss | None = None
-    rate_bps: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    rate_bps: RateBps | None = None
     trace: str | None = None
-    queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    queue_bytes: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None
+    queue_packets: QueuePackets | None = None
+    queue_bytes: QueueBytes | None = None
     outages: tuple[Outage, ...] | None = None
 
     @model_validator(mode="after")
@@ -158,6 +145,16 @@ class ResolvedDirection(BaseModel):
     queue_packets: int | None = None
     queue_bytes: int | None = None
     outages: tuple[Outage, ...] = ()
+
+    def to_link(self, lead_s: float = 0.0) -> DirectionSpec:
+        """This direction as the emulator's: ``trace`` is its ``trace_file``, and each outage
+        starts ``lead_s`` later (the emulator counts from its own start, ``lead_s`` before the
+        run's t0)."""
+        return DirectionSpec(
+            delay_s=self.delay_s, jitter_s=self.jitter_s, reorder=self.reorder, loss=self.loss,
+            rate_bps=self.rate_bps, trace_file=self.trace, queue_packets=self.queue_packets,
+            queue_bytes=self.queue_bytes,
+            outages=tuple(Outage(at_s=o.at_s + lead_s, duration_s=o.duration_s) for o in self.outages))
 
 
 class Path(Direction):
@@ -534,7 +531,8 @@ def _resolve_files(scenario: Scenario, base_dir: FsPath | None, source: str) -> 
 
 def _validate(data: dict, source: str) -> Scenario:
     try:
-        return Scenario.model_validate(data)
+        with as_part():  # the link's models report through the scenario's messages
+            return Scenario.model_validate(data)
     except ValidationError as err:
         raise ParameterError(f"{source}: {_message(err)}") from None
 

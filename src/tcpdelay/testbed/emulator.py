@@ -57,8 +57,8 @@ def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], s
         "counters_file": os.path.join(state_dir, "counters.json"),
         "events_file": spec.events_file,
         "mtu": spec.mtu_bytes,
-        "a_to_b": spec.link.a_to_b.emulator_config(),
-        "b_to_a": spec.link.b_to_a.emulator_config(),
+        "a_to_b": spec.link.a_to_b.settings(),
+        "b_to_a": spec.link.b_to_a.settings(),
     }
 
 

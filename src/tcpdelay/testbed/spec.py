@@ -5,136 +5,34 @@ A :class:`TestbedSpec` is declarative (flent style): the orchestrator in
 Every quantity carries its unit in its name (``delay_s``, ``rate_bps``, ``size_bytes``).
 Bad values raise :class:`tcpdelay.errors.ParameterError` naming the field and what is allowed.
 
-The link keys mirror the emulator's JSON configuration (docs/emulator.md); ``a_to_b`` is the
-left-to-right ("data") direction, ``b_to_a`` the right-to-left ("ACK") direction.
+The link (``LinkSpec``, ``DirectionSpec``, the loss models, ``Outage``) is the one link vocabulary
+of :mod:`tcpdelay.link`, re-exported here; ``a_to_b`` is the left-to-right ("data") direction,
+``b_to_a`` the right-to-left ("ACK") direction.
 """
 
 from __future__ import annotations
 
-import contextvars
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.link import (  # noqa: F401  (the link's names, re-exported for testbed importers)
+    BernoulliLoss,
+    DirectionSpec,
+    GilbertElliottLoss,
+    LinkSpec,
+    LossSpec,
+    NoLoss,
+    Outage,
+    SpecModel as _Model,
+    build as _build,
+    validation_message,
+)
 
 #: Host names become part of namespace names: short, lower case, start with a letter.
 HOST_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
-
-
-_depth: contextvars.ContextVar[int] = contextvars.ContextVar("tcpdelay_spec_depth", default=0)
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def __init__(self, **data):
-        # Only the outermost model turns pydantic's error into one ParameterError line; nested
-        # models (pydantic calls their __init__ too) let it through so its path stays whole.
-        depth = _depth.get()
-        token = _depth.set(depth + 1)
-        try:
-            super().__init__(**data)
-        except ValidationError as err:
-            if depth:
-                raise
-            raise ParameterError(validation_message(err, type(self).__name__)) from None
-        finally:
-            _depth.reset(token)
-
-
-# --------------------------------------------------------------------------- loss models
-
-
-class NoLoss(_Model):
-    model: Literal["none"] = "none"
-
-
-class BernoulliLoss(_Model):
-    """Independent loss: each packet is dropped with probability ``p``."""
-
-    model: Literal["bernoulli"] = "bernoulli"
-    p: float = Field(ge=0.0, le=1.0)
-
-
-class GilbertElliottLoss(_Model):
-    """Bursty loss, a two-state Markov chain evaluated once per packet (Gilbert–Elliott).
-
-    ``p``: probability Good -> Bad; ``r``: probability Bad -> Good; ``k``: probability that a
-    packet is delivered in Good; ``h``: probability that a packet is delivered in Bad (the
-    parameter names of netem's ``gemodel`` and of Hasslinger and Hohlfeld, "The Gilbert-Elliott
-    model for packet loss in real time services on the Internet"). With ``k = 1, h = 0`` the mean
-    loss-burst length is ``1 / r`` packets and the loss ratio ``p / (p + r)``.
-    """
-
-    model: Literal["gilbert_elliott"] = "gilbert_elliott"
-    p: float = Field(ge=0.0, le=1.0)
-    r: float = Field(gt=0.0, le=1.0)
-    k: float = Field(default=1.0, ge=0.0, le=1.0)
-    h: float = Field(default=0.0, ge=0.0, le=1.0)
-
-    @property
-    def loss_ratio(self) -> float:
-        """Stationary loss probability."""
-        good = self.r / (self.p + self.r)
-        return good * (1 - self.k) + (1 - good) * (1 - self.h)
-
-    @property
-    def mean_burst_packets(self) -> float:
-        """Mean sojourn in Bad, packets: the mean loss-burst length when ``k = 1, h = 0``."""
-        return 1.0 / self.r
-
-
-LossSpec = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss], Field(discriminator="model")]
-
-
-class Outage(_Model):
-    """The link is down (every packet dropped, reason ``outage``) from ``at_s`` for ``duration_s``,
-    in seconds since the emulator started."""
-
-    at_s: float = Field(ge=0.0, allow_inf_nan=False)
-    duration_s: float = Field(gt=0.0, allow_inf_nan=False)
-
-
-class DirectionSpec(_Model):
-    """One direction of the emulated link."""
-
-    delay_s: float = Field(default=0.0, ge=0.0, le=60.0, allow_inf_nan=False)
-    jitter_s: float = Field(default=0.0, ge=0.0, le=60.0, allow_inf_nan=False)
-    reorder: bool = False
-    loss: LossSpec = Field(default_factory=NoLoss)
-    rate_bps: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
-    trace_file: str | None = None
-    queue_packets: int | None = Field(default=None, ge=1)
-    queue_bytes: int | None = Field(default=None, ge=1)
-    outages: tuple[Outage, ...] = ()
-    pcap_file: str | None = None
-
-    @model_validator(mode="after")
-    def _exclusive(self) -> "DirectionSpec":
-        if self.rate_bps is not None and self.trace_file is not None:
-            raise ValueError("rate_bps and trace_file are exclusive: give at most one")
-        if self.queue_packets is not None and self.queue_bytes is not None:
-            raise ValueError("queue_packets and queue_bytes are exclusive: give at most one")
-        return self
-
-    def emulator_config(self) -> dict:
-        """This direction as the emulator's ``DIRECTION`` JSON object."""
-        return self.model_dump(mode="json")
-
-
-class LinkSpec(_Model):
-    """The emulated bottleneck: ``a_to_b`` = left -> right (data), ``b_to_a`` = right -> left."""
-
-    a_to_b: DirectionSpec = Field(default_factory=DirectionSpec)
-    b_to_a: DirectionSpec = Field(default_factory=DirectionSpec)
-
-    @classmethod
-    def symmetric(cls, **direction) -> "LinkSpec":
-        """The same settings both ways, e.g. ``LinkSpec.symmetric(delay_s=0.02)``."""
-        d = _build(DirectionSpec, direction, "link")
-        return cls(a_to_b=d, b_to_a=d)
 
 
 # --------------------------------------------------------------------------- TCP settings
@@ -263,6 +161,12 @@ class TestbedSpec(_Model):
             n = sum(h.side == side for h in self.hosts)
             if not 1 <= n <= 200:
                 raise ValueError(f"the {side} side has {n} hosts; allowed 1 to 200")
+        for name in ("a_to_b", "b_to_a"):
+            q = getattr(self.link, name).queue_bytes
+            if q is not None and q < self.mtu_bytes:
+                # The emulator refuses it too: a drop-tail queue must hold one full packet.
+                raise ValueError(f"link.{name}.queue_bytes {q} is less than mtu_bytes {self.mtu_bytes}: "
+                                 "the queue must hold one full packet")
         return self
 
     @classmethod
@@ -280,23 +184,6 @@ class TestbedSpec(_Model):
     def topology(self) -> str:
         """``pair`` (TUNs in the two hosts) or ``dumbbell`` (TUNs in two router namespaces)."""
         return "pair" if len(self.hosts) == 2 else "dumbbell"
-
-
-def _build(model: type[BaseModel], data: dict, what: str):
-    try:
-        return model(**data)
-    except ValidationError as err:
-        raise ParameterError(validation_message(err, what)) from None
-
-
-def validation_message(err: ValidationError, what: str) -> str:
-    """One line from a pydantic error: where, what is wrong (and so what is allowed)."""
-    e = err.errors()[0]
-    loc = ".".join(str(x) for x in e["loc"])
-    msg = e["msg"].removeprefix("Value error, ")
-    where = f"{what}.{loc}" if loc else what
-    extra = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return f"{where}: {msg}{extra}"
 
 
 def parse_spec(data: dict) -> TestbedSpec:
