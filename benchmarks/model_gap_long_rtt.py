@@ -41,17 +41,17 @@ script's "count_fresh+ramp" post-processing.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
+from tcpdelay.errors import ParameterError
 from tcpdelay.model.delay.profiles import get_profile
+from tcpdelay.results.layout import RUN_METADATA, find_runs
+from tcpdelay.results.packets import load_flows
 
 DEFAULT_DIRS = ("results/validate-wide", "results/validate-reduced")
 HEAD_MIN_RTT = 0.9        # a loss head waits at least this many RTTs
@@ -74,27 +74,22 @@ RAMP_VARIANTS = [("default+ramp", {}), ("count_fresh+ramp", {"count_fresh_packet
 
 # --------------------------------------------------------------------------- measured side
 
-def _table(pattern: str) -> dict:
-    files = sorted(glob.glob(pattern))
-    if not files:
-        return {}
-    return pa.concat_tables([pq.read_table(f) for f in files]).to_pydict()
-
-
 def load_run(run_dir: Path) -> dict | None:
-    """Per-packet send/receive times (in sequence order) and the run's counters."""
-    rec = _table(str(run_dir / "received" / "*.parquet"))
-    sent = _table(str(run_dir / "sent" / "*.parquet"))
-    if not rec or not sent:
+    """Per-packet send/receive times of the received media packets (in sequence order) and the
+    run's counters; None for a run without its records."""
+    try:
+        flows, meta = load_flows(run_dir)
+    except ParameterError:
         return None
-    seq = np.asarray(rec["seq"])
-    o = np.argsort(seq)
-    meta = json.loads((run_dir / "run.json").read_text())
+    f = flows[0]
+    got = f.received
+    if not got.any():
+        return None
     link = meta["run"]["link_counters"]["a_to_b"]
     tcp = (meta.get("tcp_stats") or [{}])[0]
     return {
-        "send_s": np.asarray(rec["send_time_s"])[o], "recv_s": np.asarray(rec["recv_time_s"])[o],
-        "packets_sent": len(sent["seq"]),
+        "send_s": f.send_time_s[got], "recv_s": f.recv_time_s[got],
+        "packets_sent": len(f),
         "segments": link["packets_in"], "drops": link["drops"]["loss"],
         "cwnd_end": tcp.get("snd_cwnd"), "retrans": tcp.get("total_retrans"), "rtos": tcp.get("total_rto"),
         "lateness_p99_us": max(meta["run"]["link_counters"][d]["lateness_us"]["p99"] for d in ("a_to_b", "b_to_a")),
@@ -147,18 +142,21 @@ def decompose(run: dict, rtt_s: float, rate_pps: float) -> dict:
 def measured_points(dirs: list[str], profiles: set[str]) -> list[dict]:
     points = []
     for d in dirs:
-        root = Path(d)
-        if not (root / "cells").is_dir():
-            print(f"error: {d}: no cells/ directory (give a sweep directory written by `tcpdelay validate`)",
-                  file=sys.stderr)
+        try:
+            found = find_runs(d)
+        except ParameterError as err:
+            print(f"error: {err}", file=sys.stderr)
             sys.exit(2)
-        for cell in sorted((root / "cells").iterdir()):
-            ov = json.loads((cell / "cell.json").read_text())["overrides"]
+        if found.kind != "sweep":
+            print(f"error: {d}: not a sweep directory (give one written by `tcpdelay validate`)", file=sys.stderr)
+            sys.exit(2)
+        for cell in sorted(found.cells, key=lambda c: c.id):
+            ov = cell.overrides
             profile = ov.get("flows[0].profile")
             if profile not in profiles:
                 continue
             rtt, loss = float(ov["path.rtt_s"]), float(ov["path.forward.loss.p"])
-            runs = [load_run(r) for r in sorted(cell.glob("seed-*")) if (r / "run.json").exists()]
+            runs = [load_run(r) for r in cell.runs if (r / RUN_METADATA).exists()]
             runs = [r for r in runs if r is not None]
             if not runs:
                 continue

@@ -18,14 +18,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.link import (  # noqa: F401  (the link's names, re-exported for testbed importers)
-    BernoulliLoss,
-    DirectionSpec,
-    GilbertElliottLoss,
+from tcpdelay.link import (
     LinkSpec,
-    LossSpec,
-    NoLoss,
-    Outage,
     SpecModel as _Model,
     build as _build,
     validation_message,
