@@ -28,7 +28,7 @@ from tcpdelay.experiments.plan import LEAD_S, RunPlan
 from tcpdelay.experiments.scenario import Scenario, dump_scenario
 from tcpdelay.jsonio import jsonable, write_json
 
-from tcpdelay.results.layout import ENVIRONMENT_FILE, FLOWS_FILE, METRICS_FILE, SCENARIO_FILE
+from tcpdelay.results.layout import ENVIRONMENT_FILE, FLOWS_FILE, METRICS_FILE, RECORD_KINDS, SCENARIO_FILE
 
 FLOWS_SCHEMA = pa.schema([
     ("flow_id", pa.int32()),
@@ -71,7 +71,7 @@ def consolidate(run_dir: Path) -> int:
     dataset (``<kind>/``). Parts are complete files (written then renamed), so moving them while
     writers go on is safe. Returns how many moved."""
     moved = 0
-    for kind in ("sent", "received"):
+    for kind in RECORD_KINDS:
         dest = run_dir / kind
         for part in sorted(run_dir.glob(f"flows/*/{kind}/part-*.parquet")):
             dest.mkdir(exist_ok=True)
