@@ -143,9 +143,9 @@ def build(model: type[BaseModel], data: dict, what: str):
         raise ParameterError(validation_message(err, what)) from None
 
 
-class _LinkModel(SpecModel):
+class KnownKeys(BaseModel):
     """An unknown key is an error that lists the allowed ones (as the scenario file and the
-    emulator word it)."""
+    emulator word it). The scenario's models use it too."""
 
     @model_validator(mode="before")
     @classmethod
@@ -155,6 +155,10 @@ class _LinkModel(SpecModel):
                 if key not in cls.model_fields:
                     raise ValueError(f"unknown key {key!r}; allowed: {', '.join(cls.model_fields)}")
         return data
+
+
+class _LinkModel(SpecModel, KnownKeys):
+    """A part of a link's settings: frozen, no unknown keys, one-line errors."""
 
 
 # --------------------------------------------------------------------------- loss models
@@ -239,6 +243,15 @@ class DirectionSpec(_LinkModel):
         if self.queue_packets is not None and self.queue_bytes is not None:
             raise ValueError("queue_packets and queue_bytes are exclusive: give at most one")
         return self
+
+    def later(self, lead_s: float) -> "DirectionSpec":
+        """This direction with every outage ``lead_s`` seconds later: a scenario counts outages
+        from the run's start, the emulator from its own, ``lead_s`` before. An outage pushed
+        past its limit is a one-line :class:`ParameterError`."""
+        if not self.outages or lead_s == 0:
+            return self
+        return DirectionSpec(**{**dict(self), "outages": tuple(
+            Outage(at_s=o.at_s + lead_s, duration_s=o.duration_s) for o in self.outages)})
 
     def settings(self) -> dict:
         """This direction as the emulator's ``DIRECTION`` JSON object (every key, ``None`` as

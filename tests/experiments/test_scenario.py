@@ -108,8 +108,8 @@ def test_trace_paths_resolve_relative_to_the_file(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text('duration_s = 5\n[path.forward]\ntrace = "traces/lte.down"\n[[flows]]\nprofile = "voip"\n')
     sc = load_scenario(f)
-    assert sc.path.direction("forward").trace == str((tmp_path / "traces" / "lte.down").resolve())
-    assert sc.path.direction("reverse").trace is None
+    assert sc.path.direction("forward").trace_file == str((tmp_path / "traces" / "lte.down").resolve())
+    assert sc.path.direction("reverse").trace_file is None
     f.write_text('duration_s = 5\n[path]\ntrace = "nope.down"\n[[flows]]\nprofile = "voip"\n')
     with pytest.raises(ParameterError, match=r"s.toml: path.trace: file 'nope.down' does not exist"):
         load_scenario(f)

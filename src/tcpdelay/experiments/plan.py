@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.experiments.scenario import Flow, ResolvedDirection, Scenario, Tcp
+from tcpdelay.experiments.scenario import Flow, Scenario, Tcp
+from tcpdelay.link import DirectionSpec
 
 #: Seconds from the link's start to the run's t0 when the link's behaviour depends on its clock
 #: (outages, a delivery trace): the outages of the scenario (seconds from t0) are shifted by it.
@@ -113,15 +114,15 @@ class RunPlan:
         return parse_spec({"hosts": self.hosts, "link": self.link, "seed": seed % (2**63)})
 
 
-def _direction_spec(d: ResolvedDirection, lead_s: float) -> dict:
+def _direction_spec(d: DirectionSpec, lead_s: float) -> dict:
     # The keys given (no nulls): the plan's link data, which the testbed spec reads back.
-    return d.to_link(lead_s).model_dump(mode="json", exclude_none=True)
+    return d.later(lead_s).model_dump(mode="json", exclude_none=True)
 
 
 def timed_link(scenario: Scenario) -> bool:
     """Whether the link's behaviour depends on time since the link started (outages, a
     delivery trace): then t0 is :data:`LEAD_S` after the link's start."""
-    return any(d.outages or d.trace for d in (scenario.path.direction("forward"), scenario.path.direction("reverse")))
+    return any(d.outages or d.trace_file for d in (scenario.path.direction("forward"), scenario.path.direction("reverse")))
 
 
 def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPlan:

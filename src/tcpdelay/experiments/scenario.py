@@ -28,7 +28,7 @@ import tomllib
 from pathlib import Path as FsPath
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.link import (  # noqa: F401  (the loss models, re-exported under the scenario's names)
@@ -37,6 +37,7 @@ from tcpdelay.link import (  # noqa: F401  (the loss models, re-exported under t
     DirectionSpec,
     GilbertElliottLoss,
     JitterSeconds,
+    KnownKeys,
     LossSpec,
     NoLoss,
     Outage,
@@ -80,19 +81,10 @@ MAX_DURATION_S = 86_400.0
 _UNION_TAGS = {"none", "bernoulli", "gilbert_elliott", "bulk", "web_onoff", "page_load", "udp"}
 
 
-class _Strict(BaseModel):
+class _Strict(KnownKeys):
     """Unknown keys are errors that list the allowed ones; values are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for key in data:
-                if key not in cls.model_fields:
-                    raise ValueError(f"unknown key {key!r}; allowed: {', '.join(cls.model_fields)}")
-        return data
 
 
 Seconds = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
@@ -131,32 +123,6 @@ class Direction(_Strict):
         return self
 
 
-class ResolvedDirection(BaseModel):
-    """A direction with the ``[path]`` defaults applied: what a backend implements."""
-
-    model_config = ConfigDict(frozen=True)
-
-    delay_s: float = 0.0
-    jitter_s: float = 0.0
-    reorder: bool = False
-    loss: Loss = Field(default_factory=NoLoss)
-    rate_bps: float | None = None
-    trace: str | None = None
-    queue_packets: int | None = None
-    queue_bytes: int | None = None
-    outages: tuple[Outage, ...] = ()
-
-    def to_link(self, lead_s: float = 0.0) -> DirectionSpec:
-        """This direction as the emulator's: ``trace`` is its ``trace_file``, and each outage
-        starts ``lead_s`` later (the emulator counts from its own start, ``lead_s`` before the
-        run's t0)."""
-        return DirectionSpec(
-            delay_s=self.delay_s, jitter_s=self.jitter_s, reorder=self.reorder, loss=self.loss,
-            rate_bps=self.rate_bps, trace_file=self.trace, queue_packets=self.queue_packets,
-            queue_bytes=self.queue_bytes,
-            outages=tuple(Outage(at_s=o.at_s + lead_s, duration_s=o.duration_s) for o in self.outages))
-
-
 class Path(Direction):
     """The path between the two sides. Keys given here apply to both directions; ``forward``
     (the direction of the media, sender -> receiver) and ``reverse`` (its ACKs) override them.
@@ -172,8 +138,10 @@ class Path(Direction):
             raise ValueError("rtt_s and delay_s are exclusive: give the RTT or the one-way delay")
         return self
 
-    def direction(self, which: Literal["forward", "reverse"]) -> ResolvedDirection:
-        """``forward`` or ``reverse`` with the path-wide keys filled in."""
+    def direction(self, which: Literal["forward", "reverse"]) -> DirectionSpec:
+        """``forward`` or ``reverse`` with the path-wide keys filled in: the link's own
+        :class:`~tcpdelay.link.DirectionSpec` (the scenario's ``trace`` is its ``trace_file``;
+        outages in seconds from the run's start, see :meth:`~tcpdelay.link.DirectionSpec.later`)."""
         own: Direction = getattr(self, which)
         out: dict[str, Any] = {}
         if self.rtt_s is not None:
@@ -185,10 +153,10 @@ class Path(Direction):
             for group in (("rate_bps", "trace"), ("queue_packets", "queue_bytes")):
                 if any(k in given for k in group):
                     for k in group:
-                        out.pop(k, None)
+                        out.pop("trace_file" if k == "trace" else k, None)
             for key in given:
-                out[key] = getattr(level, key)
-        return ResolvedDirection(**out)
+                out["trace_file" if key == "trace" else key] = getattr(level, key)
+        return DirectionSpec(**out)
 
 
 # --------------------------------------------------------------------------- TCP and heuristics
