@@ -66,7 +66,8 @@ def _throughput_figure(curves: list[dict]):
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for c, color in zip(curves, ("tab:blue", "tab:orange", "tab:green")):
         ax.loglog(c["loss"], c["pftk_mbps"], color=color, label=f"PFTK, RTT {c['rtt_s'] * 1e3:g} ms")
-        ax.loglog(c["loss"], c["mathis_mbps"], color=color, linestyle="--", label=f"Mathis, RTT {c['rtt_s'] * 1e3:g} ms")
+        ax.loglog(c["loss"], c["mathis_mbps"], color=color, linestyle="--",
+                  label=f"Mathis, RTT {c['rtt_s'] * 1e3:g} ms")
     ax.set_xlabel("loss probability p")
     ax.set_ylabel("throughput (Mb/s)")
     ax.grid(True, which="both", alpha=0.3)
