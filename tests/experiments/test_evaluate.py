@@ -129,3 +129,46 @@ def test_unwritable_out_is_one_line_before_any_work(tmp_path):
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1 and "--out" in err and str(blocker / "sub") in err, err
     assert "[1/" not in err  # refused before the first part started
+
+
+def test_the_job_hands_each_part_to_the_page_then_writes_it(tmp_path):
+    """The parts compute, the page draws: each part's data goes to ``page.add`` inside the part's
+    progress (its drawing is part of its time), private keys included; the result holds the
+    data without them, and ``report_path`` is what ``page.write`` returned."""
+    from tcpdelay.experiments.evaluate import evaluate
+
+    calls, events = [], []
+
+    class Page:
+        def add(self, name, data, step):
+            calls.append((name, data))
+            step(f"drawing {name}")
+
+        def write(self, path):
+            calls.append(("write", path))
+            return path.parent / "page.html"
+
+    result = evaluate(tmp_path / "o", events.append, page=Page(), check_duration_s=0)
+    assert [c[0] for c in calls] == [name for name, _, _ in PARTS] + ["write"]
+    assert calls[-1][1] == tmp_path / "o" / "report.html"
+    assert result["report_path"] == str(tmp_path / "o" / "page.html")
+    for name, data in calls[:-1]:
+        assert result[name] == {k: v for k, v in data.items() if not k.startswith("_")}, name
+    added = dict(calls[:-1])
+    assert {k for k in added["regions"] if k.startswith("_")} == {"_regions", "_profiles"}
+    assert added["measured_check"]["_why"] == "left-out" and result["measured_check"]["measured"] is False
+    # the page's steps come between the part's start and its end
+    for i, (name, _, _) in enumerate(PARTS):
+        kinds = [(e.kind, e.text) for e in events if e.name == name]
+        assert kinds[0][0] == "start" and kinds[-1][0] == "done"
+        assert kinds[-2] == ("step", f"drawing {name}")
+    # without a page: the same data, nothing written
+    plain = evaluate(tmp_path / "none", check_duration_s=0)
+    assert "report_path" not in plain and not (tmp_path / "none").exists()
+    assert plain["throughput"] == result["throughput"] and plain["playout"] == result["playout"]
+
+
+def test_the_page_draws_every_part():
+    from tcpdelay.report.evaluation_page import SECTIONS
+
+    assert list(SECTIONS) == [name for name, _, _ in PARTS]

@@ -231,13 +231,15 @@ def test_validate_tiny_on_the_testbed_resumes(tmp_path):
 def test_measured_check_says_plainly_when_it_cannot_run(monkeypatch):
     import os
 
-    from tcpdelay.experiments.measured_check import measured_check_part, testbed_unavailable
+    from tcpdelay.experiments.measured_check import run_measured_check, testbed_unavailable
+    from tcpdelay.report.evaluation_page import measured_check_section
 
     # a real condition: the emulator binary named by TCPDELAY_LINK does not exist (without root
     # the missing root is reported first)
     monkeypatch.setenv("TCPDELAY_LINK", "/nonexistent/tcpdelay-link")
     report = Report("t")
-    data = measured_check_part(report)
+    data = run_measured_check()
+    measured_check_section(report, data)
     assert data["measured"] is False and data["points"] == []
     assert data["reason"] == testbed_unavailable()
     assert ("TCPDELAY_LINK" in data["reason"]) if os.geteuid() == 0 else ("root" in data["reason"])
@@ -249,10 +251,12 @@ def test_measured_check_says_plainly_when_it_cannot_run(monkeypatch):
 @pytest.mark.testbed
 @needs_testbed
 def test_measured_check_on_the_testbed():
-    from tcpdelay.experiments.measured_check import DURATION_S, POINTS, measured_check_part
+    from tcpdelay.experiments.measured_check import DURATION_S, POINTS, run_measured_check
+    from tcpdelay.report.evaluation_page import measured_check_section
 
     report = Report("t")
-    data = measured_check_part(report)
+    data = run_measured_check()
+    measured_check_section(report, data)
     assert data["measured"] is True and not data["failed"]
     assert len(data["points"]) == sum(len(l) for _, l in POINTS)
     for p in data["points"]:

@@ -1,6 +1,7 @@
 """The validation's pieces that had no test of their own: the RTT and loss read from what the
 runs recorded (identical to the sweep's keys on every committed validation), the prose file, the
-job's page callback, and the layering of ``experiments/validation/``."""
+job's page callback, and the layering of ``experiments/`` (the validation and the main job
+alike: neither imports ``report/`` or ``cli/``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from tcpdelay.results.layout import seed_dirs
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 VALIDATIONS = sorted(p.name for p in RESULTS.iterdir() if (p / "validation.json").is_file())
-PACKAGE = ROOT / "src" / "tcpdelay" / "experiments" / "validation"
+EXPERIMENTS = ROOT / "src" / "tcpdelay" / "experiments"
+PACKAGE = EXPERIMENTS / "validation"
 
 
 def _cell(sweep: Path, cell: dict) -> CellData:
@@ -155,14 +157,34 @@ def test_texts_ship_with_the_package():
     assert (PACKAGE / texts.TEXTS_FILE).is_file()
 
 
-def test_the_science_imports_neither_report_nor_cli():
-    """experiments/ never imports report/ or cli/; the one exception until the results layer
-    exists: measured.py takes the results' readers from report.results."""
-    for f in PACKAGE.glob("*.py"):
-        for node in ast.walk(ast.parse(f.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            for name in names:
-                if name.startswith(("tcpdelay.report", "tcpdelay.cli")):
-                    assert (f.name, name) == ("measured.py", "tcpdelay.report.results"), (f.name, name)
+def _imported(tree: ast.AST) -> list[str]:
+    """Every module name an ``import`` or ``from ... import`` in ``tree`` names, the names a
+    ``from`` imports included (``from tcpdelay import report`` gives ``tcpdelay.report``)."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names += [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names if node.module]
+    return names
 
+
+def _higher_floors(f: Path) -> list[str]:
+    return [name for name in _imported(ast.parse(f.read_text()))
+            if name.split(".")[:2] in (["tcpdelay", "report"], ["tcpdelay", "cli"])]
+
+
+def test_the_science_imports_neither_report_nor_cli():
+    """experiments/ (the validation, the main job, everything under it) never imports report/ or
+    cli/: the pages are handed in (``page=``) by the CLI."""
+    files = sorted(EXPERIMENTS.rglob("*.py"))
+    assert PACKAGE / "job.py" in files and EXPERIMENTS / "evaluate.py" in files
+    assert {f.relative_to(EXPERIMENTS).as_posix(): _higher_floors(f) for f in files if _higher_floors(f)} == {}
+
+
+def test_the_import_check_sees_every_form(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("import tcpdelay.cli.common\nfrom tcpdelay import report\nfrom tcpdelay.report.html import Report\n"
+                 "from tcpdelay.results import load_results\nimport tcpdelay.reporting\n")
+    assert _higher_floors(f) == ["tcpdelay.cli.common", "tcpdelay.report", "tcpdelay.report.html",
+                                 "tcpdelay.report.html.Report"]

@@ -1,4 +1,6 @@
-"""``tcpdelay evaluate``: the main job (what ``make run`` runs) — writes out/report.html.
+"""``tcpdelay evaluate``: the main job (what ``make run`` runs) — writes out/report.html: the
+parts computed by :mod:`tcpdelay.experiments.evaluate`, drawn by
+:class:`tcpdelay.report.evaluation_page.EvaluationPage`.
 
 While it runs it says what it is doing on stderr (so ``--json`` keeps stdout to the JSON): on a
 terminal a live line with the current part and step, and one line per finished part; elsewhere
@@ -85,10 +87,11 @@ def evaluate_cmd(out_dir, check_duration_s, as_json):
     from rich.console import Console
 
     from tcpdelay.experiments.evaluate import evaluate
+    from tcpdelay.report.evaluation_page import EvaluationPage
 
     err = Console(stderr=True)
     with _Progress(err) as progress:
-        result = evaluate(out_dir, progress, check_duration_s=check_duration_s)
+        result = evaluate(out_dir, progress, page=EvaluationPage(), check_duration_s=check_duration_s)
     path = result["report_path"]
     hint = f"Report written to {path}\n{open_hint(path)}"
     if as_json:

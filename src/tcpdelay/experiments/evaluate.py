@@ -1,11 +1,14 @@
-"""The main job (``tcpdelay evaluate``, ``make run``): the models over a default set of paths,
-as tables and plots in one HTML report, and a short measured check on the testbed.
+"""The main job (``tcpdelay evaluate``, ``make run``): the models over a default set of paths
+and a short measured check on the testbed, handed part by part to a page (the CLI's writes one
+HTML report: :class:`tcpdelay.report.evaluation_page.EvaluationPage`).
 
-Each part is a function ``part(report, step) -> dict`` that adds a section to the report and
-returns the same figures as plain data for ``--json``; it calls ``step(text)`` as it moves on
-(which RTT, which profile, which measured point), so the command line can say what it is doing.
+Each part is a function ``part(step) -> dict`` that computes its figures as plain data; it calls
+``step(text)`` as it moves on (which RTT, which profile, which measured point), so the command
+line can say what it is doing. Keys starting with ``_`` hold what only the page needs (a
+figure's curves, a model object); the rest is the part's entry in the job's result (``--json``).
 Parts are listed in :data:`PARTS` in the order the report shows them; :func:`evaluate` runs
-them and reports each start, step and end to its ``progress`` callback as a :class:`PartEvent`.
+them, hands each one's data to the page, and reports each start, step and end to its
+``progress`` callback as a :class:`PartEvent`. Nothing here draws.
 """
 
 from __future__ import annotations
@@ -15,13 +18,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable, Literal, Protocol
 
 import numpy as np
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.model import throughput as tp
-from tcpdelay.report.html import Report
 
 #: The default paths: RTT 20/100/300 ms × loss 0/0.1/1/5 %.
 DEFAULT_RTTS_S = (0.02, 0.1, 0.3)
@@ -36,9 +38,23 @@ def _no_step(text: str) -> None:
     pass
 
 
-def throughput_part(report: Report, step: Step = _no_step) -> dict:
-    """Steady-state throughput (PFTK, simplified PFTK, Mathis) for the default paths."""
-    rows, data = [], []
+class Page(Protocol):
+    """Where :func:`evaluate` puts the parts' results (the CLI's: the HTML report).
+
+    ``add(name, data, step)`` is called once per part, in :data:`PARTS` order, with the part's
+    data (private ``_`` keys included) and the part's ``step`` (to say what it draws);
+    ``write(path)`` once at the end, returning the path written."""
+
+    def add(self, name: str, data: dict, step: Step) -> None: ...
+
+    def write(self, path: Path) -> Path: ...
+
+
+def throughput_part(step: Step = _no_step) -> dict:
+    """Steady-state throughput (PFTK, simplified PFTK, Mathis) for the default paths, in bit/s
+    (MSS :data:`MSS_BYTES`, T0 = RTT + 200 ms; infinite without loss), and under ``_curves``
+    the PFTK and Mathis throughput (Mb/s) against loss per RTT for the figure."""
+    data = []
     step("table")
     for rtt in DEFAULT_RTTS_S:
         t0 = float(tp.default_t0_s(rtt))
@@ -50,80 +66,39 @@ def throughput_part(report: Report, step: Step = _no_step) -> dict:
             }
             bps = {k: float(tp.segments_to_bps(v, MSS_BYTES)) for k, v in seg.items()}
             data.append({"rtt_s": rtt, "loss": p, "t0_s": t0, **{f"{k}_bps": v for k, v in bps.items()}})
-            rows.append([f"{rtt * 1e3:g} ms", f"{p * 100:g} %",
-                         *(("unlimited" if not np.isfinite(v) else f"{v / 1e6:.3g}") for v in bps.values())])
-
-    sec = report.section("Steady-state TCP throughput")
-    sec.paragraph(
-        "Bulk TCP throughput predicted by the full model of Padhye, Firoiu, Towsley and Kurose "
-        "(PFTK, with timeouts; T0 = RTT + 200 ms, the Linux RTO), its simplified form used by TFRC "
-        f"(RFC 5348 §3.1) and the square-root law of Mathis et al.; MSS {MSS_BYTES} bytes, "
-        "one segment per ACK, no receiver-window limit. With no loss the models are unbounded.")
-    sec.table(["RTT", "loss", "PFTK Mb/s", "PFTK simple Mb/s", "Mathis Mb/s"], rows)
-    step("figure")
-    sec.figure(_throughput_figure(), "Throughput against loss for each RTT (log-log).")
-    return {"paths": data}
+    return {"paths": data, "_curves": throughput_curves()}
 
 
-def _throughput_figure():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def throughput_curves() -> list[dict]:
+    """Per default RTT: loss probabilities ``loss`` (1e-4 to 0.3, log-spaced) and the PFTK and
+    Mathis throughput there, ``pftk_mbps`` and ``mathis_mbps`` (Mb/s; MSS :data:`MSS_BYTES`)."""
     p = np.logspace(-4, np.log10(0.3), 200)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for rtt, color in zip(DEFAULT_RTTS_S, ("tab:blue", "tab:orange", "tab:green")):
+    curves = []
+    for rtt in DEFAULT_RTTS_S:
         t0 = float(tp.default_t0_s(rtt))
-        ax.loglog(p, tp.segments_to_bps(tp.pftk_segments_per_s(p, rtt, t0), MSS_BYTES) / 1e6,
-                  color=color, label=f"PFTK, RTT {rtt * 1e3:g} ms")
-        ax.loglog(p, tp.segments_to_bps(tp.mathis_segments_per_s(p, rtt), MSS_BYTES) / 1e6,
-                  color=color, linestyle="--", label=f"Mathis, RTT {rtt * 1e3:g} ms")
-    ax.set_xlabel("loss probability p")
-    ax.set_ylabel("throughput (Mb/s)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return fig
+        curves.append({"rtt_s": rtt, "loss": p,
+                       "pftk_mbps": tp.segments_to_bps(tp.pftk_segments_per_s(p, rtt, t0), MSS_BYTES) / 1e6,
+                       "mathis_mbps": tp.segments_to_bps(tp.mathis_segments_per_s(p, rtt), MSS_BYTES) / 1e6})
+    return curves
 
 
 #: Transfer sizes for the latency table (bytes).
 LATENCY_SIZES_BYTES = (10_000, 100_000, 1_000_000)
 
 
-def latency_part(report: Report, step: Step = _no_step) -> dict:
+def latency_part(step: Step = _no_step) -> dict:
     """Expected latency and its 90th percentile (Cardwell et al. eq 25 and Section II-E) of
-    short transfers over the default paths, and latency/throughput against size per RTT."""
+    short transfers of :data:`LATENCY_SIZES_BYTES` over the default paths (seconds)."""
     from tcpdelay.model.latency import latency
-    from tcpdelay.report.latency_plots import plot_latency_vs_size
 
-    rows, data = [], []
+    data = []
     for rtt in DEFAULT_RTTS_S:
         step(f"table, RTT {rtt * 1e3:g} ms")
         for p in DEFAULT_LOSSES:
-            row = [f"{rtt * 1e3:g} ms", f"{p * 100:g} %"]
             for size in LATENCY_SIZES_BYTES:
                 res = latency(size, rtt, p, mss_bytes=MSS_BYTES)
                 data.append({"size_bytes": size, "rtt_s": rtt, "loss": p,
                              "total_mean_s": res["total_mean_s"], "p90_s": res["percentiles_s"]["90"]})
-                row.append(f"{res['total_mean_s']:.3g} / {res['percentiles_s']['90']:.3g}")
-            rows.append(row)
-
-    sec = report.section("Latency of short TCP transfers")
-    sec.paragraph(
-        "Expected time to open a connection and transfer a file (mean / 90th percentile, seconds), "
-        "from the model of Cardwell, Savage and Anderson, 'Modeling TCP Latency' (INFOCOM 2000): "
-        "handshake (eqs 1-4), slow start (eq 15), first loss (eq 20), the remainder at the PFTK "
-        "rate (eq 24) and the distribution over loss scenarios (Section II-E). Initial window 10 "
-        "segments, T0 = RTT + 200 ms, SYN timeout 1 s, no delayed ACKs.")
-    sec.table(["RTT", "loss", *(f"{s / 1e3:g} kB (s)" for s in LATENCY_SIZES_BYTES)], rows)
-    with tempfile.TemporaryDirectory() as tmp:
-        for rtt in DEFAULT_RTTS_S:
-            step(f"figure, RTT {rtt * 1e3:g} ms")
-            png = Path(tmp) / f"lat-{rtt}.png"
-            plot_latency_vs_size(png, rtt_s=rtt, loss=0.01, mss_bytes=MSS_BYTES, max_bytes=1e8)
-            sec.png(png.read_bytes(), f"RTT {rtt * 1e3:g} ms, loss 1 %: latency and effective "
-                                      "throughput against transfer size, next to the steady-state models "
-                                      "(Cardwell et al. Fig 2).")
     return {"transfers": data}
 
 
@@ -133,65 +108,28 @@ REGION_PROFILES = ("voip", "video")
 PLAYOUT_PATHS = ((0.1, 0.01), (0.1, 0.02), (0.3, 0.01))
 
 
-def _png_of(plot, *args) -> bytes:
-    """Run a ``plot(..., path)`` function into a temporary PNG and return its bytes."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "figure.png"
-        plot(*args, path)
-        return path.read_bytes()
-
-
-def regions_part(report: Report, step: Step = _no_step) -> dict:
-    """Working regions (Brosh et al. §6.1) of the default VoIP and video profiles."""
+def regions_part(step: Step = _no_step) -> dict:
+    """Working regions (Brosh et al. §6.1) of the default VoIP and video profiles: per profile
+    its criterion and, per RTT, the largest loss that meets it. Under ``_regions`` the whole
+    region (every cell) and under ``_profiles`` the profile, for the page."""
     from tcpdelay.model.delay import get_profile, working_region
-    from tcpdelay.report.delay_plots import plot_region
 
-    sec = report.section("Working regions of media over TCP")
-    sec.paragraph(
-        "Where a constant-bit-rate source over TCP meets its delay criterion, by the Markov-chain "
-        "model of Brosh, Baset, Misra, Rubenstein and Schulzrinne, 'The Delay-Friendliness of TCP "
-        "for Real-Time Traffic' (Section 4 and Appendix A; working regions as in §6.1): per RTT, "
-        "the largest configured loss rate at which the criterion still holds. 'unstable' means "
-        "TCP's achievable throughput (PFTK) does not exceed the media rate, so delay grows "
-        "without bound. T0 = RTT + 200 ms, random loss, limited transmit on.")
-    out = {}
+    out: dict = {"_regions": {}, "_profiles": {}}
     for name in REGION_PROFILES:
         step(f"profile {name}")
-        prof = get_profile(name)
-        region = working_region(name)
-        rows = []
-        for rtt in region["rtts_s"]:
-            cells = sorted((c for c in region["cells"] if c["rtt_s"] == rtt), key=lambda c: c["loss"])
-            best = next(m["max_loss"] for m in region["max_loss_by_rtt"] if m["rtt_s"] == rtt)
-            rows.append([f"{rtt * 1e3:g} ms", "none" if best is None else f"{best * 100:g} %",
-                         *(("unstable" if c["unstable"] else f"{c['value_s']:.3g}") for c in cells)])
-        sec.table(["RTT", "works up to", *(f"{p * 100:g} %" for p in region["losses"])], rows,
-                  caption=f"{name} ({prof.rate_bps / 1e3:g} kb/s, {prof.packet_bytes} B packets): "
-                          f"{region['percentile']:g}th percentile delay (s) against loss; "
-                          f"criterion ≤ {region['bound_s']:g} s")
-        sec.png(_png_of(plot_region, region), f"Working region of {name}.")
+        out["_profiles"][name] = get_profile(name)
+        region = out["_regions"][name] = working_region(name)
         out[name] = {k: region[k] for k in ("percentile", "bound_s", "max_loss_by_rtt", "cells")}
     return out
 
 
-def _percent(fraction: float) -> str:
-    """A fraction as a percentage that keeps small values visible (1.4e-05 %, not 0.00 %)."""
-    pct = fraction * 100
-    return f"{pct:.3g} %" if pct >= 0.01 or pct == 0 else f"{pct:.2g} %"
-
-
-def playout_part(report: Report, step: Step = _no_step) -> dict:
-    """Playout-delay advice (Brosh et al. §6.6): L + RTT + 3/f and what it masks."""
+def playout_part(step: Step = _no_step) -> dict:
+    """Playout-delay advice (Brosh et al. §6.6): L + RTT + 3/f and what it masks, for the voip
+    profile on :data:`PLAYOUT_PATHS`. Under ``_figure`` the first stable path's advice with its
+    late-fraction curve (None if every path is unstable)."""
     from tcpdelay.model.delay import playout_advice
-    from tcpdelay.report.delay_plots import plot_late_fraction
 
-    sec = report.section("Playout delay for VoIP over TCP")
-    sec.paragraph(
-        "A fixed playout delay of L + RTT + 3/f (one-way delay, one round trip and three packet "
-        "intervals: the time fast retransmit needs) hides most of TCP's retransmission delay "
-        "(Brosh et al. §6.6, Figs 23-24). The table gives the late fraction at that delay and "
-        "the share of TCP-delayed packets it masks, for the voip profile.")
-    rows, data = [], []
+    data = []
     figure = None
     for rtt, loss in PLAYOUT_PATHS:
         step(f"RTT {rtt * 1e3:g} ms, loss {loss * 100:g} %")
@@ -199,28 +137,17 @@ def playout_part(report: Report, step: Step = _no_step) -> dict:
         adv.pop("prediction", None)
         curve = adv.pop("curve")
         data.append(adv)
-        if adv["unstable"]:
-            rows.append([f"{rtt * 1e3:g} ms", f"{loss * 100:g} %", f"{adv['recommended_playout_s'] * 1e3:.0f}",
-                         "unstable", "—"])
-            continue
-        rows.append([f"{rtt * 1e3:g} ms", f"{loss * 100:g} %", f"{adv['recommended_playout_s'] * 1e3:.0f}",
-                     _percent(adv["late_fraction_at_recommended"]),
-                     _percent(adv["masked_tcp_delay_fraction"])])
-        if figure is None:
-            figure = ({**adv, "curve": curve}, f"Late fraction against playout delay, voip, RTT {rtt * 1e3:g} ms, "
-                                               f"loss {loss * 100:g} % (Fig 23).")
-    sec.table(["RTT", "loss", "recommended playout (ms)", "late at recommended", "TCP delay masked"], rows)
-    if figure is not None:
-        sec.png(_png_of(plot_late_fraction, figure[0]), figure[1])
-    return {"voip": data}
+        if figure is None and not adv["unstable"]:
+            figure = {**adv, "curve": curve}
+    return {"voip": data, "_figure": figure}
 
 
-def _measured_check(report: Report, step: Step = _no_step, duration_s: float | None = None) -> dict:
+def _measured_check(step: Step = _no_step, duration_s: float | None = None) -> dict:
     """A few model points measured on real Linux TCP through the testbed, when it can run here
     (see :mod:`tcpdelay.experiments.measured_check`; it says plainly when it cannot)."""
-    from tcpdelay.experiments.measured_check import DURATION_S, measured_check_part
+    from tcpdelay.experiments.measured_check import DURATION_S, run_measured_check
 
-    return measured_check_part(report, step=step, duration_s=DURATION_S if duration_s is None else duration_s)
+    return run_measured_check(step=step, duration_s=DURATION_S if duration_s is None else duration_s)
 
 
 #: The parts in report order: (name in the JSON, title shown while it runs, function).
@@ -268,15 +195,26 @@ def _summary(name: str, data: dict) -> str:
     return ""
 
 
+#: The page's file name in ``out_dir``.
+REPORT_FILE = "report.html"
+
+
+def public(data: dict) -> dict:
+    """A part's data without the keys only its page needs (those starting with ``_``)."""
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
 def evaluate(out_dir: str | Path, progress: Callable[[PartEvent], None] | None = None, *,
-             check_duration_s: float | None = None) -> dict:
-    """Run every part, write ``out_dir/report.html`` and return the parts' data.
+             page: Page | None = None, check_duration_s: float | None = None) -> dict:
+    """Run every part and return their data (without private keys), keyed by part name; with
+    ``page``, hand each part's data to ``page.add`` as it finishes (within the part's progress,
+    so its drawing counts in the part's time), then write ``out_dir/report.html`` with
+    ``page.write`` (``report_path``: the path it returns).
 
     ``check_duration_s``: seconds of media per point of the measured check (default
     :data:`tcpdelay.experiments.measured_check.DURATION_S`; 0 leaves the check out, saying so
-    in the report)."""
-    out = _writable_dir(out_dir)
-    report = Report("tcpdelay evaluation")
+    in the result)."""
+    out = _writable_dir(out_dir) if page is not None else Path(out_dir)
     result: dict = {}
     total = len(PARTS)
     for index, (name, title, part) in enumerate(PARTS, 1):
@@ -285,16 +223,19 @@ def evaluate(out_dir: str | Path, progress: Callable[[PartEvent], None] | None =
         t0 = time.monotonic()
         step = functools.partial(tell, "step")
         if name == "measured_check":
-            data = part(report, step, check_duration_s)
+            data = part(step, check_duration_s)
         else:
-            data = part(report, step)
-        result[name] = data
-        tell("done", _summary(name, data), time.monotonic() - t0)
-    try:
-        path = report.write(out / "report.html")
-    except OSError as err:  # e.g. the disk filled up during the run: one line, as report does
-        raise ParameterError(f"--out: cannot write {str(out / 'report.html')!r}: {err.strerror or err}") from None
-    result["report_path"] = str(path)
+            data = part(step)
+        if page is not None:
+            page.add(name, data, step)
+        result[name] = public(data)
+        tell("done", _summary(name, result[name]), time.monotonic() - t0)
+    if page is not None:
+        try:
+            path = page.write(out / REPORT_FILE)
+        except OSError as err:  # e.g. the disk filled up during the run: one line, as report does
+            raise ParameterError(f"--out: cannot write {str(out / REPORT_FILE)!r}: {err.strerror or err}") from None
+        result["report_path"] = str(path)
     return result
 
 
