@@ -86,6 +86,9 @@ def test_link_and_timed_link():
     outage = parse_scenario({**SCENARIO, "path": {"outages": [{"at_s": 3, "duration_s": 1}]}})
     assert timed_link(outage)
     assert plan_run(outage, 1).link["a_to_b"]["outages"] == [{"at_s": 3 + LEAD_S, "duration_s": 1}]
+    # the plan carries what a backend needs of the scenario: it never reads the scenario
+    assert (plan.timed_link, plan_run(outage, 1).timed_link) == (False, True)
+    assert (plan.name, plan.seed, plan.duration_s, plan.lead_s) == (sc.name, 1, sc.duration_s, LEAD_S)
 
 
 def test_every_scenario_cross_kind_is_registered_with_its_transport_and_a_testbed_starter():
@@ -185,7 +188,7 @@ def test_a_backend_by_name_gets_the_plan_and_its_outcome_is_recorded(tmp_path, c
     sc = parse_scenario(SCENARIO)
     totals = run_scenario(sc, 4, tmp_path, backend="canned")
     (job,) = backend.jobs
-    assert job.seed == 4 and job.run_dir == tmp_path and [h["name"] for h in job.plan.hosts] == \
+    assert job.plan.seed == 4 and job.run_dir == tmp_path and [h["name"] for h in job.plan.hosts] == \
         [h["name"] for h in _plan().hosts]
     assert (tmp_path / record.SCENARIO_FILE).exists()
     assert json.loads((tmp_path / record.ENVIRONMENT_FILE).read_text())["backend"] == "canned"

@@ -69,7 +69,8 @@ def host_tcp_settings(tcp: Tcp) -> dict:
 
 @dataclass
 class MediaPlan:
-    """One media flow: where it runs (host names), its port, when (seconds after t0), its seed."""
+    """One media flow: where it runs (host names), its port, when (seconds after t0), its seed and
+    its source (built when planned; a video trace is read then)."""
     flow_id: int
     name: str
     flow: Flow
@@ -79,6 +80,9 @@ class MediaPlan:
     start_s: float
     stop_s: float
     seed: int
+    source: Any = None
+    """Its :mod:`tcpdelay.traffic` source (:func:`media_source`): packets come from
+    ``source.packets(stop_s - start_s, seed)``."""
 
 
 @dataclass
@@ -103,10 +107,17 @@ class CrossPlan:
 
 @dataclass
 class RunPlan:
+    """Everything a backend needs to run a scenario once (it never reads the scenario itself):
+    hosts, the link, every flow, and the run's name, seed, length and timing."""
     hosts: list[dict]                  # HostSpec data
     link: dict                         # LinkSpec data
     media: list[MediaPlan] = field(default_factory=list)
     cross: list[CrossPlan] = field(default_factory=list)
+    name: str = ""                     # the scenario's name
+    seed: int = 0                      # the run's seed (every flow's own derives from it)
+    duration_s: float = 0.0            # the run's length from t0
+    timed_link: bool = False           # the link's behaviour depends on its clock (see timed_link)
+    lead_s: float = LEAD_S             # with a timed link, t0 is this long after the link's start
 
     def testbed_spec(self, seed: int):
         from tcpdelay.testbed.spec import parse_spec
@@ -122,7 +133,11 @@ def _direction_spec(d: DirectionSpec, lead_s: float) -> dict:
 def timed_link(scenario: Scenario) -> bool:
     """Whether the link's behaviour depends on time since the link started (outages, a
     delivery trace): then t0 is :data:`LEAD_S` after the link's start."""
-    return any(d.outages or d.trace_file for d in (scenario.path.direction("forward"), scenario.path.direction("reverse")))
+    return _timed(scenario.path.direction("forward"), scenario.path.direction("reverse"))
+
+
+def _timed(*directions: DirectionSpec) -> bool:
+    return any(d.outages or d.trace_file for d in directions)
 
 
 def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPlan:
@@ -147,10 +162,10 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
             hosts.append({"name": sinks[side], "side": side, "tcp": {}})
         return sinks[side]
 
-    plan = RunPlan(hosts=hosts, link={
-        "a_to_b": _direction_spec(scenario.path.direction("forward"), lead_s),
-        "b_to_a": _direction_spec(scenario.path.direction("reverse"), lead_s),
-    })
+    forward, reverse = scenario.path.direction("forward"), scenario.path.direction("reverse")
+    plan = RunPlan(hosts=hosts, link={"a_to_b": _direction_spec(forward, lead_s), "b_to_a": _direction_spec(reverse, lead_s)},
+                   name=scenario.name, seed=seed, duration_s=scenario.duration_s,
+                   timed_link=_timed(forward, reverse), lead_s=lead_s)
     flow_id = 0
     for i, f in enumerate(scenario.flows):
         tx_side, rx_side = side_of[f.direction]
@@ -160,7 +175,7 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
                 flow_id=flow_id, name=name, flow=f, sender=sender_host(tx_side, f.tcp if f.transport == "tcp" else None),
                 receiver=sink_host(rx_side), port=MEDIA_PORT + flow_id, start_s=f.start_s,
                 stop_s=f.stop_s if f.stop_s is not None else scenario.duration_s,
-                seed=derive_seed(seed, "media", flow_id)))
+                seed=derive_seed(seed, "media", flow_id), source=media_source(f)))
             flow_id += 1
     udp_index = 0
     for j, c in enumerate(scenario.cross):

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from tcpdelay import timing
 from tcpdelay.experiments.backends.base import BackendOutcome
-from tcpdelay.experiments.plan import LEAD_S, RunPlan
+from tcpdelay.experiments.plan import RunPlan
 from tcpdelay.experiments.scenario import Scenario, dump_scenario
 from tcpdelay.jsonio import jsonable, write_json
 
@@ -104,21 +104,18 @@ def receiver_summary(results: dict, flow_id: int) -> dict:
     return rx if isinstance(rx, dict) else {}
 
 
-def summarize(scenario: Scenario, seed: int, plan: RunPlan, outcome: BackendOutcome) -> dict:
+def summarize(plan: RunPlan, outcome: BackendOutcome) -> dict:
     """``run.json``'s ``run``: the plan with every part's answer, the link's counters, totals."""
     results, counters = outcome.results, outcome.counters
-    media = []
-    for m in plan.media:
-        tx = results.get(f"tx:{m.flow_id}", {})
-        rx = receiver_summary(results, m.flow_id)
-        media.append({"flow_id": m.flow_id, "name": m.name, "sender_host": m.sender, "receiver_host": m.receiver,
-                      "start_s": m.start_s, "stop_s": m.stop_s, "seed": m.seed, "sender": tx, "receiver": rx})
-    cross = []
-    for c in plan.cross:
-        cross.append({"flow_id": c.flow_id, "name": c.name, "kind": c.kind, "server_host": c.server,
-                      "client_host": c.client, "start_s": c.start_s, "stop_s": c.stop_s, "seed": c.seed,
-                      "result": results.get(f"cross:{c.flow_id}", {}),
-                      **({"sink": results.get(f"sink:{c.flow_id}", {})} if c.transport == "udp" else {})})
+    media = [{"flow_id": m.flow_id, "name": m.name, "sender_host": m.sender, "receiver_host": m.receiver,
+              "start_s": m.start_s, "stop_s": m.stop_s, "seed": m.seed,
+              "sender": results.get(f"tx:{m.flow_id}", {}), "receiver": receiver_summary(results, m.flow_id)}
+             for m in plan.media]
+    cross = [{"flow_id": c.flow_id, "name": c.name, "kind": c.kind, "server_host": c.server,
+              "client_host": c.client, "start_s": c.start_s, "stop_s": c.stop_s, "seed": c.seed,
+              "result": results.get(f"cross:{c.flow_id}", {}),
+              **({"sink": results.get(f"sink:{c.flow_id}", {})} if c.transport == "udp" else {})}
+             for c in plan.cross]
     servers = {k.split(":", 1)[1]: v for k, v in results.items() if k.startswith("server:")}
     errors = [f"{k}: {v['error']}" for k, v in results.items() if isinstance(v, dict) and v.get("error")]
     errors += [f"tx:{x['flow_id']}: status {x['sender'].get('status')}" for x in media
@@ -134,71 +131,64 @@ def summarize(scenario: Scenario, seed: int, plan: RunPlan, outcome: BackendOutc
                      for w in v.get("warnings", [])],
         "link_drops": {d: counters.get(d, {}).get("drops") for d in ("a_to_b", "b_to_a")} if counters else None,
     }
-    return {"scenario": scenario.name, "seed": seed, "started_unix_s": outcome.started_unix_s, "lead_s": LEAD_S,
+    return {"scenario": plan.name, "seed": plan.seed, "started_unix_s": outcome.started_unix_s, "lead_s": plan.lead_s,
             "t0_monotonic_s": outcome.t0_monotonic_s,
-            "emulator_start_monotonic_s": outcome.link_start_monotonic_s, "duration_s": scenario.duration_s,
+            "emulator_start_monotonic_s": outcome.link_start_monotonic_s, "duration_s": plan.duration_s,
             "hosts": plan.hosts, "media": media, "cross": cross, "cross_servers": servers,
             "link_counters": counters, "totals": totals}
 
 
 def write_flows(run_dir: Path, plan: RunPlan, results: dict) -> None:
     """``flows.parquet``: one row per media and cross-traffic flow (:data:`FLOWS_SCHEMA`)."""
-    rows: dict[str, list] = {n: [] for n in FLOWS_SCHEMA.names}
-
-    def add(**row) -> None:
-        for n in FLOWS_SCHEMA.names:
-            rows[n].append(row[n])
-
+    rows: list[dict] = []
+    add = rows.append
     for m in plan.media:
         tx = results.get(f"tx:{m.flow_id}", {})
         rx = receiver_summary(results, m.flow_id)
         elapsed = tx.get("elapsed_s") or 0.0
         got = int(rx.get("received_bytes", 0) or 0)
-        add(flow_id=m.flow_id, name=m.name, kind="media", direction=m.flow.direction, transport=m.flow.transport,
+        add(dict(flow_id=m.flow_id, name=m.name, kind="media", direction=m.flow.direction, transport=m.flow.transport,
             start_s=m.start_s, packets_sent=int(tx.get("packets", 0) or 0),
             packets_received=int(rx.get("received_packets", 0) or 0), bytes_received=got,
             goodput_bps=got * 8 / elapsed if elapsed else 0.0,
-            status=tx.get("status") or ("error" if tx.get("error") else "unknown"))
+            status=tx.get("status") or ("error" if tx.get("error") else "unknown")))
     for c in plan.cross:
         r = results.get(f"cross:{c.flow_id}", {})
         sink = results.get(f"sink:{c.flow_id}", {})
         if c.transport == "udp":
             got = int(sink.get("bytes", 0) or 0)
-            add(flow_id=c.flow_id, name=c.name, kind=c.kind, direction=c.cross.direction, transport="udp",
+            add(dict(flow_id=c.flow_id, name=c.name, kind=c.kind, direction=c.cross.direction, transport="udp",
                 start_s=c.start_s, packets_sent=int(r.get("packets", 0) or 0),
                 packets_received=int(sink.get("packets", 0) or 0), bytes_received=got,
                 goodput_bps=got * 8 / max(c.stop_s - c.start_s, 1e-9),
-                status="error" if r.get("error") or sink.get("error") else "completed")
+                status="error" if r.get("error") or sink.get("error") else "completed"))
         else:
             got = int(r.get("bytes", 0) or 0)
-            add(flow_id=c.flow_id, name=c.name, kind=c.kind, direction=c.cross.direction, transport="tcp",
+            add(dict(flow_id=c.flow_id, name=c.name, kind=c.kind, direction=c.cross.direction, transport="tcp",
                 start_s=c.start_s, packets_sent=-1, packets_received=-1, bytes_received=got,
                 goodput_bps=float(r.get("goodput_bps") or got * 8 / max(c.stop_s - c.start_s, 1e-9)),
-                status="error" if r.get("error") else ("completed" if r.get("complete", True) else "incomplete"))
-    pq.write_table(pa.table(rows, schema=FLOWS_SCHEMA), run_dir / FLOWS_FILE)
+                status="error" if r.get("error") else ("completed" if r.get("complete", True) else "incomplete")))
+    pq.write_table(pa.Table.from_pylist(rows, schema=FLOWS_SCHEMA), run_dir / FLOWS_FILE)
 
 
 def tcp_stats(summary: dict) -> list[dict]:
     """Per media connection: TCP_INFO at the end (run.json ``tcp_stats``, read by the metrics)."""
-    out = []
-    for m in summary["media"]:
-        for conn, info in enumerate(m["sender"].get("tcp_info_end") or []):
-            out.append({"flow_id": m["flow_id"], "connection": conn, **info})
-    return out
+    return [{"flow_id": m["flow_id"], "connection": conn, **info}
+            for m in summary["media"] for conn, info in enumerate(m["sender"].get("tcp_info_end") or [])]
 
 
-def write_run_record(run_dir: Path, scenario: Scenario, seed: int, plan: RunPlan, outcome: BackendOutcome) -> dict:
+def write_run_record(run_dir: Path, plan: RunPlan, outcome: BackendOutcome) -> dict:
     """``flows.parquet`` and ``run.json`` (the summary, with ``failed`` naming the lost parts
     of a failed run); returns the summary."""
     from tcpdelay.records import read_run_metadata, write_run_metadata
 
-    summary = summarize(scenario, seed, plan, outcome)
+    summary = summarize(plan, outcome)
     if outcome.lost:
         summary["failed"] = outcome.lost
     write_flows(run_dir, plan, outcome.results)
     meta = read_run_metadata(run_dir)
     meta.update({"clock": "shared-monotonic", "clock_source": "CLOCK_MONOTONIC", "run": summary,
-                 "duration_s": scenario.duration_s, "tcp_stats": tcp_stats(summary)})
+                 "duration_s": plan.duration_s, "tcp_stats": tcp_stats(summary)})
     if plan.cross:  # the metrics' jitter filter takes its base delay from the 2 s before this
         meta["cross_traffic_start_s"] = outcome.t0_monotonic_s + min(c.start_s for c in plan.cross)
     write_run_metadata(run_dir, meta)

@@ -45,9 +45,9 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
     rd.mkdir(parents=True, exist_ok=True)
     record.write_scenario(rd, scenario)
     plan = plan_run(scenario, seed)
-    outcome = runner.run(BackendJob(scenario=scenario, seed=seed, plan=plan, run_dir=rd, on_progress=on_progress,
+    outcome = runner.run(BackendJob(plan=plan, run_dir=rd, on_progress=on_progress,
                                     on_environment=lambda env: record.write_environment(rd, env)))
-    summary = record.write_run_record(rd, scenario, seed, plan, outcome)
+    summary = record.write_run_record(rd, plan, outcome)
     if outcome.lost:
         raise RunFailed(outcome.lost)
     return record.write_metrics(rd, plan, summary["totals"])

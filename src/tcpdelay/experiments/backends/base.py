@@ -3,8 +3,8 @@ back what every part of the run answered; the run record is written from that by
 :mod:`tcpdelay.experiments.record`, the same for every backend.
 
 A backend (the testbed today, :mod:`tcpdelay.experiments.backends.testbed`; a simulator later)
-gets a :class:`BackendJob` — the scenario (what to run), the seed, the pure
-:class:`~tcpdelay.experiments.plan.RunPlan` (hosts, link, flows, ports, seeds), the run
+gets a :class:`BackendJob` — the pure :class:`~tcpdelay.experiments.plan.RunPlan` (hosts, link,
+flows, ports, seeds, the run's length and timing: a backend never reads the scenario), the run
 directory, a progress hook and an environment hook — and
 
 * calls ``job.on_environment(env)`` once, as soon as its machinery is up, with what describes
@@ -31,7 +31,6 @@ from typing import Any, Callable
 
 from tcpdelay.errors import TcpdelayError
 from tcpdelay.experiments.plan import RunPlan
-from tcpdelay.experiments.scenario import Scenario
 
 
 class RunFailed(TcpdelayError):
@@ -48,8 +47,6 @@ class RunFailed(TcpdelayError):
 class BackendJob:
     """What a backend is given to run (times in seconds; ``on_progress(elapsed_s, total_s)``
     about once a second, ``on_environment(env)`` once the machinery is up)."""
-    scenario: Scenario
-    seed: int
     plan: RunPlan
     run_dir: Path
     on_environment: Callable[[dict], None]

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, part_name
-from tcpdelay.experiments.plan import CROSS_TCP_PORT, LEAD_S, CrossPlan, RunPlan, media_source, timed_link
+from tcpdelay.experiments.plan import CROSS_TCP_PORT, CrossPlan, RunPlan
 from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
 
 #: Seconds a media sender waits for its queues to drain after its last packet.
@@ -63,8 +63,8 @@ class TestbedBackend(Backend):
     def run(self, job: BackendJob) -> BackendOutcome:
         from tcpdelay.testbed import Testbed
 
-        scenario, plan, rd = job.scenario, job.plan, job.run_dir
-        spec = plan.testbed_spec(job.seed)
+        plan, rd = job.plan, job.run_dir
+        spec = plan.testbed_spec(plan.seed)
         mover = RecordMover(rd)
         handles: dict[str, Any] = {}
         results: dict[str, Any] = {}
@@ -75,21 +75,21 @@ class TestbedBackend(Backend):
             mover.start()
             try:
                 t_recv = time.monotonic()
-                _start_receivers(tb, scenario, plan, rd, handles)
-                if timed_link(scenario):
-                    t0 = t_emu + LEAD_S  # the outage schedule / trace was set relative to this
+                _start_receivers(tb, plan, rd, handles)
+                if plan.timed_link:
+                    t0 = t_emu + plan.lead_s  # the outage schedule / trace was set relative to this
                 else:
                     # Starting the senders is the same kind of work as starting the receivers was, so
                     # the time that took measures this machine now: a busy machine gets a later start
                     # rather than a failed run.
                     now = time.monotonic()
                     t0 = now + max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)), 2 * (now - t_recv))
-                _start_all(tb, scenario, plan, rd, t0, handles)
+                _start_all(tb, plan, rd, t0, handles)
                 if time.monotonic() > t0:
                     raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
                                          f"start {t0 - t_emu:.2f} s after the emulator's; too many flows for this machine?")
                 failures: dict[str, str] = {}
-                if _wait_all(handles, results, t0, scenario.duration_s, job.on_progress,
+                if _wait_all(handles, results, t0, plan.duration_s, job.on_progress,
                              watch=lambda: _dead_parts(tb, plan, handles, results), failures=failures):
                     # A part was lost: name it, stop what still runs (its records are kept), fail.
                     lost = _dead_parts(tb, plan, handles, results)
@@ -168,7 +168,7 @@ def environment(tb, plan: RunPlan) -> dict:
     }
 
 
-def _start_receivers(tb, scenario, plan: RunPlan, rd, handles: dict) -> None:
+def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
     from tcpdelay.transport import ReceiverConfig, TcpOptions
 
     for m in plan.media:
@@ -177,7 +177,7 @@ def _start_receivers(tb, scenario, plan: RunPlan, rd, handles: dict) -> None:
         fd.mkdir(parents=True, exist_ok=True)
         rx_opts = TcpOptions(rcvbuf_bytes=f.tcp.rcvbuf_bytes)
         cfg = ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
-                             runs=1, idle_timeout_s=max(10.0, 2 * scenario.duration_s), tcp=rx_opts,
+                             runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s), tcp=rx_opts,
                              handshake_timeout_s=10.0, udp_linger_s=1.0)
         handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg)
 
@@ -248,12 +248,12 @@ def cross_starter(kind: str) -> Callable[..., Any]:
                              f"(one of {', '.join(sorted(CROSS_STARTERS))})") from None
 
 
-def _start_all(tb, scenario, plan: RunPlan, rd, t0: float, handles: dict) -> None:
+def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
     from tcpdelay.traffic import response_server, udp_background
     from tcpdelay.transport import RunParams, SenderConfig, TcpOptions
 
     starters = {c.kind: cross_starter(c.kind) for c in plan.cross}   # an unknown kind: before any start
-    end = t0 + scenario.duration_s
+    end = t0 + plan.duration_s
     # Servers and sinks first (clients retry connecting until they are up).
     servers = sorted({c.server for c in plan.cross if c.transport != "udp"})
     for host in servers:
@@ -279,7 +279,7 @@ def _start_all(tb, scenario, plan: RunPlan, rd, t0: float, handles: dict) -> Non
             proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
             seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
             connect_timeout_s=10.0, drain_timeout_s=DRAIN_S)
-        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, media_source(f), t0 + m.start_s)
+        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, m.source, t0 + m.start_s)
     for c in plan.cross:
         handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
 
