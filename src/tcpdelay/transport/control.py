@@ -107,6 +107,17 @@ def send(sock: socket.socket, msg: dict, *, pad_to: int = 0) -> int:
     return len(data)
 
 
+def read_ready(sock: socket.socket) -> bytes | None:
+    """What a non-blocking control socket has for us: ``None`` when nothing is there yet,
+    ``b""`` when the peer closed it (or it failed), else up to 4096 bytes."""
+    try:
+        return sock.recv(4096)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
 def recv(sock: socket.socket, timeout_s: float) -> tuple[dict, int]:
     """Read exactly one control message from a blocking socket, within ``timeout_s``.
 

@@ -491,12 +491,9 @@ class _Run:
     def _read_ctl(self, reader: control.ControlReader, data: bytes | None = None) -> bool:
         res = self.res
         if data is None:
-            try:
-                data = self.ctl.recv(4096)
-            except _BLOCKED:
+            data = control.read_ready(self.ctl)
+            if data is None:
                 return True
-            except OSError:
-                data = b""
         if not data:
             if res.sender_end is None:
                 res.status = "sender-disconnected"

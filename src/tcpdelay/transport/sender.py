@@ -471,12 +471,9 @@ class _SendRun:
         """The control connection is readable (the receiver only speaks when asked, or to
         abort). False: the run is over (the receiver left or aborted)."""
         result = self.result
-        try:
-            data = self.ctl.recv(4096)
-        except _BLOCKED:
+        data = control.read_ready(self.ctl)
+        if data is None:
             return True
-        except OSError:
-            data = b""
         if not data:
             result.status = "receiver-disconnected"
             return False
