@@ -29,6 +29,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tcpdelay.jsonio import write_json
+
 SENT_SCHEMA = pa.schema([
     ("flow_id", pa.int32()),
     ("connection", pa.int16()),
@@ -126,13 +128,7 @@ def write_run_metadata(run_dir: str | os.PathLike, metadata: dict) -> None:
     the testbed, {"clock": "unsynchronized"} across real hosts)."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    tmp = path / f".{RUN_METADATA}.tmp"
-    try:
-        tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True))
-        os.replace(tmp, path / RUN_METADATA)
-    except BaseException:
-        _discard(tmp)  # no half-written file left behind (e.g. the disk is full)
-        raise
+    write_json(path / RUN_METADATA, metadata)  # atomic; nothing half-written left (e.g. disk full)
 
 
 def _discard(path: Path) -> None:
