@@ -8,7 +8,11 @@
  * - parameters are `const volatile` globals named param_<name> (the loader sets them before
  *   loading); integers only: BPF has no floating point, fractions are fixed point (say which);
  * - per-connection state lives in the socket's private area (inet_csk_ca(sk), at most
- *   ICSK_CA_PRIV_SIZE = 104 bytes).
+ *   ICSK_CA_PRIV_SIZE = 104 bytes);
+ * - what a variant wants seen over time (Vegas' diff, Westwood's bandwidth estimate, CTCP's
+ *   dwnd, CCP's backlog) it copies into its socket's entry of the socket-storage map
+ *   `tdcc_state` (tdcc_publish): user space reads it by the socket's fd
+ *   (bpf_map_lookup_elem(map_fd, &sock_fd, &value)); each variant documents its four values.
  */
 #ifndef TDCC_H
 #define TDCC_H
@@ -37,6 +41,32 @@ extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
 extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
+
+/* A variant's own state as user space sees it: four numbers whose meaning (and unit) the
+ * variant documents in docs/congestion-control.md. */
+struct tdcc_state {
+	__u64 value[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tdcc_state);
+} tdcc_state SEC(".maps");
+
+/* Publish this connection's state (creates its entry on first use). */
+static __always_inline void tdcc_publish(struct sock *sk, __u64 v0, __u64 v1, __u64 v2, __u64 v3)
+{
+	struct tdcc_state *st = bpf_sk_storage_get(&tdcc_state, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (!st)
+		return;
+	st->value[0] = v0;
+	st->value[1] = v1;
+	st->value[2] = v2;
+	st->value[3] = v3;
+}
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {
