@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.experiments.scenario import Flow, Scenario, Tcp
+from tcpdelay.experiments.scenario import Flow, Scenario, Tcp, congestion_choice
 from tcpdelay.link import DirectionSpec
 
 #: Seconds from the link's start to the run's t0 when the link's behaviour depends on its clock
@@ -64,6 +64,10 @@ def host_tcp_settings(tcp: Tcp) -> dict:
 
     base = preset(tcp.preset) if tcp.preset else TcpSettings()
     over = {k: getattr(tcp, k) for k in _HOST_KEYS if getattr(tcp, k) is not None}
+    if tcp.congestion_control is not None:
+        name, params = congestion_choice(tcp.congestion_control)
+        over["congestion_control"] = name
+        over["congestion_params"] = params or None
     return base.merged(TcpSettings(**over)).model_dump(exclude_none=True)
 
 

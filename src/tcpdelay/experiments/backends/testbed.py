@@ -186,9 +186,15 @@ def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
 # duration in seconds) -> the handle of its sending or requesting process.
 
 
-def _congestion_control(c: CrossPlan) -> str | None:
+def _congestion_control(tb, c: CrossPlan) -> str | None:
+    """The kernel name (TCP_CONGESTION) of a cross-traffic flow's congestion control, if it names one."""
+    from tcpdelay.experiments.scenario import congestion_choice
+
     tcp = getattr(c.cross, "tcp", None)
-    return tcp.congestion_control if tcp is not None else None
+    if tcp is None or tcp.congestion_control is None:
+        return None
+    name, params = congestion_choice(tcp.congestion_control)
+    return tb.kernel_name(name, params or None)
 
 
 def _start_bulk(tb, c: CrossPlan, start_at: float, dur: float):
@@ -196,7 +202,7 @@ def _start_bulk(tb, c: CrossPlan, start_at: float, dur: float):
 
     x = c.cross
     return tb.hosts[c.client].spawn(bulk.client, tb.hosts[c.server].address, c.port, duration_s=dur,
-                                    size_bytes=x.size_bytes, congestion_control=_congestion_control(c),
+                                    size_bytes=x.size_bytes, congestion_control=_congestion_control(tb, c),
                                     start_at=start_at, drain_s=2.0)
 
 
@@ -207,7 +213,7 @@ def _start_web_onoff(tb, c: CrossPlan, start_at: float, dur: float):
     return tb.hosts[c.client].spawn(web_onoff.client, tb.hosts[c.server].address, c.port, duration_s=dur,
                                     on_mean_s=x.on_mean_s, off_mean_s=x.off_mean_s,
                                     packet_size_bytes=x.packet_size_bytes, seed=c.seed,
-                                    congestion_control=_congestion_control(c), start_at=start_at,
+                                    congestion_control=_congestion_control(tb, c), start_at=start_at,
                                     mode=x.mode, gap_mean_s=x.gap_mean_s)
 
 
@@ -217,7 +223,7 @@ def _start_page_load(tb, c: CrossPlan, start_at: float, dur: float):
     x = c.cross
     return tb.hosts[c.client].spawn(page_load.client, tb.hosts[c.server].address, c.port,
                                     connections=x.connections, total_bytes=x.total_bytes, duration_s=dur,
-                                    congestion_control=_congestion_control(c), start_at=start_at)
+                                    congestion_control=_congestion_control(tb, c), start_at=start_at)
 
 
 def _start_udp(tb, c: CrossPlan, start_at: float, dur: float):
