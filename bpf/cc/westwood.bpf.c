@@ -9,7 +9,8 @@
  *   evaluated exactly in integers as
  *     bwe_k = [(2τ − Δ_k)·bwe_{k−1} + Δ_k·(b_k + b_{k−1})] / (2τ + Δ_k)   (τ, Δ in us; b in B/s);
  * - when more than τ/m passes without an ACK, the filter takes a virtual null sample (b = 0)
- *   every τ/m (inserted when the next ACK arrives: BPF has no timer here);
+ *   every τ/m (BPF has no timer here: inserted when the next ACK arrives or ssthresh is
+ *   taken);
  * - probing as Reno; after three duplicate ACKs ssthresh = max(BWE·RTT_min/MSS, 2) and
  *   cwnd = ssthresh if larger (applied when Linux's recovery ends); after a timeout the same
  *   ssthresh and cwnd = 1 (Linux's loss state does that). RTT_min: min RTT sample of the
@@ -73,28 +74,15 @@ void BPF_PROG(westwood_init, struct sock *sk)
 	w->snd_una = tcp_sk(sk)->snd_una;
 }
 
-SEC("struct_ops/westwood_in_ack_event")
-void BPF_PROG(westwood_in_ack_event, struct sock *sk, __u32 ack_flags)
+/* Virtual null samples every τ/m strictly before now, i.e. what a timer-driven filter would
+ * have done since the last step (the paper's Nyquist rule); called at each ACK and before
+ * ssthresh is taken, so a timeout sees the estimate decayed as the paper's would be. */
+static __always_inline void westwood_catch_up(struct westwood *w, __u64 now)
 {
-	struct westwood *w = inet_csk_ca(sk);
-	struct tcp_sock *tp = tcp_sk(sk);
-	__u64 now = tp->tcp_mstamp;
-	__u64 step, gap, n, dt, b;
-	__u32 d;
+	__u64 step = tau_us() / max(param_m, 2U);
+	__u64 gap, n;
 	int i;
 
-	if (!w->started) {
-		/* t_0: the first ACK starts the clock and where counting starts */
-		w->started = 1;
-		w->snd_una = tp->snd_una;
-		w->last_ack_us = now;
-		w->last_step_us = now;
-		return;
-	}
-	d = westwood_acked_count(tp, &w->snd_una, &w->accounted);
-
-	/* virtual null samples every τ/m strictly before now */
-	step = tau_us() / max(param_m, 2U);
 	if (step == 0)
 		step = 1;
 	gap = now > w->last_step_us ? now - w->last_step_us : 0;
@@ -110,6 +98,27 @@ void BPF_PROG(westwood_in_ack_event, struct sock *sk, __u32 ack_flags)
 		w->last_sample = 0;
 		w->last_step_us = now - (gap - 1) % step - 1;
 	}
+}
+
+SEC("struct_ops/westwood_in_ack_event")
+void BPF_PROG(westwood_in_ack_event, struct sock *sk, __u32 ack_flags)
+{
+	struct westwood *w = inet_csk_ca(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u64 now = tp->tcp_mstamp;
+	__u64 dt, b;
+	__u32 d;
+
+	if (!w->started) {
+		/* t_0: the first ACK starts the clock and where counting starts */
+		w->started = 1;
+		w->snd_una = tp->snd_una;
+		w->last_ack_us = now;
+		w->last_step_us = now;
+		return;
+	}
+	d = westwood_acked_count(tp, &w->snd_una, &w->accounted);
+	westwood_catch_up(w, now);
 
 	dt = now - w->last_ack_us;
 	if (dt == 0) {
@@ -144,6 +153,8 @@ __u32 BPF_PROG(westwood_ssthresh, struct sock *sk)
 {
 	struct westwood *w = inet_csk_ca(sk);
 
+	if (w->started)
+		westwood_catch_up(w, tcp_sk(sk)->tcp_mstamp);
 	if (!w->rtt_min_us || !w->bwe)
 		return tcp_reno_ssthresh(sk);
 	return westwood_bw_rttmin(tcp_sk(sk), w->bwe, w->rtt_min_us);
