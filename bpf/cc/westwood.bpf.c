@@ -22,11 +22,12 @@
 
 char _license[] SEC("license") = "GPL";
 
-const volatile __u32 param_tau_ms = 500; /* filter time constant τ (cut-off 1/τ), ms */
+const volatile __u32 param_tau_ms = 500; /* filter time constant τ (cut-off 1/τ), ms, 1..10000 */
 const volatile __u32 param_m = 2;        /* a virtual null sample every τ/m without ACKs (m ≥ 2) */
 
 #define MAX_VIRTUAL_SAMPLES 32
-#define MAX_SAMPLE_BYTES_PER_S (1ULL << 40) /* keeps the filter's products inside 64 bits */
+#define MAX_TAU_MS 10000
+#define MAX_SAMPLE_BYTES_PER_S (1ULL << 38) /* 2.2 Tb/s: with tau <= 10 s the filter's products stay in 64 bits */
 
 struct westwood {
 	__u64 bwe;          /* filtered estimate bwe_{k-1}, bytes/s */
@@ -44,7 +45,11 @@ static __always_inline __u64 tau_us(void)
 {
 	__u32 tau_ms = param_tau_ms;
 
-	return (__u64)(tau_ms ? tau_ms : 1) * 1000;
+	if (tau_ms == 0)
+		tau_ms = 1;
+	if (tau_ms > MAX_TAU_MS)
+		tau_ms = MAX_TAU_MS;
+	return (__u64)tau_ms * 1000;
 }
 
 /* One filter step of length dt_us with sample b (bytes/s). */
