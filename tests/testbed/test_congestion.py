@@ -38,7 +38,7 @@ def test_a_variant_the_kernel_ships_runs_as_the_kernels_own_with_default_paramet
     assert (alg.kernel_name, alg.source) == ("vegas", "builtin")
     # other parameters: the kernel's are global, so the BPF program runs even where vegas is built in
     alg = resolve("vegas", {"alpha": 1, "beta": 3}, available=[*KERNEL, "vegas"])
-    assert alg.source == "bpf" and alg.values == {"alpha": 1, "beta": 3, "gamma": 1}
+    assert alg.source == "bpf" and alg.values == {"alpha": 1, "beta": 3, "gamma": 1, "diff_by_rtt": 0}
     # Linux's westwood is Westwood+; the original Westwood never runs as it
     assert resolve("westwood+", available=[*KERNEL, "westwood"]).kernel_name == "westwood"
     assert resolve("westwood", available=[*KERNEL, "westwood"]).source == "bpf"

@@ -100,17 +100,22 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             builtin="vegas", bpf_object="vegas", base_name="tdvegas",
             params=(_p("alpha", 2, "packets", 0, 1000, doc="fewer queued: grow cwnd by one a round"),
                     _p("beta", 4, "packets", 0, 1000, doc="more queued: shrink cwnd by one a round"),
-                    _p("gamma", 1, "packets", 0, 1000, doc="more queued in slow start: leave it")),
+                    _p("gamma", 1, "packets", 0, 1000, doc="more queued in slow start: leave it"),
+                    _p("diff_by_rtt", 0, "", 0, 1, doc="1: diff = cwnd*(RTT-baseRTT)/RTT as the paper and ns-2; "
+                       "0: divided by baseRTT as Linux")),
             state=("diff (packets queued)", "baseRTT (us)", "minRTT of the round (us)", "RTT samples in the round")),
     Variant("westwood", "Westwood: bandwidth estimate from every ACK, low-pass filtered",
             "Mascolo, Casetti, Gerla, Sanadidi and Wang, TCP Westwood: bandwidth estimation for "
             "enhanced transport over wireless links (MobiCom 2001)",
             bpf_object="westwood", base_name="tdwestwood",
+            params=(_p("tau_ms", 500, "ms", 1, 10000, doc="time constant of the low-pass filter"),
+                    _p("m", 2, "", 2, 1000, doc="a virtual null sample every tau/m without ACKs")),
             state=("bandwidth estimate (bytes/s)", "RTT_min (us)", "last sample (bytes/s)", "-")),
     Variant("westwood+", "Westwood+: one bandwidth sample a round trip, EWMA 7/8",
             "Grieco and Mascolo, Performance evaluation and comparison of Westwood+, New Reno, and "
             "Vegas TCP congestion control (CCR 2004); a port of Linux's net/ipv4/tcp_westwood.c",
             builtin="westwood", bpf_object="westwoodplus", base_name="tdwestwoodp",
+            params=(_p("min_window_us", 50000, "us", 1000, 10_000_000, doc="shortest sampling window (Linux: 50 ms)"),),
             state=("bandwidth estimate (bytes/s)", "RTT_min (us)", "last sample (bytes/s)", "-")),
     Variant("compound", "Compound TCP: a loss window plus a delay window (dwnd)",
             "Tan, Song, Zhang and Sridharan, A compound TCP approach for high-speed and long distance "
