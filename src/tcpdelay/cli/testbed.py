@@ -273,7 +273,9 @@ def clean_cmd(all_runs, as_json):
                           f"{r['processes']} processes, {r['links']} links")
         if res["kept_live"]:
             console.print(f"kept live runs (owner alive; use --all or `down`): {', '.join(res['kept_live'])}")
-        if not res["removed"] and not res["kept_live"]:
+        for name in res.get("congestion_controls", []):
+            console.print(f"unregistered congestion control {name} (held by nothing)")
+        if not res["removed"] and not res["kept_live"] and not res.get("congestion_controls"):
             console.print("nothing to clean")
 
     emit(res, as_json, human)
