@@ -3,9 +3,8 @@
 Three are the kernel's own (``reno``, ``cubic``, ``bbr``). The variants of the papers the kernel
 does not ship run as BPF ``struct_ops`` programs inside the kernel's TCP (``bpf/cc/``, loaded by
 :mod:`tcpdelay.testbed.bpf_cc`): Vegas and Westwood/Westwood+ (Grieco and Mascolo, *Performance
-evaluation and comparison of Westwood+, New Reno, and Vegas TCP congestion control*), Compound,
-CCP and CCPD (Cavendish et al., as compared in the TCP-variants paper the project reproduces), and
-a NewReno clone that anchors the loader. docs/congestion-control.md gives each one's source,
+evaluation and comparison of Westwood+, New Reno, and Vegas TCP congestion control*), and a
+NewReno clone that anchors the loader. (Compound, CCP and CCPD are still to come.) docs/congestion-control.md gives each one's source,
 equations, readings and parameters.
 
 A *choice* is a variant's name and parameters (``vegas`` with ``alpha = 1``). :func:`resolve`
@@ -117,29 +116,6 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             builtin="westwood", bpf_object="westwoodplus", base_name="tdwestwoodp",
             params=(_p("min_window_us", 50000, "us", 1000, 10_000_000, doc="shortest sampling window (Linux: 50 ms)"),),
             state=("bandwidth estimate (bytes/s)", "RTT_min (us)", "last sample (bytes/s)", "-")),
-    Variant("compound", "Compound TCP: a loss window plus a delay window (dwnd)",
-            "Tan, Song, Zhang and Sridharan, A compound TCP approach for high-speed and long distance "
-            "networks (INFOCOM 2006); the CTCP Internet-Draft",
-            bpf_object="compound", base_name="tdcompound",
-            params=(_p("alpha", 0.125, "", 0, 8, scale=1024, doc="dwnd growth factor (1/8)"),
-                    _p("beta", 0.5, "", 0, 1, scale=1024, doc="dwnd decrease factor on a loss"),
-                    _p("eta", 1, "", 0, 16, scale=1024, doc="dwnd decrease per packet queued (the draft's zeta)"),
-                    _p("k", 0.75, "", 0, 1, scale=1024, doc="exponent of win in the dwnd growth"),
-                    _p("gamma", 30, "packets", 1, 10000, doc="queued packets above which dwnd shrinks"),
-                    _p("low_window", 38, "packets", 0, 100000, doc="dwnd works above this window")),
-            state=("dwnd (packets)", "diff (packets, x1024)", "baseRTT (us)", "loss window cwnd (packets)")),
-    Variant("ccp", "CCP: proportional control of the path's backlog",
-            "Cavendish et al., CAPL: capacity and congestion probing (IEEE ICC 2010 / 2012), as the "
-            "TCP-variants paper compares it",
-            bpf_object="ccp", base_name="tdccp",
-            params=(_p("kp", 1, "", 0, 64, scale=1024, doc="proportional gain Kp"),),
-            state=("backlog x (packets)", "storage B (packets)", "inflight (packets)", "RTT_min (us)")),
-    Variant("ccpd", "CCPD: proportional-derivative control of the path's backlog",
-            "Cavendish et al. (IEEE Globecom 2011), as the TCP-variants paper compares it",
-            bpf_object="ccpd", base_name="tdccpd",
-            params=(_p("kp", 1, "", 0, 64, scale=1024, doc="proportional gain Kp"),
-                    _p("kd", 2000, "", 0, 1_000_000, doc="derivative gain Kd (docs: its time unit)")),
-            state=("backlog x (packets)", "storage B (packets)", "inflight (packets)", "RTT_min (us)")),
 )}
 
 
