@@ -113,6 +113,17 @@ class RecordWriter:
         if self._rows >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_interval_s:
             self.flush()
 
+    def extend(self, rows: list[tuple]) -> None:
+        """Append several rows at once, each a tuple of the schema's columns in order (the
+        periodic samplers' path: one flush check per batch instead of per row)."""
+        if not rows:
+            return
+        for name, values in zip(self.schema.names, zip(*rows)):
+            self._cols[name].extend(values)
+        self._rows += len(rows)
+        if self._rows >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_interval_s:
+            self.flush()
+
     def flush(self) -> None:
         self._last_flush = time.monotonic()
         if not self._rows:
