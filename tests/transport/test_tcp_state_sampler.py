@@ -3,7 +3,9 @@
 import threading
 
 import numpy as np
+import pytest
 
+from tcpdelay.errors import ParameterError
 from tcpdelay.records import read_records
 from tcpdelay.traffic import CbrSource
 from tcpdelay.transport import ReceiverConfig, RunParams, SenderConfig, run_receiver, run_sender
@@ -53,3 +55,10 @@ def test_each_connection_is_sampled_at_the_period(tmp_path):
 
 def test_a_period_of_zero_writes_no_tcp_state(tmp_path):
     assert _run(tmp_path, tcp_state_period_s=0).num_rows == 0
+
+
+@pytest.mark.parametrize("kw", [{"tcp_state_period_s": -0.01}, {"tcp_state_period_s": 61},
+                                {"cc_state_map_id": 0}, {"cc_state_map_id": "3"}])
+def test_bad_sampling_settings_are_parameter_errors(kw):
+    with pytest.raises(ParameterError, match=next(iter(kw))):
+        SenderConfig("127.0.0.1", 9, **kw)
