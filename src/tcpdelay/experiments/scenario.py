@@ -382,6 +382,10 @@ CROSS_KINDS = ("bulk", "web_onoff", "page_load", "udp")
 # --------------------------------------------------------------------------- the scenario
 
 
+#: The sampling period of the TCP state when a scenario does not say (s).
+DEFAULT_TCP_STATE_PERIOD_S = 0.01
+
+
 class Scenario(_Strict):
     """One experiment. ``seeds`` (or ``seed, seed+1, ...`` for ``repetitions`` runs) seed the
     loss processes and the random sources of each repetition."""
@@ -397,6 +401,9 @@ class Scenario(_Strict):
     cross: tuple[Cross, ...] = ()
     metrics: tuple[str, ...] = DEFAULT_METRICS
     sweep: dict[str, Any] = Field(default_factory=dict)
+    #: TCP state over time: every TCP flow's TCP_INFO sampled this often into the run's
+    #: ``tcp_state`` records (docs/metrics.md); 0 = off; unset = 0.01 s (DEFAULT_TCP_STATE_PERIOD_S).
+    tcp_state_period_s: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] | None = None
 
     @field_validator("metrics")
     @classmethod

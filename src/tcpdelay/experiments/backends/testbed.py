@@ -263,8 +263,18 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
     # Servers and sinks first (clients retry connecting until they are up).
     servers = sorted({c.server for c in plan.cross if c.transport != "udp"})
     for host in servers:
+        # TCP state over time of the cross flows this host sends, under flows/server-<host>/;
+        # a record names its flow by the client's address (-1 when several flows share one).
+        clients: dict[str, list[int]] = {}
+        for c in plan.cross:
+            if c.transport != "udp" and c.server == host:
+                clients.setdefault(tb.hosts[c.client].address, []).append(c.flow_id)
+        state_dir = rd / "flows" / f"server-{host}"
+        state_dir.mkdir(parents=True, exist_ok=True)
         handles[f"server:{host}"] = tb.hosts[host].spawn(
-            response_server.serve, CROSS_TCP_PORT, duration_s=end + 1.0 - time.monotonic())
+            response_server.serve, CROSS_TCP_PORT, duration_s=end + 1.0 - time.monotonic(),
+            tcp_state_dir=str(state_dir), tcp_state_period_s=plan.tcp_state_period_s,
+            flow_ids={a: ids[0] for a, ids in clients.items() if len(ids) == 1})
     for c in plan.cross:
         if c.transport == "udp":
             handles[f"sink:{c.flow_id}"] = tb.hosts[c.client].spawn(
@@ -284,7 +294,7 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
                            sndbuf_bytes=tcp.sndbuf_bytes, rcvbuf_bytes=tcp.rcvbuf_bytes),
             proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
             seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
-            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S)
+            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s)
         handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, m.source, t0 + m.start_s)
     for c in plan.cross:
         handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
