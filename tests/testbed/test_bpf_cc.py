@@ -138,3 +138,27 @@ def test_vegas_keeps_the_queue_short_where_reno_fills_it():
         assert rtt["reno"] > 0.040 + 0.060, rtt       # a full queue is 120 ms at 10 Mb/s
     if kernel != "vegas":
         assert _gone(kernel)
+
+
+def test_a_scenario_runs_a_variant_and_records_its_own_state(tmp_path):
+    """A media flow over Vegas with its parameters: the run loads it, the flow's connection uses
+    it (read back from the kernel), and its TCP state records carry Vegas' own values (baseRTT in
+    microseconds near the path's 40 ms), then the algorithm is gone."""
+    from tcpdelay.experiments.run import run_scenario
+    from tcpdelay.experiments.scenario import parse_scenario
+    from tcpdelay.results.tcp_state import tcp_state
+
+    sc = parse_scenario({"name": "vegas-run", "duration_s": 3.0,
+                         "path": {"rtt_s": 0.04, "rate_bps": 2e6, "queue_packets": 50},
+                         "flows": [{"profile": "video", "tcp": {"congestion_control": {"name": "vegas", "alpha": 1}}}]})
+    run_scenario(sc, 1, tmp_path)
+    env = json.loads((tmp_path / "environment.json").read_text())
+    (cc,) = env["testbed"]["congestion_controls"]
+    assert (cc["variant"], cc["source"], cc["params"]["alpha"]) == ("vegas", "bpf", 1)
+    hosts = [h for h in env["testbed"]["hosts"].values() if h["tcp"].get("congestion_control") == cc["kernel_name"]]
+    assert len(hosts) == 1
+    rows = tcp_state(tmp_path).to_pylist()
+    base_rtt_us = [r["cc_state_1"] for r in rows if r["cc_state_1"]]
+    assert len(base_rtt_us) > len(rows) / 2
+    assert all(39_000 <= v <= 60_000 for v in base_rtt_us), base_rtt_us[:5]
+    assert _gone(cc["kernel_name"])

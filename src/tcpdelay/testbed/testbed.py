@@ -525,6 +525,15 @@ class Testbed:
                                    "loaded on this testbed (name it in a host's TCP settings or in congestion_controls)")
         return alg.kernel_name
 
+    def state_map_id(self, name: str, params: dict | None = None) -> int | None:
+        """The id of the ``tdcc_state`` map of the BPF instance running congestion control
+        ``name`` here (what its connections publish), or None (a kernel algorithm)."""
+        kernel = self.kernel_name(name, params)
+        for cc in (self._cc_loader.loaded if self._cc_loader is not None else []):
+            if cc.kernel_name == kernel:
+                return cc.state_map_id
+        return None
+
     def kernel_tcp(self, tcp):
         """``tcp`` with its congestion control as the kernel name that runs it (no parameters)."""
         if tcp.congestion_control is None:

@@ -186,6 +186,16 @@ def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
 # duration in seconds) -> the handle of its sending or requesting process.
 
 
+def _cc_state_map_id(tb, tcp) -> int | None:
+    """The state map of a media flow's BPF congestion control (its own values over time)."""
+    from tcpdelay.experiments.scenario import congestion_choice
+
+    if tcp.congestion_control is None:
+        return None
+    name, params = congestion_choice(tcp.congestion_control)
+    return tb.state_map_id(name, params or None)
+
+
 def _congestion_control(tb, c: CrossPlan) -> str | None:
     """The kernel name (TCP_CONGESTION) of a cross-traffic flow's congestion control, if it names one."""
     from tcpdelay.experiments.scenario import congestion_choice
@@ -294,7 +304,8 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
                            sndbuf_bytes=tcp.sndbuf_bytes, rcvbuf_bytes=tcp.rcvbuf_bytes),
             proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
             seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
-            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s)
+            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s,
+            cc_state_map_id=_cc_state_map_id(tb, tcp))
         handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, m.source, t0 + m.start_s)
     for c in plan.cross:
         handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
