@@ -10,7 +10,7 @@ EMU    := emulator
 # cargo from PATH, else rustup's default location (a non-login shell may lack ~/.cargo/bin).
 CARGO  ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: run test install install-dev native clean
+.PHONY: run test install install-dev native bpf bpf-tools clean
 
 run: install native
 	$(BIN)/tcpdelay evaluate
@@ -35,9 +35,42 @@ $(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
 install: $(VENV)/.stamp-install
 install-dev: $(VENV)/.stamp-dev
 
-# Native parts: the Rust link emulator (binary tcpdelay-link), built when present.
-native:
+# Native parts: the Rust link emulator (binary tcpdelay-link), built when present, and the BPF
+# congestion controls with their loader (docs/congestion-control.md).
+native: bpf
 	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) build --release --quiet; fi
 
+BPF_SRC := $(wildcard bpf/cc/*.bpf.c)
+BPF_OBJ := $(patsubst bpf/cc/%.bpf.c,bpf/build/%.bpf.o,$(BPF_SRC))
+BPF_HDR := $(wildcard bpf/cc/*.h)
+
+bpf: bpf-tools bpf/build/tcpdelay-cc-load $(BPF_OBJ)
+
+# clang, llvm-strip, bpftool and libbpf's headers; installed when missing on a Debian-like
+# system as root, otherwise named.
+bpf-tools:
+	@missing=""; \
+	for t in clang llvm-strip bpftool; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	[ -f /usr/include/bpf/libbpf.h ] || missing="$$missing libbpf-headers"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing the BPF toolchain (missing:$$missing)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clang llvm libbpf-dev bpftool >/dev/null || exit 1; \
+	  else \
+	    echo "missing for the BPF congestion controls:$$missing (Debian/Ubuntu: apt-get install clang llvm libbpf-dev bpftool)"; exit 1; \
+	  fi; \
+	fi
+
+bpf/build/vmlinux.h:
+	@mkdir -p bpf/build
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+bpf/build/%.bpf.o: bpf/cc/%.bpf.c $(BPF_HDR) bpf/build/vmlinux.h
+	clang -target bpf -O2 -g -Wall -Ibpf/build -Ibpf/cc -c $< -o $@.tmp && llvm-strip -g $@.tmp && mv $@.tmp $@
+
+bpf/build/tcpdelay-cc-load: bpf/loader/tcpdelay-cc-load.c
+	@mkdir -p bpf/build
+	cc -O2 -Wall -o $@ $< -lbpf -lelf -lz
+
 clean:
-	rm -rf $(VENV) out build dist $(EMU)/target
+	rm -rf $(VENV) out build dist $(EMU)/target bpf/build

@@ -52,7 +52,34 @@ RECEIVED_SCHEMA = pa.schema([
     ("recv_time_s", pa.float64()),
 ])
 
-SCHEMAS = {"sent": SENT_SCHEMA, "received": RECEIVED_SCHEMA}
+#: The kernel's TCP state of one connection, sampled every ``tcp_state_period_s`` by the
+#: sending loop (docs/metrics.md, "TCP state over time"): ``time_s`` on the run's monotonic clock
+#: like ``send_time_s``; cwnd/ssthresh in segments (ssthresh NULL while "infinite"), srtt/rttvar
+#: in s, rates in bit/s (NULL when the kernel has none), ``retransmits_total`` segments
+#: retransmitted so far, ``ca_state`` the kernel's (0 open, 1 disorder, 2 cwr, 3 recovery,
+#: 4 loss), ``cc_state_0..3`` the four values a tcpdelay BPF congestion control publishes
+#: (bpf/cc/tdcc.h; NULL for any other).
+TCP_STATE_SCHEMA = pa.schema([
+    ("flow_id", pa.int32()),
+    ("connection", pa.int16()),
+    ("time_s", pa.float64()),
+    ("cwnd_segments", pa.int64()),
+    ("ssthresh_segments", pa.int64()),
+    ("srtt_s", pa.float64()),
+    ("rttvar_s", pa.float64()),
+    ("delivery_rate_bps", pa.float64()),
+    ("retransmits_total", pa.int64()),
+    ("ca_state", pa.int8()),
+    ("bytes_acked", pa.int64()),
+    ("mss_bytes", pa.int32()),
+    ("pacing_rate_bps", pa.float64()),
+    ("cc_state_0", pa.uint64()),
+    ("cc_state_1", pa.uint64()),
+    ("cc_state_2", pa.uint64()),
+    ("cc_state_3", pa.uint64()),
+])
+
+SCHEMAS = {"sent": SENT_SCHEMA, "received": RECEIVED_SCHEMA, "tcp_state": TCP_STATE_SCHEMA}
 RUN_METADATA = "run.json"
 
 
@@ -83,6 +110,17 @@ class RecordWriter:
         for name in self.schema.names:
             self._cols[name].append(row[name])
         self._rows += 1
+        if self._rows >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_interval_s:
+            self.flush()
+
+    def extend(self, rows: list[tuple]) -> None:
+        """Append several rows at once, each a tuple of the schema's columns in order (the
+        periodic samplers' path: one flush check per batch instead of per row)."""
+        if not rows:
+            return
+        for name, values in zip(self.schema.names, zip(*rows)):
+            self._cols[name].extend(values)
+        self._rows += len(rows)
         if self._rows >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_interval_s:
             self.flush()
 

@@ -143,6 +143,13 @@ def test_tcpdelay_run_end_to_end(tmp_path):
     assert rec.num_rows == sent.num_rows  # TCP: all delivered
     delay = np.array(rec["recv_time_s"]) - np.array(rec["send_time_s"])
     assert delay.min() >= 0.0195 and np.median(delay) < 0.04
+    # TCP state over time (every 10 ms by default): the media flow's connection, sampled by its
+    # sender, and the bulk flow's, sampled by the cross-traffic server.
+    state = read_records(run_dir, "tcp_state")
+    for fid, least in ((0, 200), (1, 5)):
+        rows = state.filter(state["flow_id"].to_numpy() == fid)
+        assert rows.num_rows >= least, (fid, rows.num_rows)
+        assert min(rows["cwnd_segments"].to_pylist()) > 0 and max(rows["srtt_s"].to_pylist()) >= 0.04
     # Per-flow summaries.
     flows = pq.read_table(run_dir / "flows.parquet").to_pylist()
     assert [r["kind"] for r in flows] == ["media", "bulk", "udp"]

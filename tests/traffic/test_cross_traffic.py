@@ -226,3 +226,26 @@ def test_udp_constant_rate():
     assert got["highest_seq"] == 99 and got["delay_mean_s"] < 0.05
     with pytest.raises(ParameterError, match="packet_size_bytes"):
         udp_background.send(LO, port, rate_bps=1e6, duration_s=1, packet_size_bytes=8)
+
+
+def test_the_bulk_server_samples_each_response_connections_tcp_state(tmp_path):
+    from tcpdelay.records import read_records
+
+    port = free_port()
+    srv = Background(bulk.server, port, duration_s=1.5, host=LO, tcp_state_dir=str(tmp_path),
+                     tcp_state_period_s=0.01, flow_ids={LO: 7})
+    a = Background(bulk.client, LO, port, duration_s=0.6, congestion_control="reno")
+    b = Background(bulk.client, LO, port, duration_s=0.6, congestion_control="cubic")
+    assert a.result()["complete"] and b.result()["complete"]
+    srv.result()
+    t = read_records(tmp_path, "tcp_state")
+    assert set(t.column("flow_id").to_pylist()) == {7}
+    assert set(t.column("connection").to_pylist()) == {0, 1}
+    for c in (0, 1):
+        rows = t.filter(t.column("connection").to_numpy() == c)
+        times = rows.column("time_s").to_numpy()
+        assert np.all(np.diff(times) > 0)
+        assert 0.008 < np.median(np.diff(times)) < 0.02
+        assert len(times) >= 40                    # 0.6 s at 10 ms, both connections in one loop
+        assert np.all(rows.column("cwnd_segments").to_numpy() > 0)
+        assert rows.column("delivery_rate_bps").to_numpy()[-1] > 0

@@ -28,6 +28,7 @@ COMMAND_MODULES = {
     "playout": "delay",
     "evaluate": "evaluate",
     "testbed": "testbed",
+    "cc": "cc",
     "metrics": "metrics",
     "send": "media",
     "recv": "media",

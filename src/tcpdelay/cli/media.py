@@ -136,11 +136,17 @@ def _source(profile: str, silences: bool, mpeg4_rate_bps: float | None, video_tr
 @click.option("--drain-timeout-s", type=POSITIVE, default=10.0, show_default=True)
 @click.option("--max-queue-bytes", type=click.IntRange(65536, 2**40), default=64 * 2**20, show_default=True,
               help="Bound of each connection's application queue; packets beyond it are skipped.")
+@click.option("--tcp-state-period-s", type=click.FloatRange(0, 60), default=0.01, show_default=True,
+              help="Sample every TCP connection's TCP_INFO this often into the 'tcp_state' records (0 = off).")
+@click.option("--cc-state-map-id", type=click.IntRange(1), default=None,
+              help="Id of the tdcc_state map of the tcpdelay BPF congestion control in use: its "
+                   "four published values are sampled too (needs CAP_BPF).")
 @json_option
 def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport, duration_s,
              connections, scheduler, split, delivery, proactive_drop_delay_s, keepalive, nagle,
              congestion, notsent_lowat_bytes, sndbuf_bytes, rcvbuf_bytes, flow_id, seed, out,
-             run_id, connect_timeout_s, drain_timeout_s, max_queue_bytes, as_json):
+             run_id, connect_timeout_s, drain_timeout_s, max_queue_bytes, tcp_state_period_s,
+             cc_state_map_id, as_json):
     """Send a media flow to a `tcpdelay recv` over TCP (RFC 4571) or UDP (RTP)."""
     from tcpdelay.transport import (RunParams, SenderConfig, SenderError, TcpOptions, parse_host_port,
                                     run_sender)
@@ -161,7 +167,8 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
         proactive_drop_delay_s=proactive_drop_delay_s, keepalive=keepalive, seed=seed,
         out_dir=out or str(Path("results") / run_id), run_id=run_id,
         connect_timeout_s=connect_timeout_s, drain_timeout_s=drain_timeout_s,
-        max_queue_bytes=max_queue_bytes)
+        max_queue_bytes=max_queue_bytes, tcp_state_period_s=tcp_state_period_s,
+        cc_state_map_id=cc_state_map_id)
     try:
         with _stop_on_sigterm() as stop, _progress(not as_json, f"send {run_id}", duration_s) as prog:
             res = run_sender(cfg, source, stop=stop, on_progress=prog)

@@ -45,7 +45,7 @@ def _load_config(path: str) -> dict:
 
 
 def build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets, queue_bytes,
-                    tcp_preset, congestion_control, initcwnd, seed) -> dict:
+                    tcp_preset, congestion_control, initcwnd, seed, cc: str | None = None) -> dict:
     """The testbed spec (plain data) from ``--config`` with the flags on top."""
     data = _load_config(config) if config else {}
     if left is not None or right is not None or "hosts" not in data:
@@ -81,6 +81,16 @@ def build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queu
             h["tcp"] = {**h.get("tcp", {}), **tcp_over}
     if seed is not None:
         data["seed"] = seed
+    if cc:
+        from tcpdelay.testbed.congestion import get_variant
+
+        names = [n.strip() for n in cc.split(",") if n.strip()]
+        for n in names:
+            try:
+                get_variant(n)
+            except ParameterError as err:
+                raise ParameterError(f"--cc: {err}") from None
+        data["congestion_controls"] = [*data.get("congestion_controls", []), *names]
     return data
 
 
@@ -101,16 +111,19 @@ def _run_rows(info: dict) -> list[str]:
 @click.option("--queue-packets", type=click.IntRange(1, 10**8), default=None, help="Drop-tail queue limit in packets.")
 @click.option("--queue-bytes", type=click.IntRange(1, 10**11), default=None, help="Drop-tail queue limit in bytes.")
 @click.option("--tcp-preset", type=click.Choice(sorted(PRESETS)), default=None, help="TCP settings of every host.")
-@click.option("--congestion-control", default=None, help="Congestion control of every host (reno, cubic, bbr, ...).")
+@click.option("--congestion-control", default=None,
+              help="Congestion control of every host (reno, cubic, bbr, vegas, westwood+, compound, ...: `tcpdelay cc list`).")
+@click.option("--cc", "cc", default=None, metavar="NAME[,NAME]",
+              help="Congestion controls to keep loaded while the testbed is up, for any program in its namespaces (TCP_CONGESTION).")
 @click.option("--initcwnd", type=click.IntRange(1, 1000), default=None, help="Initial window in segments.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None, help="Seed of the emulator's randomness.")
 @json_option
 def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets, queue_bytes,
-           tcp_preset, congestion_control, initcwnd, seed, as_json):
+           tcp_preset, congestion_control, cc, initcwnd, seed, as_json):
     """Build a testbed and keep it up (until `tcpdelay testbed down RUN_ID`)."""
     nsutil.require_testbed_environment()
     data = build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets,
-                           queue_bytes, tcp_preset, congestion_control, initcwnd, seed)
+                           queue_bytes, tcp_preset, congestion_control, initcwnd, seed, cc)
     spec = parse_spec(data)
     from tcpdelay.testbed.emulator import find_binary
 
@@ -142,6 +155,8 @@ def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets
         for label, d in (("left->right", a), ("right->left", b)):
             console.print(f"  {label}: delay {fmt_s(d.delay_s)}, rate "
                           f"{fmt_bps(d.rate_bps) if d.rate_bps else 'unlimited'}, loss {d.loss.model}")
+        for c in tb.get("congestion_controls", []):
+            console.print(f"  congestion control {c['choice']}: TCP_CONGESTION {c['kernel_name']!r} ({c['source']})")
         console.print(f"stop it with: tcpdelay testbed down {tb['run_id']}")
 
     emit(tb, as_json, human)
@@ -258,7 +273,9 @@ def clean_cmd(all_runs, as_json):
                           f"{r['processes']} processes, {r['links']} links")
         if res["kept_live"]:
             console.print(f"kept live runs (owner alive; use --all or `down`): {', '.join(res['kept_live'])}")
-        if not res["removed"] and not res["kept_live"]:
+        for name in res.get("congestion_controls", []):
+            console.print(f"unregistered congestion control {name} (held by nothing)")
+        if not res["removed"] and not res["kept_live"] and not res.get("congestion_controls"):
             console.print("nothing to clean")
 
     emit(res, as_json, human)

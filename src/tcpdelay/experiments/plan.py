@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.experiments.scenario import Flow, Scenario, Tcp
+from tcpdelay.experiments.scenario import DEFAULT_TCP_STATE_PERIOD_S, Flow, Scenario, Tcp, congestion_choice
 from tcpdelay.link import DirectionSpec
 
 #: Seconds from the link's start to the run's t0 when the link's behaviour depends on its clock
@@ -64,6 +64,10 @@ def host_tcp_settings(tcp: Tcp) -> dict:
 
     base = preset(tcp.preset) if tcp.preset else TcpSettings()
     over = {k: getattr(tcp, k) for k in _HOST_KEYS if getattr(tcp, k) is not None}
+    if tcp.congestion_control is not None:
+        name, params = congestion_choice(tcp.congestion_control)
+        over["congestion_control"] = name
+        over["congestion_params"] = params or None
     return base.merged(TcpSettings(**over)).model_dump(exclude_none=True)
 
 
@@ -118,6 +122,7 @@ class RunPlan:
     duration_s: float = 0.0            # the run's length from t0
     timed_link: bool = False           # the link's behaviour depends on its clock (see timed_link)
     lead_s: float = LEAD_S             # with a timed link, t0 is this long after the link's start
+    tcp_state_period_s: float = 0.01   # every TCP flow's TCP state sampled this often (s; 0 = off)
 
     def testbed_spec(self, seed: int):
         from tcpdelay.testbed.spec import parse_spec
@@ -165,7 +170,9 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
     forward, reverse = scenario.path.direction("forward"), scenario.path.direction("reverse")
     plan = RunPlan(hosts=hosts, link={"a_to_b": _direction_spec(forward, lead_s), "b_to_a": _direction_spec(reverse, lead_s)},
                    name=scenario.name, seed=seed, duration_s=scenario.duration_s,
-                   timed_link=_timed(forward, reverse), lead_s=lead_s)
+                   timed_link=_timed(forward, reverse), lead_s=lead_s,
+                   tcp_state_period_s=DEFAULT_TCP_STATE_PERIOD_S if scenario.tcp_state_period_s is None
+                   else scenario.tcp_state_period_s)
     flow_id = 0
     for i, f in enumerate(scenario.flows):
         tx_side, rx_side = side_of[f.direction]

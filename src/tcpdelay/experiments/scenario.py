@@ -169,7 +169,9 @@ class Tcp(_Strict):
     applies each where it belongs."""
 
     preset: str | None = None
-    congestion_control: str | None = None
+    congestion_control: str | dict[str, Any] | None = None
+    """A name (``cubic``, ``vegas``: ``tcpdelay cc list``) or a table with the variant's
+    parameters, ``{name = "vegas", alpha = 1, beta = 3}``."""
     initcwnd_segments: Annotated[int, Field(ge=1, le=1000)] | None = None
     sack: bool | None = None
     rack: bool | None = None
@@ -193,9 +195,28 @@ class Tcp(_Strict):
     @classmethod
     def _cc(cls, v):
         # Which algorithms exist depends on the kernel; the backend checks availability.
-        if v is not None and not re.fullmatch(r"[a-z0-9_]{1,15}", v):
-            raise ValueError(f"{v!r} is not a congestion-control name (e.g. reno, cubic, bbr)")
+        if v is None:
+            return v
+        name, params = congestion_choice(v)
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_+]{1,15}", name):
+            raise ValueError(f"{name!r} is not a congestion-control name (e.g. reno, cubic, vegas: tcpdelay cc list)")
+        from tcpdelay.testbed.congestion import VARIANTS, check_params
+
+        if name in VARIANTS:
+            try:
+                check_params(name, params)
+            except ParameterError as err:
+                raise ValueError(str(err)) from None
+        elif params:
+            raise ValueError(f"{name!r} takes no parameters (a kernel algorithm, not one of {', '.join(VARIANTS)})")
         return v
+
+
+def congestion_choice(value: str | dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``(name, parameters)`` of a ``congestion_control`` value (a name or a table with ``name``)."""
+    if isinstance(value, dict):
+        return value.get("name"), {k: x for k, x in value.items() if k != "name"}
+    return value, {}
 
 
 class Heuristics(_Strict):
@@ -361,6 +382,10 @@ CROSS_KINDS = ("bulk", "web_onoff", "page_load", "udp")
 # --------------------------------------------------------------------------- the scenario
 
 
+#: The sampling period of the TCP state when a scenario does not say (s).
+DEFAULT_TCP_STATE_PERIOD_S = 0.01
+
+
 class Scenario(_Strict):
     """One experiment. ``seeds`` (or ``seed, seed+1, ...`` for ``repetitions`` runs) seed the
     loss processes and the random sources of each repetition."""
@@ -376,6 +401,9 @@ class Scenario(_Strict):
     cross: tuple[Cross, ...] = ()
     metrics: tuple[str, ...] = DEFAULT_METRICS
     sweep: dict[str, Any] = Field(default_factory=dict)
+    #: TCP state over time: every TCP flow's TCP_INFO sampled this often into the run's
+    #: ``tcp_state`` records (docs/metrics.md); 0 = off; unset = 0.01 s (DEFAULT_TCP_STATE_PERIOD_S).
+    tcp_state_period_s: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] | None = None
 
     @field_validator("metrics")
     @classmethod

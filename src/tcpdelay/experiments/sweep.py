@@ -58,7 +58,7 @@ from tcpdelay.results.version import stamp
 CellRunner = Callable[[Scenario, int, Path], "dict[str, Any] | None"]
 
 # Keys of a scenario that do not change what a run measures.
-_NOT_HASHED = ("name", "description", "metrics", "repetitions", "seed", "seeds", "sweep")
+_NOT_HASHED = ("name", "description", "metrics", "repetitions", "seed", "seeds", "sweep", "tcp_state_period_s")
 
 
 def default_jobs() -> int:

@@ -24,6 +24,8 @@ __all__ = ["CURVES_PER_FIGURE", "TABLE_PLAYOUT_DELAYS_S", "build_report", "cell_
 
 #: Playout delays (s) whose late fraction the tables show (all of them go into the JSON and plots).
 TABLE_PLAYOUT_DELAYS_S = (0.1, 0.2, 0.4)
+#: Connections per TCP-state figure (a run with more is drawn in several figures).
+TCP_STATE_CURVES_PER_FIGURE = 10
 #: Curves per figure (more cells are drawn in several figures).
 CURVES_PER_FIGURE = 10
 
@@ -150,6 +152,7 @@ def build_report(results: Results, report) -> dict:
                        f"Quality level over time of flow {name!r} (first complete repetition of each cell; "
                        f"levels of the loss periods, 0 best, 5 worst; mean and worst per {QUALITY_BIN_S:g} s).")
             figures += 1
+    figures += _tcp_state_figures(results, sec)
     if not figures:
         sec.paragraph("No complete run with media records: nothing to plot." if names else
                       f"No figure of the metrics shown ({', '.join(shown)}).", note=True)
@@ -190,6 +193,35 @@ _RUN_COLUMNS: list[tuple[str, str, Callable[[dict], object]]] = [
     ("mos", "MOS", lambda m: _num(m.get("emodel", {}).get("best", {}).get("mos"), ".2f")),
     ("goodput", "goodput kb/s", lambda m: _kbps(m["goodput_bps"])),
 ]
+
+
+def _tcp_state_figures(results: Results, sec) -> int:
+    """TCP state over time of each cell's first complete run that has ``tcp_state`` records
+    (a run measured before the sampler has none, and gets no figure). Returns how many."""
+    from tcpdelay.report import results_plots as rp
+    from tcpdelay.results.tcp_state import tcp_state_series
+
+    figures = 0
+    for cell in results.cells:
+        for r in cell.runs:
+            if r.status != "complete":
+                continue
+            series = tcp_state_series(r.run_dir)
+            if not series:
+                continue
+            names = {f.flow_id: f.name for f in r.flows}
+            multi = {s.flow_id for s in series if s.connection != 0}
+            curves = [(f"{names.get(s.flow_id, f'flow {s.flow_id}')}"
+                       + (f" conn {s.connection}" if s.flow_id in multi else ""),
+                       s.t_s, s.cwnd_segments, s.srtt_s, s.delivery_rate_bps) for s in series]
+            for chunk in _chunks(curves, TCP_STATE_CURVES_PER_FIGURE):
+                sec.figure(rp.tcp_state_figure(chunk, title=f"{cell_label(cell)} seed {r.seed}"),
+                           f"TCP state over time of {cell_label(cell)!r}, seed {r.seed} (first complete "
+                           "repetition with TCP state records): congestion window, smoothed RTT and "
+                           "delivery rate of every TCP connection, sampled by the sender.")
+                figures += 1
+            break
+    return figures
 
 
 def _shown_columns(columns: list, shown: tuple[str, ...]) -> list[tuple[str, Callable]]:

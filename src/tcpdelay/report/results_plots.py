@@ -187,3 +187,30 @@ def measured_and_model_cdf_figure(pairs: Sequence[tuple[str, np.ndarray, np.ndar
             ax.plot([], [], color=color, linestyle="--", label=f"{label} model: unstable")
     _style_delay_cdf(ax, title)
     return fig
+
+
+def tcp_state_figure(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *,
+                     title: str = "") -> Figure:
+    """TCP state over time, one curve per ``(label, t_s, cwnd_segments, srtt_s,
+    delivery_rate_bps)``: congestion window (segments), smoothed RTT (ms) and throughput (the
+    kernel's delivery rate, Mbit/s) in three panels sharing the time axis, as flent's
+    time-series plots and the papers' cwnd traces show them."""
+    fig = Figure(figsize=(7.5, 7.0))
+    ax_cwnd, ax_rtt, ax_rate = fig.subplots(3, 1, sharex=True)
+    for label, t, cwnd, srtt, rate in series:
+        line, = ax_cwnd.step(t, cwnd, where="post", label=label, linewidth=0.9)
+        ax_rtt.plot(t, np.asarray(srtt, float) * 1e3, color=line.get_color(), linewidth=0.9)
+        ax_rate.plot(t, np.asarray(rate, float) / 1e6, color=line.get_color(), linewidth=0.9)
+    ax_cwnd.set_ylabel("cwnd (segments)")
+    ax_rtt.set_ylabel("smoothed RTT (ms)")
+    ax_rate.set_ylabel("delivery rate (Mbit/s)")
+    ax_rate.set_xlabel("time from the run's first sample (s)")
+    for ax in (ax_cwnd, ax_rtt, ax_rate):
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+    if series:
+        ax_cwnd.legend(fontsize=7, loc="upper right")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

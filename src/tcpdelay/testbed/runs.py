@@ -188,7 +188,8 @@ def remove_run(run_id: str, namespaces: list[str] | None = None, exclude_pids: s
 def clean(*, include_live: bool = False, run_ids: list[str] | None = None) -> dict:
     """Remove leftovers of every run whose owner is gone (all runs with ``include_live``).
 
-    Returns ``{"removed": [per-run counts], "kept_live": [run ids]}``.
+    Returns ``{"removed": [per-run counts], "kept_live": [run ids], "congestion_controls":
+    [names of our BPF congestion controls left registered by nothing, now unregistered]}``.
     """
     removed, kept = [], []
     runs = find_runs()
@@ -199,7 +200,18 @@ def clean(*, include_live: bool = False, run_ids: list[str] | None = None) -> di
             kept.append(rid)
             continue
         removed.append(remove_run(rid, info.namespaces))
-    return {"removed": removed, "kept_live": kept}
+    return {"removed": removed, "kept_live": kept, "congestion_controls": _clean_congestion_controls()}
+
+
+def _clean_congestion_controls() -> list[str]:
+    """Our BPF congestion controls that nothing holds any more (a legacy registration), unregistered."""
+    import shutil
+
+    if shutil.which("bpftool") is None:
+        return []
+    from tcpdelay.testbed.bpf_cc import clean_leftovers
+
+    return clean_leftovers()
 
 
 def wait_gone(pid: int, timeout_s: float) -> bool:

@@ -39,9 +39,12 @@ class TcpSettings(_Model):
 
     Each is applied in the host's namespace and read back (see :mod:`tcpdelay.testbed.tcp_settings`):
 
-    - ``congestion_control``: the namespace's ``net.ipv4.tcp_congestion_control`` when the kernel
-      allows it there (``tcp_allowed_congestion_control`` of the root namespace), otherwise the
-      ``congctl`` attribute of the host's routes (which every TCP connection over them uses);
+    - ``congestion_control``: a congestion control by name (:mod:`tcpdelay.testbed.congestion`:
+      the kernel's own, or a variant tcpdelay loads as a BPF program for the testbed's life, with
+      ``congestion_params``), applied as the namespace's ``net.ipv4.tcp_congestion_control`` when
+      the kernel allows it there (``tcp_allowed_congestion_control`` of the root namespace),
+      otherwise as the ``congctl`` attribute of the host's routes (which every TCP connection
+      over them uses);
     - ``initcwnd_segments`` / ``initrwnd_segments``: ``ip route ... initcwnd N`` (IW3 of RFC 3390
       against IW10 of RFC 6928);
     - ``sack``: ``tcp_sack`` (RFC 2018); ``rack``: bit 0 of ``tcp_recovery`` (RFC 8985);
@@ -53,6 +56,7 @@ class TcpSettings(_Model):
     """
 
     congestion_control: CongestionControl | None = None
+    congestion_params: dict[str, float] | None = None
     initcwnd_segments: int | None = Field(default=None, ge=1, le=1000)
     initrwnd_segments: int | None = Field(default=None, ge=1, le=1000)
     sack: bool | None = None
@@ -67,8 +71,17 @@ class TcpSettings(_Model):
     @model_validator(mode="after")
     def _check(self) -> "TcpSettings":
         cc = self.congestion_control
-        if cc is not None and not re.fullmatch(r"[a-z0-9_]{1,15}", cc):
+        if cc is not None and not re.fullmatch(r"[a-z0-9_+]{1,15}", cc):
             raise ValueError(f"congestion_control {cc!r} is not a congestion-control name")
+        if self.congestion_params:
+            if cc is None:
+                raise ValueError("congestion_params without congestion_control")
+            from tcpdelay.testbed.congestion import check_params
+
+            try:
+                check_params(cc, self.congestion_params)
+            except ParameterError as err:
+                raise ValueError(str(err)) from None
         for name in ("rmem_bytes", "wmem_bytes"):
             v = getattr(self, name)
             if v is not None and not (1 <= v[0] <= v[1] <= v[2] <= 2**31 - 1):
@@ -144,6 +157,10 @@ class TestbedSpec(_Model):
     #: Further top-level keys of the emulator's configuration (docs/emulator.md), passed as
     #: given, e.g. ``{"spin_us": 50, "events_format": "jsonl"}``; the emulator validates them.
     emulator_options: dict[str, Any] = Field(default_factory=dict)
+    #: Congestion controls kept loaded while the testbed is up (their default parameters), for
+    #: any program in its namespaces to select with TCP_CONGESTION (``testbed up --cc``); the
+    #: hosts' own ``congestion_control`` are loaded anyway.
+    congestion_controls: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _hosts(self) -> "TestbedSpec":

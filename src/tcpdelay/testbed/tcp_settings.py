@@ -23,6 +23,12 @@ def available_congestion_controls() -> list[str]:
         return f.read().split()
 
 
+def allowed_congestion_controls() -> list[str]:
+    """Algorithms a namespace may make its default (root's ``tcp_allowed_congestion_control``)."""
+    with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control") as f:
+        return f.read().split()
+
+
 def check_congestion_control(name: str) -> None:
     avail = available_congestion_controls()
     if name not in avail:
@@ -65,11 +71,15 @@ def apply_sysctls(netns: str, s: TcpSettings) -> str | None:
         for key, value in _sysctl_writes(s, recovery):
             nsutil.write_sysctl(key, value)
         if s.congestion_control is not None:
-            try:
-                nsutil.write_sysctl("net.ipv4.tcp_congestion_control", s.congestion_control)
-                via = "sysctl"
-            except nsutil.CommandFailed:
-                via = "route"
+            via = "route"
+            # Only try an allowed one: a refused write of a BPF algorithm's name leaks a kernel
+            # reference to it (it could never be unloaded).
+            if s.congestion_control in allowed_congestion_controls():
+                try:
+                    nsutil.write_sysctl("net.ipv4.tcp_congestion_control", s.congestion_control)
+                    via = "sysctl"
+                except nsutil.CommandFailed:
+                    pass
     return via
 
 

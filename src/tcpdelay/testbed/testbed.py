@@ -267,6 +267,9 @@ class Testbed:
         self._old_sigterm = None
         self._owner_pid = os.getpid()
         self._pm_qos_fd: int | None = None
+        #: Every congestion control this testbed runs, by choice (congestion.choice_key).
+        self.congestion: dict[str, Any] = {}
+        self._cc_loader = None
         self._closed = True
 
     # -- context manager --------------------------------------------------------------------
@@ -341,6 +344,9 @@ class Testbed:
         return self.link.cpu_s() if self.link else None
 
     def describe(self) -> dict:
+        cc = {"congestion_controls": [
+            {"choice": key, "variant": a.variant, "kernel_name": a.kernel_name, "source": a.source,
+             "params": a.params} for key, a in self.congestion.items()]} if self.congestion else {}
         return {
             "run_id": self.run_id,
             "topology": self.spec.topology,
@@ -351,6 +357,7 @@ class Testbed:
             "routers": self.routers,
             "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address,
                                "ifname": h.ifname, "tcp": h.tcp_applied} for h in self.hosts.values()},
+            **cc,
         }
 
     # -- building ---------------------------------------------------------------------------
@@ -406,6 +413,8 @@ class Testbed:
         other = {"left": "right", "right": "left"}
         tun = {"left": f"td{rid}a", "right": f"td{rid}b"}
 
+        self._load_congestion_controls()
+
         # Hosts and their sysctls first (the congestion-control method decides the routes).
         host_specs = {"left": [h for h in spec.hosts if h.side == "left"],
                       "right": [h for h in spec.hosts if h.side == "right"]}
@@ -415,7 +424,7 @@ class Testbed:
                 ns = self._add_ns(hs.name)
                 ifname = tun[side] if spec.topology == "pair" else f"td{rid}h{i}"
                 self.hosts[hs.name] = Host(self, hs, ns, f"{side_net[side]}.{i + 1}", ifname)
-                cc_via[hs.name] = tcps.apply_sysctls(ns, hs.tcp)
+                cc_via[hs.name] = tcps.apply_sysctls(ns, self.kernel_tcp(hs.tcp))
 
         tun_ns: dict[str, str] = {}
         if spec.topology == "pair":
@@ -423,7 +432,7 @@ class Testbed:
                 h = self.hosts[host_specs[side][0].name]
                 tun_ns[side] = h.netns
                 dst = f"{side_net[other[side]]}.0/24"
-                metrics = tcps.route_metrics(h.spec.tcp, cc_via[h.name])
+                metrics = tcps.route_metrics(self.kernel_tcp(h.spec.tcp), cc_via[h.name])
                 nsutil.ip_batch([
                     f"tuntap add dev {h.ifname} mode tun",
                     f"link set dev {h.ifname} mtu {mtu} txqueuelen {qlen} up",
@@ -454,7 +463,7 @@ class Testbed:
                               "peer", "name", h.ifname, "netns", h.netns, "mtu", mtu)
                     nsutil.ip_batch([f"link set dev {port} master td{rid}br up"], netns=r)
                     dst = f"{side_net[other[side]]}.0/24"
-                    metrics = tcps.route_metrics(hs.tcp, cc_via[h.name])
+                    metrics = tcps.route_metrics(self.kernel_tcp(hs.tcp), cc_via[h.name])
                     nsutil.ip_batch([
                         f"link set dev {h.ifname} up",
                         f"addr add {h.address}/24 dev {h.ifname}",
@@ -464,7 +473,7 @@ class Testbed:
 
         for h in self.hosts.values():
             got = tcps.read_back(h.netns, h.routes)
-            tcps.verify(h.name, h.spec.tcp, got)
+            tcps.verify(h.name, self.kernel_tcp(h.spec.tcp), got)
             got["congestion_control_via"] = cc_via[h.name]
             h.tcp_applied = got
         self._save_state()
@@ -473,6 +482,64 @@ class Testbed:
             cfg = emulator_config(spec, (tun_ns["left"], tun["left"]), (tun_ns["right"], tun["right"]), self.state_dir)
             self.link = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s)
             self._record_process(self.link.pid)
+
+    # -- congestion controls ------------------------------------------------------------------
+
+    def _load_congestion_controls(self) -> None:
+        """Resolve every congestion control the hosts name (and ``spec.congestion_controls``)
+        to what runs on this kernel, and load the BPF ones for the testbed's life: the kernel
+        unregisters them when this process ends, however it ends (:mod:`tcpdelay.testbed.bpf_cc`)."""
+        from tcpdelay.testbed import congestion
+
+        choices = [(h.tcp.congestion_control, h.tcp.congestion_params) for h in self.spec.hosts
+                   if h.tcp.congestion_control is not None]
+        choices += [(name, None) for name in self.spec.congestion_controls]
+        if not choices:
+            return
+        available = tcps.available_congestion_controls()
+        loaded: set[str] = set()
+        for name, params in choices:
+            key = congestion.choice_key(name, params)
+            if key in self.congestion:
+                continue
+            alg = congestion.resolve(name, params, available=available)
+            if alg.source == "bpf" and alg.kernel_name not in loaded:
+                if self._cc_loader is None:
+                    from tcpdelay.testbed.bpf_cc import Loader
+
+                    self._cc_loader = Loader().__enter__()
+                self._cc_loader.load(alg.bpf_object, alg.kernel_name, alg.values)
+                loaded.add(alg.kernel_name)
+            self.congestion[key] = alg
+
+    def kernel_name(self, name: str, params: dict | None = None) -> str:
+        """The name ``TCP_CONGESTION`` takes for congestion control ``name`` (with ``params``)
+        on this testbed: the kernel's own, or the BPF instance loaded for it."""
+        from tcpdelay.testbed import congestion
+
+        alg = self.congestion.get(congestion.choice_key(name, params))
+        if alg is None:
+            alg = congestion.resolve(name, params, available=tcps.available_congestion_controls())
+            if alg.source == "bpf":
+                raise TestbedError(f"congestion control {congestion.choice_key(name, params)!r} is not "
+                                   "loaded on this testbed (name it in a host's TCP settings or in congestion_controls)")
+        return alg.kernel_name
+
+    def state_map_id(self, name: str, params: dict | None = None) -> int | None:
+        """The id of the ``tdcc_state`` map of the BPF instance running congestion control
+        ``name`` here (what its connections publish), or None (a kernel algorithm)."""
+        kernel = self.kernel_name(name, params)
+        for cc in (self._cc_loader.loaded if self._cc_loader is not None else []):
+            if cc.kernel_name == kernel:
+                return cc.state_map_id
+        return None
+
+    def kernel_tcp(self, tcp):
+        """``tcp`` with its congestion control as the kernel name that runs it (no parameters)."""
+        if tcp.congestion_control is None:
+            return tcp
+        name = self.kernel_name(tcp.congestion_control, tcp.congestion_params)
+        return tcp.model_copy(update={"congestion_control": name, "congestion_params": None})
 
     # -- teardown ---------------------------------------------------------------------------
 
@@ -505,6 +572,10 @@ class Testbed:
                 self.link = None
             if self.run_id is not None:
                 runs.remove_run(self.run_id, list(self._namespaces))
+            if self._cc_loader is not None:  # after the namespaces: no socket still uses them
+                with contextlib.suppress(Exception):
+                    self._cc_loader.__exit__(None, None, None)
+                self._cc_loader = None
         finally:
             self._closed = True
             if self._old_sigterm is not None:

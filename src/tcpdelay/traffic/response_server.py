@@ -160,11 +160,19 @@ def _paced(conn: socket.socket, payload: memoryview, write: int, limit: int, sto
 
 
 def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_bytes: int | None = None,
-          sndbuf_bytes: int | None = None, ready: threading.Event | None = None) -> dict:
+          sndbuf_bytes: int | None = None, ready: threading.Event | None = None,
+          tcp_state_dir: str | None = None, tcp_state_period_s: float = 0.0,
+          flow_ids: dict[str, int] | None = None) -> dict:
     """Answer requests on ``host:port`` for ``duration_s`` seconds, then close everything.
 
     ``max_response_bytes`` (default ``None``: no cap) bounds every response, the unlimited ones
     too; a response it cuts short is counted in ``capped_responses`` and warned about.
+
+    TCP state over time: with ``tcp_state_dir`` and ``tcp_state_period_s`` > 0 the accepting
+    loop samples every response connection's ``TCP_INFO`` at that period into ``tcp_state``
+    records there (:mod:`tcpdelay.transport.tcp_state_sampler`; one loop for all connections,
+    no thread of its own). A record's ``flow_id`` is ``flow_ids[client address]`` (-1 when the
+    client is not in it) and its ``connection`` the server's count of the connection (0, 1, ...).
 
     Returns ``{"connections", "bytes_sent", "responses_completed", "rejected", "mss_bytes"
     (the distinct send MSS seen), "congestion_controls", "max_response_bytes",
@@ -190,10 +198,23 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
              "capped_responses": 0, "warnings": [], "errors": []}
     threads: list[threading.Thread] = []
     payload = memoryview(b"\x5a" * CHUNK_BYTES)
+    live: dict[int, tuple[int, int, socket.socket]] = {}    # sampled: connection -> (flow, conn, sock)
+    sampler = state_writer = None
+    if tcp_state_dir is not None and tcp_state_period_s > 0:
+        from tcpdelay.records import RecordWriter
+        from tcpdelay.transport.tcp_state_sampler import TcpStateSampler
 
-    def respond(conn: socket.socket) -> None:
+        state_writer = RecordWriter(tcp_state_dir, "tcp_state", writer_id=f"server-{host}-{port}")
+        sampler = TcpStateSampler(state_writer, tcp_state_period_s)
+        srv.settimeout(min(0.1, tcp_state_period_s))
+
+    def respond(conn: socket.socket, index: int = -1) -> None:
         sent, complete, limit = 0, False, None
         try:
+            if sampler is not None:
+                peer = conn.getpeername()[0]
+                with lock:
+                    live[index] = ((flow_ids or {}).get(peer, -1), index, conn)
             conn.settimeout(max(0.01, min(5.0, deadline - time.monotonic())))
             try:
                 size, dur, write, cc, gap, seed = decode_request(_recv_exact(conn, REQUEST.size))
@@ -246,6 +267,8 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                     if len(stats["errors"]) < 20:
                         stats["errors"].append(f"{type(err).__name__}: {err}")
         finally:
+            with lock:              # out of the sampled set before its fd can be reused
+                live.pop(index, None)
             conn.close()
             with lock:
                 stats["bytes_sent"] += sent
@@ -253,6 +276,10 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
 
     try:
         while time.monotonic() < deadline:
+            if sampler is not None and (now := time.monotonic_ns()) >= sampler.due_ns():
+                with lock:
+                    sampler.sample(list(live.values()), now)
+                srv.settimeout(max(0.0005, min(0.1, (sampler.due_ns() - time.monotonic_ns()) / 1e9)))
             try:
                 conn, _ = srv.accept()
             except socket.timeout:
@@ -262,14 +289,16 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                 conn.close()
                 stats["rejected"] += 1
                 continue
+            t = threading.Thread(target=respond, args=(conn, stats["connections"]), daemon=True)
             stats["connections"] += 1
-            t = threading.Thread(target=respond, args=(conn,), daemon=True)
             t.start()
             threads.append(t)
     finally:
         srv.close()
         for t in threads:
             t.join(timeout=max(0.0, deadline - time.monotonic()) + 3.0)
+        if state_writer is not None:
+            state_writer.close()
     stats["mss_bytes"] = sorted(stats["mss_bytes"])
     stats["congestion_controls"] = sorted(stats["congestion_controls"])
     return stats

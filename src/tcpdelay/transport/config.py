@@ -113,7 +113,10 @@ class SenderConfig:
     application queues to empty and for the receiver's summary. ``max_queue_bytes``: the
     application queue of a connection never grows beyond this; a packet that would not fit is
     skipped and recorded as dropped (``queue_full_packets``), so a source far above the path's
-    capacity cannot exhaust memory.
+    capacity cannot exhaust memory. ``tcp_state_period_s``: sample every TCP connection's
+    ``TCP_INFO`` this often into the ``tcp_state`` records (0 = off; needs ``out_dir``).
+    ``cc_state_map_id``: the id of the ``tdcc_state`` map of the tcpdelay BPF congestion control
+    the connections use, whose four published values are then sampled too (None: not one of ours).
     """
     to_host: str
     to_port: int
@@ -129,9 +132,16 @@ class SenderConfig:
     connect_timeout_s: float = 5.0
     drain_timeout_s: float = 10.0
     max_queue_bytes: int = 64 * 2**20
+    tcp_state_period_s: float = 0.01
+    cc_state_map_id: int | None = None
 
     def __post_init__(self):
         check_host_port("to", self.to_host, self.to_port)
+        if not (isinstance(self.tcp_state_period_s, (int, float)) and 0 <= self.tcp_state_period_s <= 60):
+            raise ParameterError(f"tcp_state_period_s: {self.tcp_state_period_s!r} must be in [0, 60] s (0 = off)")
+        if self.cc_state_map_id is not None and not (isinstance(self.cc_state_map_id, int)
+                                                     and self.cc_state_map_id > 0):
+            raise ParameterError(f"cc_state_map_id: {self.cc_state_map_id!r} must be a positive BPF map id")
         if self.scheduler not in SCHEDULERS:
             raise ParameterError(f"scheduler: {self.scheduler!r} is not one of {', '.join(SCHEDULERS)}")
         _positive("proactive_drop_delay_s", self.proactive_drop_delay_s, allow_none=True)

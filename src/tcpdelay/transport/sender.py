@@ -47,7 +47,9 @@ from tcpdelay.transport.config import RunParams, SenderConfig
 from tcpdelay.transport.runmeta import update_run_metadata
 from tcpdelay.transport.scheduler import CA_OPEN, ConnectionView, make_scheduler
 from tcpdelay.transport.sockopts import apply_buffers, apply_congestion, apply_tcp, read_back
+from tcpdelay.transport.cc_state import CcStateMap
 from tcpdelay.transport.tcp_state import tcp_info_raw, unsent_bytes
+from tcpdelay.transport.tcp_state_sampler import TcpStateSampler
 
 _BLOCKED = (BlockingIOError, InterruptedError)
 _SILENCE_FACTOR = 1.5
@@ -189,6 +191,9 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
     ctl = _connect_control(cfg, deadline)
     conns: list[_Conn] = []
     writer: RecordWriter | None = None
+    state_writer: RecordWriter | None = None
+    cc_map: CcStateMap | None = None
+    sampler: TcpStateSampler | None = None
     result = SenderResult(run_id=run_id, run_dir=str(run_dir) if run_dir else None,
                           status="completed", clock=clock.UNSYNCHRONIZED, transport=rp.transport,
                           connections=rp.connections, scheduler=cfg.scheduler, split=rp.split,
@@ -233,13 +238,22 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
         if run_dir is not None:
             update_run_metadata(run_dir, common, "sender", meta)
             writer = RecordWriter(run_dir, "sent", writer_id=f"sender-{run_id}")
+            if rp.transport == "tcp" and cfg.tcp_state_period_s > 0:
+                if cfg.cc_state_map_id is not None:
+                    cc_map = CcStateMap(cfg.cc_state_map_id)
+                state_writer = RecordWriter(run_dir, "tcp_state", writer_id=f"sender-{run_id}")
+                sampler = TcpStateSampler(state_writer, cfg.tcp_state_period_s, cc_map)
         _SendRun(_LoopSettings(cfg, rp, interval_s, stop, on_progress), source, conns, ctl, writer,
-                 result).run()
+                 result, sampler).run()
     except KeyboardInterrupt:
         result.status = "interrupted"
     finally:
         if writer is not None:
             writer.close()
+        if state_writer is not None:
+            state_writer.close()
+        if cc_map is not None:
+            cc_map.close()
         for c in conns:
             try:
                 if c.tcp:
@@ -309,8 +323,11 @@ class _SendRun:
     """
 
     def __init__(self, settings: _LoopSettings, source, conns: list[_Conn], ctl: socket.socket,
-                 writer: RecordWriter | None, result: SenderResult):
+                 writer: RecordWriter | None, result: SenderResult,
+                 sampler: TcpStateSampler | None = None):
         self.settings = settings
+        self.sampler = sampler      # TCP state over time (tcp_state records), None = off
+        self.sampled = [(settings.params.flow_id, c.index, c.sock) for c in conns if c.tcp]
         self.source, self.conns, self.ctl, self.writer, self.result = source, conns, ctl, writer, result
         self.reader = control.ControlReader()
         cfg, rp = settings.cfg, settings.params
@@ -536,6 +553,9 @@ class _SendRun:
                                  "queued_bytes": sum(c.queued_bytes() for c in conns)})
                     next_progress = now + int(_PROGRESS_EVERY_S * 1e9)
                     wake.append(next_progress)
+                if self.sampler is not None:
+                    self.sampler.sample(self.sampled, now)
+                    wake.append(self.sampler.due_ns())
                 if stop is not None:
                     wake.append(now + 100_000_000)
                 timeout = max(0.0, (min(wake) - clock.now_ns()) / 1e9) if wake else 1.0

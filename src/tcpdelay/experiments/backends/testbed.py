@@ -186,9 +186,25 @@ def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
 # duration in seconds) -> the handle of its sending or requesting process.
 
 
-def _congestion_control(c: CrossPlan) -> str | None:
+def _cc_state_map_id(tb, tcp) -> int | None:
+    """The state map of a media flow's BPF congestion control (its own values over time)."""
+    from tcpdelay.experiments.scenario import congestion_choice
+
+    if tcp.congestion_control is None:
+        return None
+    name, params = congestion_choice(tcp.congestion_control)
+    return tb.state_map_id(name, params or None)
+
+
+def _congestion_control(tb, c: CrossPlan) -> str | None:
+    """The kernel name (TCP_CONGESTION) of a cross-traffic flow's congestion control, if it names one."""
+    from tcpdelay.experiments.scenario import congestion_choice
+
     tcp = getattr(c.cross, "tcp", None)
-    return tcp.congestion_control if tcp is not None else None
+    if tcp is None or tcp.congestion_control is None:
+        return None
+    name, params = congestion_choice(tcp.congestion_control)
+    return tb.kernel_name(name, params or None)
 
 
 def _start_bulk(tb, c: CrossPlan, start_at: float, dur: float):
@@ -196,7 +212,7 @@ def _start_bulk(tb, c: CrossPlan, start_at: float, dur: float):
 
     x = c.cross
     return tb.hosts[c.client].spawn(bulk.client, tb.hosts[c.server].address, c.port, duration_s=dur,
-                                    size_bytes=x.size_bytes, congestion_control=_congestion_control(c),
+                                    size_bytes=x.size_bytes, congestion_control=_congestion_control(tb, c),
                                     start_at=start_at, drain_s=2.0)
 
 
@@ -207,7 +223,7 @@ def _start_web_onoff(tb, c: CrossPlan, start_at: float, dur: float):
     return tb.hosts[c.client].spawn(web_onoff.client, tb.hosts[c.server].address, c.port, duration_s=dur,
                                     on_mean_s=x.on_mean_s, off_mean_s=x.off_mean_s,
                                     packet_size_bytes=x.packet_size_bytes, seed=c.seed,
-                                    congestion_control=_congestion_control(c), start_at=start_at,
+                                    congestion_control=_congestion_control(tb, c), start_at=start_at,
                                     mode=x.mode, gap_mean_s=x.gap_mean_s)
 
 
@@ -217,7 +233,7 @@ def _start_page_load(tb, c: CrossPlan, start_at: float, dur: float):
     x = c.cross
     return tb.hosts[c.client].spawn(page_load.client, tb.hosts[c.server].address, c.port,
                                     connections=x.connections, total_bytes=x.total_bytes, duration_s=dur,
-                                    congestion_control=_congestion_control(c), start_at=start_at)
+                                    congestion_control=_congestion_control(tb, c), start_at=start_at)
 
 
 def _start_udp(tb, c: CrossPlan, start_at: float, dur: float):
@@ -257,8 +273,18 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
     # Servers and sinks first (clients retry connecting until they are up).
     servers = sorted({c.server for c in plan.cross if c.transport != "udp"})
     for host in servers:
+        # TCP state over time of the cross flows this host sends, under flows/server-<host>/;
+        # a record names its flow by the client's address (-1 when several flows share one).
+        clients: dict[str, list[int]] = {}
+        for c in plan.cross:
+            if c.transport != "udp" and c.server == host:
+                clients.setdefault(tb.hosts[c.client].address, []).append(c.flow_id)
+        state_dir = rd / "flows" / f"server-{host}"
+        state_dir.mkdir(parents=True, exist_ok=True)
         handles[f"server:{host}"] = tb.hosts[host].spawn(
-            response_server.serve, CROSS_TCP_PORT, duration_s=end + 1.0 - time.monotonic())
+            response_server.serve, CROSS_TCP_PORT, duration_s=end + 1.0 - time.monotonic(),
+            tcp_state_dir=str(state_dir), tcp_state_period_s=plan.tcp_state_period_s,
+            flow_ids={a: ids[0] for a, ids in clients.items() if len(ids) == 1})
     for c in plan.cross:
         if c.transport == "udp":
             handles[f"sink:{c.flow_id}"] = tb.hosts[c.client].spawn(
@@ -278,7 +304,8 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
                            sndbuf_bytes=tcp.sndbuf_bytes, rcvbuf_bytes=tcp.rcvbuf_bytes),
             proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
             seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
-            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S)
+            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s,
+            cc_state_map_id=_cc_state_map_id(tb, tcp))
         handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, m.source, t0 + m.start_s)
     for c in plan.cross:
         handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)

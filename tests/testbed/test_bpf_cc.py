@@ -1,0 +1,164 @@
+"""BPF congestion controls on this kernel: the loader registers a program under its own name with
+its parameters, a socket selects it, the kernel removes it when the loader goes (even on
+SIGKILL of whoever loaded it), legacy leftovers are cleaned, and on the testbed Vegas keeps the
+queue short where Reno fills it (docs/congestion-control.md)."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec
+from tcpdelay.testbed import bpf_cc
+from tcpdelay.testbed.netns import unavailable_reason
+from tcpdelay.testbed.spec import parse_spec
+from tcpdelay.testbed.testbed import TestbedError
+from tcpdelay.traffic import bulk_transfer
+
+pytestmark = [pytest.mark.testbed, pytest.mark.skipif(unavailable_reason() is not None,
+                                                      reason=str(unavailable_reason()))]
+
+
+def _gone(name: str, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while name in bpf_cc.kernel_algorithms():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _pair():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    c = socket.socket()
+    return srv, c
+
+
+def test_loaded_selected_read_back_and_gone_when_let_go():
+    with bpf_cc.load("newreno", "tdnewreno_t1") as cc:
+        assert "tdnewreno_t1" in bpf_cc.kernel_algorithms()
+        assert cc.map_id > 0 and cc.link_id > 0 and cc.state_map_id is not None
+        srv, c = _pair()
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"tdnewreno_t1")
+        c.connect(srv.getsockname())
+        a, _ = srv.accept()
+        c.sendall(b"x" * 1_000_000)
+        got = 0
+        while got < 1_000_000:
+            got += len(a.recv(1 << 16))
+        assert c.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0") == b"tdnewreno_t1"
+        for s in (c, a, srv):
+            s.close()
+    assert _gone("tdnewreno_t1")
+    assert bpf_cc.leftovers() == []
+
+
+def test_parameters_reach_the_program_and_bad_ones_are_one_line(tmp_path):
+    with bpf_cc.load("vegas", "tdvegas_t2", {"alpha": 3, "beta": 6}):
+        assert "tdvegas_t2" in bpf_cc.kernel_algorithms()
+    assert _gone("tdvegas_t2")
+    with pytest.raises(TestbedError, match=r"^tcpdelay-cc-load: no parameter delta in .*; allowed: alpha, beta, gamma"):
+        bpf_cc.load("vegas", "tdvegas_t3", {"delta": 1})
+    out = subprocess.run([str(bpf_cc.bpf_dir() / bpf_cc.LOADER), str(bpf_cc.object_path("vegas")), "Bad-Name"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "kernel name" in out.stderr
+    with pytest.raises(TestbedError, match="is not built"):
+        bpf_cc.object_path("no-such-variant")
+    assert "tdvegas_t3" not in bpf_cc.kernel_algorithms()
+
+
+def test_sigkill_of_the_loading_process_unregisters():
+    code = ("import sys, time; from tcpdelay.testbed import bpf_cc; "
+            "bpf_cc.load('westwoodplus', 'tdwwp_kill'); print('ready', flush=True); time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ})
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        assert "tdwwp_kill" in bpf_cc.kernel_algorithms()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        assert _gone("tdwwp_kill")
+        shown = subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True).stdout
+        assert all(bpf_cc._registered_name(int(line.split(":")[0])) != "tdwwp_kill"
+                   for line in shown.splitlines() if line.strip())
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
+def test_a_legacy_registration_is_a_leftover_that_clean_removes():
+    out = subprocess.run(["bpftool", "struct_ops", "register", str(bpf_cc.object_path("newreno"))],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    try:
+        assert "tdcc_name_xxxxx" in [m["name"] for m in bpf_cc.leftovers()]
+        res = subprocess.run([sys.executable, "-m", "tcpdelay", "testbed", "clean", "--json"],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        assert "tdcc_name_xxxxx" in json.loads(res.stdout)["congestion_controls"]
+        assert _gone("tdcc_name_xxxxx")
+    finally:
+        bpf_cc.clean_leftovers()
+
+
+def _rtt_after(samples: list[dict], t_s: float) -> float:
+    late = [s["rtt_s"] for s in samples if s["t_s"] >= t_s]
+    return sorted(late)[len(late) // 2]
+
+
+def test_vegas_keeps_the_queue_short_where_reno_fills_it():
+    """10 Mb/s, RTT 40 ms, a 100-packet queue: Reno fills the queue (120 ms of it at 10 Mb/s);
+    Vegas, selected for a host by name with its parameters, keeps alpha..beta packets queued
+    (a few ms). The testbed loads it for its life and the kernel drops it after."""
+    spec = parse_spec({
+        "hosts": [{"name": "vegas", "side": "left", "tcp": {"congestion_control": "vegas",
+                                                            "congestion_params": {"alpha": 2, "beta": 4}}},
+                  {"name": "reno", "side": "left", "tcp": {"congestion_control": "reno"}},
+                  {"name": "sink", "side": "right"}],
+        "link": LinkSpec.symmetric(delay_s=0.020, rate_bps=10e6, queue_packets=100).model_dump()})
+    with Testbed(spec) as tb:
+        kernel = tb.kernel_name("vegas", {"alpha": 2, "beta": 4})
+        assert tb.hosts["vegas"].tcp_applied["congestion_control"] == kernel
+        assert kernel in bpf_cc.kernel_algorithms() or kernel == "vegas"
+        rtt = {}
+        for host, port in (("vegas", 5001), ("reno", 5002)):
+            rx = tb.hosts["sink"].spawn(bulk_transfer.receive, port)
+            tx = tb.hosts[host].call(bulk_transfer.send, tb.hosts["sink"].address, port, duration_s=6.0, timeout_s=60)
+            rx.result(timeout_s=60)
+            rtt[host] = _rtt_after(tx["samples"], 3.0)
+        assert rtt["vegas"] < 0.040 + 0.015, rtt      # alpha..beta packets: a few ms of queue
+        assert rtt["reno"] > 0.040 + 0.060, rtt       # a full queue is 120 ms at 10 Mb/s
+    if kernel != "vegas":
+        assert _gone(kernel)
+
+
+def test_a_scenario_runs_a_variant_and_records_its_own_state(tmp_path):
+    """A media flow over Vegas with its parameters: the run loads it, the flow's connection uses
+    it (read back from the kernel), and its TCP state records carry Vegas' own values (baseRTT in
+    microseconds near the path's 40 ms), then the algorithm is gone."""
+    from tcpdelay.experiments.run import run_scenario
+    from tcpdelay.experiments.scenario import parse_scenario
+    from tcpdelay.results.tcp_state import tcp_state
+
+    sc = parse_scenario({"name": "vegas-run", "duration_s": 3.0,
+                         "path": {"rtt_s": 0.04, "rate_bps": 2e6, "queue_packets": 50},
+                         "flows": [{"profile": "video", "tcp": {"congestion_control": {"name": "vegas", "alpha": 1}}}]})
+    run_scenario(sc, 1, tmp_path)
+    env = json.loads((tmp_path / "environment.json").read_text())
+    (cc,) = env["testbed"]["congestion_controls"]
+    assert (cc["variant"], cc["source"], cc["params"]["alpha"]) == ("vegas", "bpf", 1)
+    hosts = [h for h in env["testbed"]["hosts"].values() if h["tcp"].get("congestion_control") == cc["kernel_name"]]
+    assert len(hosts) == 1
+    rows = tcp_state(tmp_path).to_pylist()
+    base_rtt_us = [r["cc_state_1"] for r in rows if r["cc_state_1"]]
+    assert len(base_rtt_us) > len(rows) / 2
+    assert all(39_000 <= v <= 60_000 for v in base_rtt_us), base_rtt_us[:5]
+    assert _gone(cc["kernel_name"])
