@@ -162,3 +162,55 @@ def test_a_scenario_runs_a_variant_and_records_its_own_state(tmp_path):
     assert len(base_rtt_us) > len(rows) / 2
     assert all(39_000 <= v <= 60_000 for v in base_rtt_us), base_rtt_us[:5]
     assert _gone(cc["kernel_name"])
+
+
+def _bulk_with_state(dst: str, port: int, kernel_name: str, map_id: int, duration_s: float) -> dict:
+    """In a testbed host: send for ``duration_s`` over ``kernel_name``, then read the
+    connection's published state and TCP_INFO (before closing)."""
+    from tcpdelay.transport import tcp_state
+    from tcpdelay.transport.cc_state import CcStateMap
+
+    s = bulk_transfer.connect(dst, port, congestion_control=kernel_name)
+    payload = b"\x5a" * 65536
+    end = time.monotonic() + duration_s
+    s.settimeout(0.05)
+    ssthresh = []
+    while time.monotonic() < end:
+        try:
+            s.send(payload)
+        except (socket.timeout, BlockingIOError):
+            pass
+        ssthresh.append(tcp_state.tcp_info(s).ssthresh_segments)
+    with CcStateMap(map_id) as m:
+        state = m.read(s.fileno())
+    info = tcp_state.tcp_info(s)
+    used = tcp_state.congestion_control(s)
+    s.close()
+    seen = [x for x in ssthresh if x is not None]
+    return {"state": state, "ssthresh": seen[-1] if seen else None, "mss": info.snd_mss_bytes,
+            "ssthresh_seen": sorted({x: seen.count(x) for x in set(seen)}.items()),
+            "retrans": info.total_retrans, "used": used}
+
+
+def test_westwood_plus_estimates_the_link_and_sets_ssthresh_from_it():
+    """10 Mb/s, RTT 40 ms, a 20-packet queue: Westwood+'s bandwidth estimate is within 10 % of the
+    link's 10 Mb/s, and its ssthresh after a loss once the estimate has settled (the last one of
+    an 8 s run; the short queue overflows every few seconds) is estimate × RTT_min / MSS (Grieco
+    and Mascolo). The first loss, in slow start, comes before the estimate has settled."""
+    spec = parse_spec({
+        "hosts": [{"name": "ww", "side": "left"}, {"name": "sink", "side": "right"}],
+        "link": LinkSpec.symmetric(delay_s=0.020, rate_bps=10e6, queue_packets=20).model_dump(),
+        "congestion_controls": ["westwood+"]})
+    with Testbed(spec) as tb:
+        kernel = tb.kernel_name("westwood+")
+        map_id = tb.state_map_id("westwood+")
+        if kernel == "westwood":
+            pytest.skip("the kernel's own westwood runs here (it publishes no state)")
+        rx = tb.hosts["sink"].spawn(bulk_transfer.receive, 5001)
+        got = tb.hosts["ww"].call(_bulk_with_state, tb.hosts["sink"].address, 5001, kernel, map_id, 8.0, timeout_s=60)
+    assert got["used"] == kernel and got["retrans"] > 0            # the queue overflowed: losses happened
+    bw_bytes_s, rtt_min_us = got["state"][0], got["state"][1]
+    assert 0.9 * 1.25e6 <= bw_bytes_s <= 1.1 * 1.25e6, got
+    assert 40_000 <= rtt_min_us <= 45_000, got
+    want = bw_bytes_s * rtt_min_us / 1e6 / got["mss"]
+    assert abs(got["ssthresh"] - want) <= max(2, 0.1 * want), (got, want)
