@@ -86,9 +86,8 @@ def test_sigkill_of_the_loading_process_unregisters():
         os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
         assert _gone("tdwwp_kill")
-        shown = subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True).stdout
-        assert all(bpf_cc._registered_name(int(line.split(":")[0])) != "tdwwp_kill"
-                   for line in shown.splitlines() if line.strip())
+        # nothing of it left registered (its map may linger, unregistered, until the kernel frees it)
+        assert "tdwwp_kill" not in [m["name"] for m in bpf_cc.leftovers()]
     finally:
         if child.poll() is None:
             child.kill()
@@ -187,16 +186,20 @@ def _bulk_with_state(dst: str, port: int, kernel_name: str, map_id: int, duratio
     used = tcp_state.congestion_control(s)
     s.close()
     seen = [x for x in ssthresh if x is not None]
-    return {"state": state, "ssthresh": seen[-1] if seen else None, "mss": info.snd_mss_bytes,
+    # the first loss (in slow start) comes before the estimate settles: the ssthresh of the later
+    # losses, the one held longest
+    later = [x for x in seen if x != seen[0]] if seen else []
+    return {"state": state, "ssthresh": max(set(later), key=later.count) if later else None, "mss": info.snd_mss_bytes,
             "ssthresh_seen": sorted({x: seen.count(x) for x in set(seen)}.items()),
             "retrans": info.total_retrans, "used": used}
 
 
 def test_westwood_plus_estimates_the_link_and_sets_ssthresh_from_it():
     """10 Mb/s, RTT 40 ms, a 20-packet queue: Westwood+'s bandwidth estimate is within 10 % of the
-    link's 10 Mb/s, and its ssthresh after a loss once the estimate has settled (the last one of
-    an 8 s run; the short queue overflows every few seconds) is estimate × RTT_min / MSS (Grieco
-    and Mascolo). The first loss, in slow start, comes before the estimate has settled."""
+    link's 10 Mb/s, and its ssthresh after the losses once the estimate has settled (the value held
+    longest after the first loss; the short queue overflows every few seconds) is
+    estimate × RTT_min / MSS (Grieco and Mascolo). The first loss, in slow start, comes before
+    the estimate has settled."""
     spec = parse_spec({
         "hosts": [{"name": "ww", "side": "left"}, {"name": "sink", "side": "right"}],
         "link": LinkSpec.symmetric(delay_s=0.020, rate_bps=10e6, queue_packets=20).model_dump(),

@@ -168,14 +168,21 @@ def _registered_name(map_id: int) -> str | None:
 def leftovers() -> list[dict]:
     """Our congestion controls registered but held by no running loader (e.g. a legacy
     ``bpftool struct_ops register``, which outlives its process): ``[{"id", "name"}]`` of the
-    tcp_congestion_ops whose kernel name starts with :data:`PREFIX`."""
+    registered tcp_congestion_ops whose kernel name starts with :data:`PREFIX` (an unregistered
+    map still listed until the kernel frees it is not one)."""
     live = _live_loader_names()
+    registered = {n for n in kernel_algorithms() if n.startswith(PREFIX)} - live
     out = []
+    if not registered:
+        return out
     for m in _bpftool("struct_ops", "show"):
         if m.get("kernel_struct_ops") != "tcp_congestion_ops":
             continue
-        name = _registered_name(m["id"])
-        if name is not None and name.startswith(PREFIX) and name not in live:
+        try:
+            name = _registered_name(m["id"])
+        except TestbedError:  # gone meanwhile (an unregistered map lingers until freed)
+            continue
+        if name in registered:
             out.append({"id": m["id"], "name": name})
     return out
 
