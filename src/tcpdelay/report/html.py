@@ -77,6 +77,15 @@ class Section:
         return self
 
 
+def _generated_at() -> datetime:
+    """Now, or ``SOURCE_DATE_EPOCH`` (seconds since 1970, UTC) when set, so a page can be rebuilt
+    byte for byte (https://reproducible-builds.org/specs/source-date-epoch/)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), timezone.utc)
+    return datetime.now(timezone.utc)
+
+
 @dataclass
 class Report:
     title: str
@@ -88,7 +97,7 @@ class Report:
         return sec
 
     def render(self) -> str:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        stamp = _generated_at().strftime("%Y-%m-%d %H:%M UTC")
         parts = [
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
             f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head><body>",
