@@ -36,12 +36,20 @@
 #define NAME_LEN 16
 
 static char last_msg[512];
+static int verbose; /* TCPDELAY_CC_VERBOSE set: every libbpf message (the verifier's log) to stderr */
 
 static int on_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char line[512];
 	size_t n;
 
+	if (verbose) {
+		va_list copy;
+
+		va_copy(copy, ap);
+		vfprintf(stderr, fmt, copy);
+		va_end(copy);
+	}
 	if (level == LIBBPF_DEBUG)
 		return 0;
 	vsnprintf(line, sizeof(line), fmt, ap);
@@ -234,6 +242,7 @@ int main(int argc, char **argv)
 	if (!valid_name(argv[2]))
 		die(2, "%s: a kernel name is 1 to 15 characters of a-z, 0-9 and _", argv[2]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	verbose = getenv("TCPDELAY_CC_VERBOSE") != NULL;
 	libbpf_set_print(on_libbpf);
 
 	buf = read_file(argv[1], &size);

@@ -4,8 +4,9 @@ Three are the kernel's own (``reno``, ``cubic``, ``bbr``). The variants of the p
 does not ship run as BPF ``struct_ops`` programs inside the kernel's TCP (``bpf/cc/``, loaded by
 :mod:`tcpdelay.testbed.bpf_cc`): Vegas and Westwood/Westwood+ (Grieco and Mascolo, *Performance
 evaluation and comparison of Westwood+, New Reno, and Vegas TCP congestion control*), and a
-NewReno clone that anchors the loader. (Compound, CCP and CCPD are still to come.) docs/congestion-control.md gives each one's source,
-equations, readings and parameters.
+NewReno clone that anchors the loader; Compound TCP, CCP and CCPD (Cavendish et al., *On the
+evaluation of TCP variants for video streaming over HTTP*). docs/congestion-control.md gives each
+one's source, equations, readings and parameters.
 
 A *choice* is a variant's name and parameters (``vegas`` with ``alpha = 1``). :func:`resolve`
 turns it into an :class:`Algorithm`: the kernel's own algorithm of that name when the kernel has
@@ -116,6 +117,40 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             builtin="westwood", bpf_object="westwoodplus", base_name="tdwestwoodp",
             params=(_p("min_window_us", 50000, "us", 1000, 10_000_000, doc="shortest sampling window (Linux: 50 ms)"),),
             state=("bandwidth estimate (bytes/s)", "RTT_min (us)", "last sample (bytes/s)", "-")),
+    Variant("compound", "Compound TCP: a loss window plus a delay window dwnd",
+            "Tan, Song, Zhang and Sridharan, A Compound TCP approach for high-speed and long distance "
+            "networks (INFOCOM 2006) and the CTCP Internet-Draft; Cavendish et al. eqs 3-4",
+            bpf_object="compound", base_name="tdcompound",
+            params=(_p("alpha", 0.125, "", 0, 16, 1024, "dwnd grows by alpha*W^k - 1 a round"),
+                    _p("beta", 0.5, "", 0, 1, 1024, "on loss the window keeps 1 - beta of W"),
+                    _p("eta", 1, "", 0, 16, 1024, "dwnd shrinks by eta*diff a round (the draft's zeta)"),
+                    _p("k", 0.75, "", 0, 1, 1024, "exponent of dwnd's growth"),
+                    _p("gamma", 30, "packets", 0, 100000, doc="queued above it: dwnd shrinks"),
+                    _p("low_window", 38, "packets", 0, 1000000, doc="dwnd is 0 while the window is below it"),
+                    _p("grow_with_dwnd", 0, "", 0, 1, doc="1: growth alpha*dwnd^k - 1 as papers/003 prints it; "
+                       "0: alpha*win^k - 1 as the draft"),
+                    _p("loss_with_dwnd", 0, "", 0, 1, doc="1: on loss dwnd = dwnd*(1-beta) - cwnd/2 as papers/003 "
+                       "prints it; 0: win*(1-beta) - cwnd/2 as the draft")),
+            state=("dwnd (segments)", "diff (1/1000 segments)", "baseRTT (us)", "loss window cwnd (segments)")),
+    Variant("ccp", "CCP: window = [Kp(B - x) - inflight]/2 on every ACK; no change on loss",
+            "Cavendish, Ishida, Kumazoe, Tsuru, Oie and Gerla, Capacity and congestion probing: TCP "
+            "congestion avoidance via path capacity and storage estimation (2010); Cavendish et al. eq 5",
+            bpf_object="ccp", base_name="tdccp",
+            params=(_p("kp", 1, "", 0, 64, 1024, "proportional gain Kp"),
+                    _p("storage", 0, "", 0, 1, doc="B from the segments outstanding at a loss: "
+                       "0 the largest of the connection, 1 the latest")),
+            state=("backlog x (1/1000 segments)", "storage B (segments)", "inflight (segments)", "RTT_min (us)")),
+    Variant("ccpd", "CCPD: CCP's law plus a derivative of backlog + inflight between ACKs",
+            "Cavendish et al., CCPD: capacity and congestion plus derivative TCP (2011); Cavendish et al. eq 6",
+            bpf_object="ccpd", base_name="tdccpd",
+            params=(_p("kp", 1, "", 0, 64, 1024, "proportional gain Kp"),
+                    _p("kd", 2000, "time units", 0, 1_000_000, doc="derivative gain Kd"),
+                    _p("time_unit_us", 1, "us", 1, 1_000_000, doc="the unit of t_k in Kd/(t_k - t_k-1)"),
+                    _p("min_dt_us", 1000, "us", 1, 1_000_000, doc="the derivative over at least this interval "
+                       "(ACKs that arrive together would make it thousands of segments)"),
+                    _p("storage", 0, "", 0, 1, doc="B from the segments outstanding at a loss: "
+                       "0 the largest of the connection, 1 the latest")),
+            state=("backlog x (1/1000 segments)", "storage B (segments)", "inflight (segments)", "RTT_min (us)")),
 )}
 
 
