@@ -42,19 +42,24 @@ class _MapElem(ctypes.Structure):
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.syscall.restype = ctypes.c_long
+_NR_BPF = _SYS_BPF.get(platform.machine())
 
 
-def _bpf(cmd: int, attr: ctypes.Structure) -> int:
-    nr = _SYS_BPF.get(platform.machine())
-    if nr is None:
+def _bpf_buf(cmd: int, buf) -> int:
+    """bpf(cmd, buf, 128) on a ready ``union bpf_attr`` buffer; OSError on failure."""
+    if _NR_BPF is None:
         raise OSError(errno.ENOSYS, f"bpf(2) syscall number unknown on {platform.machine()}")
-    buf = ctypes.create_string_buffer(_ATTR_BYTES)
-    ctypes.memmove(buf, ctypes.addressof(attr), ctypes.sizeof(attr))
-    ret = _libc.syscall(ctypes.c_long(nr), ctypes.c_int(cmd), buf, ctypes.c_uint(_ATTR_BYTES))
+    ret = _libc.syscall(_NR_BPF, cmd, buf, _ATTR_BYTES)
     if ret < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
     return int(ret)
+
+
+def _bpf(cmd: int, attr: ctypes.Structure) -> int:
+    buf = ctypes.create_string_buffer(_ATTR_BYTES)
+    ctypes.memmove(buf, ctypes.addressof(attr), ctypes.sizeof(attr))
+    return _bpf_buf(cmd, buf)
 
 
 class CcStateMap:
@@ -75,20 +80,20 @@ class CcStateMap:
         self.map_id = map_id
         self._key = ctypes.c_int(0)
         self._value = (ctypes.c_uint64 * CC_STATE_VALUES)()
-        self._attr = _MapElem(map_fd=self.fd, key=ctypes.addressof(self._key),
-                              value=ctypes.addressof(self._value))
+        # the lookup's union bpf_attr, built once: each read sets the key and makes one syscall
+        attr = _MapElem(map_fd=self.fd, key=ctypes.addressof(self._key), value=ctypes.addressof(self._value))
+        self._buf = ctypes.create_string_buffer(_ATTR_BYTES)
+        ctypes.memmove(self._buf, ctypes.addressof(attr), ctypes.sizeof(attr))
 
     def read(self, sock_fd: int) -> tuple[int, int, int, int] | None:
         """The socket's four values (unsigned 64-bit), ``None`` if it has no entry."""
         self._key.value = sock_fd
-        try:
-            _bpf(BPF_MAP_LOOKUP_ELEM, self._attr)
-        except OSError as err:
-            if err.errno == errno.ENOENT:
+        if _libc.syscall(_NR_BPF, BPF_MAP_LOOKUP_ELEM, self._buf, _ATTR_BYTES) < 0:
+            err = ctypes.get_errno()
+            if err == errno.ENOENT:
                 return None
-            raise
-        v = self._value
-        return (int(v[0]), int(v[1]), int(v[2]), int(v[3]))
+            raise OSError(err, os.strerror(err))
+        return tuple(self._value)
 
     def close(self) -> None:
         if self.fd >= 0:
