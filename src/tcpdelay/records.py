@@ -79,7 +79,24 @@ TCP_STATE_SCHEMA = pa.schema([
     ("cc_state_3", pa.uint64()),
 ])
 
-SCHEMAS = {"sent": SENT_SCHEMA, "received": RECEIVED_SCHEMA, "tcp_state": TCP_STATE_SCHEMA}
+#: A pull player's log of an HTTP video stream (traffic/http_player.py; papers/003): one row per
+#: event, written as it happens. ``event`` is ``arrival`` (frame ``frame``, in decode order, was
+#: whole in the playout buffer at ``time_s``), ``start`` (playback started at ``time_s``;
+#: ``frame`` -1) or ``never`` (frame ``frame`` had not arrived when the player stopped;
+#: ``time_s`` NaN). ``pts_s`` is the frame's presentation time from the stream's start,
+#: ``end_byte`` the file offset just past its last byte.
+PLAYOUT_SCHEMA = pa.schema([
+    ("flow_id", pa.int32()),
+    ("event", pa.string()),
+    ("frame", pa.int64()),
+    ("pts_s", pa.float64()),
+    ("size_bytes", pa.int32()),
+    ("end_byte", pa.int64()),
+    ("time_s", pa.float64()),
+])
+
+SCHEMAS = {"sent": SENT_SCHEMA, "received": RECEIVED_SCHEMA, "tcp_state": TCP_STATE_SCHEMA,
+           "playout": PLAYOUT_SCHEMA}
 RUN_METADATA = "run.json"
 
 
