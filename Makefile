@@ -10,12 +10,12 @@ EMU    := emulator
 # cargo from PATH, else rustup's default location (a non-login shell may lack ~/.cargo/bin).
 CARGO  ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: run test install install-dev native bpf bpf-tools clean
+.PHONY: run test install install-dev native bpf bpf-tools media-tools clean
 
 run: install native
 	$(BIN)/tcpdelay evaluate
 
-test: install-dev native
+test: install-dev native media-tools
 	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet; fi
 	$(BIN)/python -m pytest
 
@@ -45,6 +45,21 @@ BPF_OBJ := $(patsubst bpf/cc/%.bpf.c,bpf/build/%.bpf.o,$(BPF_SRC))
 BPF_HDR := $(wildcard bpf/cc/*.h)
 
 bpf: bpf-tools bpf/build/tcpdelay-cc-load $(BPF_OBJ)
+
+# The real server and players of the HTTP video experiment (docs/video-over-http.md): nginx,
+# ffmpeg/ffprobe with libx264, VLC; installed when missing on a Debian-like system as root,
+# otherwise named.
+media-tools:
+	@missing=""; \
+	for t in nginx ffmpeg ffprobe cvlc; do command -v $$t >/dev/null 2>&1 || [ -x /usr/sbin/$$t ] || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing the HTTP video tools (missing:$$missing)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx ffmpeg vlc-bin vlc-plugin-base >/dev/null || exit 1; \
+	  else \
+	    echo "missing for the HTTP video experiment:$$missing (Debian/Ubuntu: apt-get install nginx ffmpeg vlc-bin vlc-plugin-base)"; exit 1; \
+	  fi; \
+	fi
 
 # clang, llvm-strip, bpftool and libbpf's headers; installed when missing on a Debian-like
 # system as root, otherwise named.

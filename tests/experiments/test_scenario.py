@@ -76,7 +76,7 @@ def test_examples_exist():
     (with_(flows=[{"profile": "mpeg4-tes"}]), "flows[0]: profile 'mpeg4-tes' needs rate_bps"),
     (with_(flows=[{"profile": "voip", "stop_s": 20}]), "flows[0].stop_s 20 is after duration_s 10"),
     (with_(flows=[{"profile": "voip", "count": 2.5}]), "flows[0].count: 2.5: input should be a valid integer"),
-    (with_(flows=[]), "flows: needs at least 1 entry"),
+    (with_(flows=[]), "a scenario needs at least one of flows or streams"),
     ({"flows": [{"profile": "voip"}]}, "scenario.toml: duration_s: missing (required)"),
     (with_(metrics=["delay", "mos2"]), "metrics: 'mos2' is not one of delay,"),
     (with_(seeds=[1, 1]), "seeds: repeated seeds"),

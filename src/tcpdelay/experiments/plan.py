@@ -9,7 +9,9 @@ a web flow's on/off draws, a start-time draw) gets its own seed from the run's
 (:func:`derive_seed`).
 
 Ports: media flow ``i`` listens on ``MEDIA_PORT + i``; every TCP cross-traffic server on
-``CROSS_TCP_PORT``; the UDP cross-traffic sinks on ``CROSS_UDP_PORT``, ``+1``, ...
+``CROSS_TCP_PORT``; the UDP cross-traffic sinks on ``CROSS_UDP_PORT``, ``+1``, ...; pulled stream
+``j`` (an HTTP video) is served on ``STREAM_PORT + j`` by its own server host to its own client
+host (each with the stream's TCP buffers).
 
 Cross-traffic kinds are looked up by name in :data:`CROSS_KINDS` (kind -> transport), media
 sources by profile (:func:`media_source`).
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.experiments.scenario import DEFAULT_TCP_STATE_PERIOD_S, Flow, Scenario, Tcp, congestion_choice
+from tcpdelay.experiments.scenario import DEFAULT_TCP_STATE_PERIOD_S, Flow, HttpVideo, Scenario, Tcp, congestion_choice
 from tcpdelay.link import DirectionSpec
 
 #: Seconds from the link's start to the run's t0 when the link's behaviour depends on its clock
@@ -32,6 +34,7 @@ LEAD_S = 2.0
 MEDIA_PORT = 20_000
 CROSS_TCP_PORT = 30_000
 CROSS_UDP_PORT = 40_000
+STREAM_PORT = 8_000
 
 #: Cross-traffic kinds by name (the scenario's ``kind``) -> the transport their flow uses.
 CROSS_KINDS: dict[str, str] = {"bulk": "tcp", "web_onoff": "tcp", "page_load": "tcp", "udp": "udp"}
@@ -110,6 +113,20 @@ class CrossPlan:
 
 
 @dataclass
+class StreamPlan:
+    """One pulled stream (``stream``: its scenario table, an :class:`HttpVideo`): the server's and
+    the client's hosts, the port, when the client asks (seconds after t0) and when it must stop."""
+    flow_id: int
+    name: str
+    stream: HttpVideo
+    server: str
+    client: str
+    port: int
+    start_s: float
+    stop_s: float
+
+
+@dataclass
 class RunPlan:
     """Everything a backend needs to run a scenario once (it never reads the scenario itself):
     hosts, the link, every flow, and the run's name, seed, length and timing."""
@@ -117,6 +134,7 @@ class RunPlan:
     link: dict                         # LinkSpec data
     media: list[MediaPlan] = field(default_factory=list)
     cross: list[CrossPlan] = field(default_factory=list)
+    streams: list[StreamPlan] = field(default_factory=list)
     name: str = ""                     # the scenario's name
     seed: int = 0                      # the run's seed (every flow's own derives from it)
     duration_s: float = 0.0            # the run's length from t0
@@ -207,6 +225,18 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
                 start_s=c.start_s + offset, stop_s=c.stop_s if c.stop_s is not None else scenario.duration_s,
                 seed=derive_seed(seed, "cross", j, k)))
             flow_id += 1
+    for j, st in enumerate(scenario.streams):
+        tx_side, rx_side = side_of[st.direction]
+        buffers = (4096, 131072, st.tcp_buffer_max_bytes)
+        server = f"{tx_side[0]}srv{j}"
+        client = f"{rx_side[0]}ply{j}"
+        hosts.append({"name": server, "side": tx_side,
+                      "tcp": {**host_tcp_settings(st.tcp), "rmem_bytes": buffers, "wmem_bytes": buffers}})
+        hosts.append({"name": client, "side": rx_side, "tcp": {"rmem_bytes": buffers, "wmem_bytes": buffers}})
+        plan.streams.append(StreamPlan(
+            flow_id=flow_id, name=st.name or f"stream{j}", stream=st, server=server, client=client,
+            port=STREAM_PORT + j, start_s=st.start_s, stop_s=scenario.duration_s))
+        flow_id += 1
     if len([h for h in hosts if h["side"] == "left"]) > 200 or len([h for h in hosts if h["side"] == "right"]) > 200:
         raise ParameterError("the scenario needs more than 200 hosts on one side")
     return plan

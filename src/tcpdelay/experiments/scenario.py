@@ -78,7 +78,7 @@ METRICS = (
 DEFAULT_METRICS = ("delay", "late", "loss")
 
 MAX_DURATION_S = 86_400.0
-_UNION_TAGS = {"none", "bernoulli", "gilbert_elliott", "bulk", "web_onoff", "page_load", "udp"}
+_UNION_TAGS = {"none", "bernoulli", "gilbert_elliott", "bulk", "web_onoff", "page_load", "udp", "http_video"}
 
 
 class _Strict(KnownKeys):
@@ -379,6 +379,44 @@ Cross = Annotated[Union[BulkCross, WebOnOffCross, PageLoadCross, UdpCross], Fiel
 CROSS_KINDS = ("bulk", "web_onoff", "page_load", "udp")
 
 
+# --------------------------------------------------------------------------- pulled streams
+
+#: papers/003 Sec. V: "TCP sender and receiver maximum buffer size: 256Mbytes".
+HTTP_TCP_BUFFER_MAX_BYTES = 256 * 1024 * 1024
+
+
+class VideoFile(_Strict):
+    """The H.264 file an HTTP stream serves, made reproducibly by ffmpeg/x264
+    (:mod:`tcpdelay.traffic.video_file`; papers/003 Sec. V: 30 fps, 5.24 Mb/s on average,
+    10 min 24 s)."""
+
+    duration_s: Annotated[float, Field(gt=0.0, le=3600.0, allow_inf_nan=False)] = 624.0
+    rate_bps: Annotated[float, Field(ge=100e3, le=100e6, allow_inf_nan=False)] = 5.24e6
+    fps: Annotated[int, Field(ge=1, le=120)] = 30
+
+
+class HttpVideo(_Strict):
+    """A video file pulled over HTTP (papers/003): a real HTTP server (nginx) on the sending side
+    serves it to a player on the receiving side, ``model`` (traffic/http_player.py: logs every
+    frame, discards and underflows computed from the log) or ``vlc`` (VLC headless, its own
+    counters). ``tcp`` is the server's (its congestion control above all); both ends' TCP
+    buffers may grow to ``tcp_buffer_max_bytes`` (tcp_rmem/tcp_wmem maxima)."""
+
+    kind: Literal["http_video"]
+    name: str | None = None
+    video: VideoFile = Field(default_factory=VideoFile)
+    player: Literal["model", "vlc"] = "model"
+    playout_buffer_bytes: Annotated[int, Field(ge=1024, le=2**31 - 1)] = 656_000
+    direction: _Direction = "forward"
+    start_s: Seconds = 0.0
+    tcp: Tcp = Field(default_factory=Tcp)
+    tcp_buffer_max_bytes: Annotated[int, Field(ge=65536, le=2**31 - 1)] = HTTP_TCP_BUFFER_MAX_BYTES
+
+
+Stream = Annotated[Union[HttpVideo], Field(discriminator="kind")]
+STREAM_KINDS = ("http_video",)
+
+
 # --------------------------------------------------------------------------- the scenario
 
 
@@ -397,8 +435,10 @@ class Scenario(_Strict):
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
     seeds: tuple[Annotated[int, Field(ge=0, le=2**63 - 1)], ...] | None = None
     path: Path = Field(default_factory=Path)
-    flows: Annotated[tuple[Flow, ...], Field(min_length=1)]
+    flows: tuple[Flow, ...] = ()
     cross: tuple[Cross, ...] = ()
+    #: Streams a client pulls (papers/003's video over HTTP); a scenario has flows, streams or both.
+    streams: tuple[Stream, ...] = ()
     metrics: tuple[str, ...] = DEFAULT_METRICS
     sweep: dict[str, Any] = Field(default_factory=dict)
     #: TCP state over time: every TCP flow's TCP_INFO sampled this often into the run's
@@ -425,6 +465,11 @@ class Scenario(_Strict):
                 raise ValueError(f"flows[{i}].stop_s {f.stop_s:g} is after duration_s {self.duration_s:g}")
             if f.start_s >= self.duration_s:
                 raise ValueError(f"flows[{i}].start_s {f.start_s:g} is not before duration_s {self.duration_s:g}")
+        if not self.flows and not self.streams:
+            raise ValueError("a scenario needs at least one of flows or streams")
+        for i, st in enumerate(self.streams):
+            if st.start_s >= self.duration_s:
+                raise ValueError(f"streams[{i}].start_s {st.start_s:g} is not before duration_s {self.duration_s:g}")
         for i, c in enumerate(self.cross):
             last = c.start_s + c.start_spread_s
             if c.count and last >= self.duration_s:
@@ -448,8 +493,9 @@ class Scenario(_Strict):
         """Plain data (no ``None``: TOML has no null) that :func:`parse_scenario` reads back to
         an equal scenario."""
         data = self.model_dump(mode="json", exclude_none=True)
-        if not data.get("sweep"):
-            data.pop("sweep", None)
+        for key in ("sweep", "streams"):      # empty: left out, so older scenarios keep their cell ids
+            if not data.get(key):
+                data.pop(key, None)
         return data
 
 
