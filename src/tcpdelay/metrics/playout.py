@@ -1,0 +1,94 @@
+"""Picture discards and playout-buffer underflows of a video pulled over HTTP, from the player's
+log of frame arrivals (records of kind ``playout``, :mod:`tcpdelay.traffic.http_player`).
+
+Papers/003 (Cavendish et al., *On the evaluation of TCP variants for video streaming over HTTP*,
+Sec. V) measures with VLC:
+
+- "Picture discards: number of frames discarded by the video decoder. This measurer defines
+  the number of frames skipped by the video rendered at the client side."
+- "Buffer underflow: number of buffer underflow events at video client buffer. This measurer
+  defines the number of 'catch up' events, where the video freezes and then resumes at a faster
+  rate until all late frames have been played out."
+
+Our reading, the same as :mod:`tcpdelay.metrics.video`'s for packet records, on the player's
+schedule: frame ``k`` in display order is due at ``D_k = start + pts_k`` (``start`` the playback
+start the player logged; the clock is not shifted by a stall: the player catches up);
+
+- a frame is **played** when it arrived (all its bytes in the playout buffer) by ``D_k`` (+
+  ``late_tolerance_s``: a decoder may still show a slightly late picture, VLC does), and is a
+  **picture discard** otherwise (late, or never arrived);
+- the buffer is **empty** at ``D_k`` when no frame due at or after ``D_k`` has arrived by then —
+  nothing to show, the picture freezes — and an **underflow event** is a maximal run of
+  consecutive empty deadlines (one freeze, then the catch-up), its length / fps the frozen time.
+
+A late frame while later ones are already in the buffer (a B frame behind its reference, say) is
+a discard without an underflow. The player never overflows its buffer (it pulls only what fits),
+so there are no overflow discards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tcpdelay import checks
+from tcpdelay.errors import ParameterError
+from tcpdelay.metrics.video import Frames, playout
+
+
+def account(pts_s, size_bytes, arrival_s, start_s: float, fps: float, *, frame_type=None,
+            late_tolerance_s: float = 0.0) -> dict:
+    """Discards and underflows of one stream (see the module doc). ``pts_s``, ``size_bytes`` and
+    ``arrival_s`` (NaN: never arrived) per frame in any order; ``start_s`` the playback start
+    (NaN or None: playback never started — every frame is a discard)."""
+    checks.positive("fps", fps)
+    checks.non_negative("late_tolerance_s", late_tolerance_s)
+    pts = np.asarray(pts_s, dtype=float)
+    size = np.asarray(size_bytes, dtype=np.int64)
+    arrival = np.asarray(arrival_s, dtype=float)
+    if not (pts.shape == size.shape == arrival.shape):
+        raise ParameterError("playout: pts_s, size_bytes and arrival_s must have one length")
+    types = np.asarray(frame_type) if frame_type is not None else np.full(pts.size, "")
+    order = np.argsort(pts, kind="stable")
+    k = np.rint((pts[order] - (pts.min() if pts.size else 0.0)) * fps).astype(np.int64)
+    if k.size and np.any(np.diff(k) <= 0):
+        raise ParameterError("playout: two frames share a display slot at this fps")
+    frames = Frames(frame_id=k, frame_type=types[order], size_bytes=size[order], packets=np.ones(pts.size, np.int64),
+                    send_time_s=np.full(pts.size, np.nan), complete_time_s=arrival[order])
+    if start_s is None or not np.isfinite(start_s):
+        n = len(frames)
+        return {"frames": n, "played": 0, "picture_discards": n, "late_frames": 0, "incomplete_frames": n,
+                "overflow_discards": 0, "underflow_events": 1 if n else 0, "underflow_frames": n,
+                "underflow_s": n / fps, "discards_by_type": {}, "started": False}
+    out = playout(frames, fps, startup_delay_s=0.0, start_s=float(start_s) + late_tolerance_s)
+    out.pop("overflow_discards", None)
+    out["started"] = True
+    return out
+
+
+def stream_playout(table, flow_id: int, fps: float, *, late_tolerance_s: float = 0.0) -> dict:
+    """:func:`account` of one stream from a run's ``playout`` records (a pyarrow Table), with the
+    playback start's delay after the first byte (``startup_s``) and the frames logged."""
+    rows = table.filter(_eq(table, "flow_id", flow_id)).to_pydict()
+    ev = np.asarray(rows["event"])
+    frame = np.asarray(rows["frame"], dtype=np.int64)
+    t = np.asarray(rows["time_s"], dtype=float)
+    starts = t[ev == "start"]
+    frames = ev != "start"
+    if not np.any(frames):
+        raise ParameterError(f"playout: stream {flow_id} logged no frame")
+    ids, first = np.unique(frame[frames], return_index=True)
+    pts = np.asarray(rows["pts_s"], dtype=float)[frames][first]
+    size = np.asarray(rows["size_bytes"], dtype=np.int64)[frames][first]
+    arrival = t[frames][first]
+    start = float(starts.min()) if starts.size else float("nan")
+    out = account(pts, size, arrival, start, fps, late_tolerance_s=late_tolerance_s)
+    first_arrival = np.nanmin(arrival) if np.any(np.isfinite(arrival)) else np.nan
+    out["startup_s"] = float(start - first_arrival) if np.isfinite(start) and np.isfinite(first_arrival) else None
+    out["frames_arrived"] = int(np.count_nonzero(np.isfinite(arrival)))
+    return out
+
+
+def _eq(table, column: str, value):
+    import pyarrow.compute as pc
+
+    return pc.equal(table[column], value)
