@@ -33,7 +33,7 @@ from tcpdelay.results.layout import ENVIRONMENT_FILE, FLOWS_FILE, METRICS_FILE, 
 FLOWS_SCHEMA = pa.schema([
     ("flow_id", pa.int32()),
     ("name", pa.string()),
-    ("kind", pa.string()),          # media | bulk | web_onoff | page_load | udp
+    ("kind", pa.string()),          # media | bulk | web_onoff | page_load | udp | http_video
     ("direction", pa.string()),     # forward | reverse
     ("transport", pa.string()),     # tcp | udp
     ("start_s", pa.float64()),      # seconds after t0
@@ -116,6 +116,11 @@ def summarize(plan: RunPlan, outcome: BackendOutcome) -> dict:
               "result": results.get(f"cross:{c.flow_id}", {}),
               **({"sink": results.get(f"sink:{c.flow_id}", {})} if c.transport == "udp" else {})}
              for c in plan.cross]
+    streams = [{"flow_id": st.flow_id, "name": st.name, "kind": st.stream.kind, "player_kind": st.stream.player,
+                "server_host": st.server, "client_host": st.client, "port": st.port, "start_s": st.start_s,
+                "stop_s": st.stop_s, "player": results.get(f"play:{st.flow_id}", {}),
+                "server": results.get(f"httpd:{st.flow_id}", {}), "tcp_state": results.get(f"state:{st.flow_id}", {})}
+               for st in plan.streams]
     servers = {k.split(":", 1)[1]: v for k, v in results.items() if k.startswith("server:")}
     errors = [f"{k}: {v['error']}" for k, v in results.items() if isinstance(v, dict) and v.get("error")]
     errors += [f"tx:{x['flow_id']}: status {x['sender'].get('status')}" for x in media
@@ -123,6 +128,7 @@ def summarize(plan: RunPlan, outcome: BackendOutcome) -> dict:
     totals = {
         "media_flows": len(plan.media),
         "cross_flows": len(plan.cross),
+        "streams": len(plan.streams),
         "packets_sent": sum(int(x["sender"].get("packets", 0) or 0) for x in media),
         "packets_received": sum(int(x["receiver"].get("received_packets", 0) or 0) for x in media),
         "errors": errors,
@@ -134,7 +140,7 @@ def summarize(plan: RunPlan, outcome: BackendOutcome) -> dict:
     return {"scenario": plan.name, "seed": plan.seed, "started_unix_s": outcome.started_unix_s, "lead_s": plan.lead_s,
             "t0_monotonic_s": outcome.t0_monotonic_s,
             "emulator_start_monotonic_s": outcome.link_start_monotonic_s, "duration_s": plan.duration_s,
-            "hosts": plan.hosts, "media": media, "cross": cross, "cross_servers": servers,
+            "hosts": plan.hosts, "media": media, "cross": cross, "streams": streams, "cross_servers": servers,
             "link_counters": counters, "totals": totals}
 
 
@@ -168,6 +174,14 @@ def write_flows(run_dir: Path, plan: RunPlan, results: dict) -> None:
                 start_s=c.start_s, packets_sent=-1, packets_received=-1, bytes_received=got,
                 goodput_bps=float(r.get("goodput_bps") or got * 8 / max(c.stop_s - c.start_s, 1e-9)),
                 status="error" if r.get("error") else ("completed" if r.get("complete", True) else "incomplete")))
+    for st in plan.streams:
+        r = results.get(f"play:{st.flow_id}", {})
+        got = int(r.get("body_bytes", 0) or 0)
+        span = (r.get("end_s") or 0.0) - (r.get("first_byte_s") or r.get("end_s") or 0.0)
+        add(dict(flow_id=st.flow_id, name=st.name, kind=st.stream.kind, direction=st.stream.direction, transport="tcp",
+            start_s=st.start_s, packets_sent=-1, packets_received=-1, bytes_received=got,
+            goodput_bps=got * 8 / span if span > 0 else 0.0,
+            status="error" if r.get("error") else ("completed" if r.get("complete") else "incomplete")))
     pq.write_table(pa.Table.from_pylist(rows, schema=FLOWS_SCHEMA), run_dir / FLOWS_FILE)
 
 

@@ -61,13 +61,16 @@ def account(pts_s, size_bytes, arrival_s, start_s: float, fps: float, *, frame_t
                 "underflow_s": n / fps, "discards_by_type": {}, "started": False}
     out = playout(frames, fps, startup_delay_s=0.0, start_s=float(start_s) + late_tolerance_s)
     out.pop("overflow_discards", None)
+    if frame_type is None:
+        out.pop("discards_by_type", None)
     out["started"] = True
     return out
 
 
-def stream_playout(table, flow_id: int, fps: float, *, late_tolerance_s: float = 0.0) -> dict:
+def stream_playout(table, flow_id: int, fps: float | None = None, *, late_tolerance_s: float = 0.0) -> dict:
     """:func:`account` of one stream from a run's ``playout`` records (a pyarrow Table), with the
-    playback start's delay after the first byte (``startup_s``) and the frames logged."""
+    playback start's delay after the first byte (``startup_s``) and the frames logged. ``fps``
+    defaults to the frames' own (the median spacing of their presentation times)."""
     rows = table.filter(_eq(table, "flow_id", flow_id)).to_pydict()
     ev = np.asarray(rows["event"])
     frame = np.asarray(rows["frame"], dtype=np.int64)
@@ -81,10 +84,17 @@ def stream_playout(table, flow_id: int, fps: float, *, late_tolerance_s: float =
     size = np.asarray(rows["size_bytes"], dtype=np.int64)[frames][first]
     arrival = t[frames][first]
     start = float(starts.min()) if starts.size else float("nan")
+    if fps is None:
+        gaps = np.diff(np.sort(pts))
+        gaps = gaps[gaps > 0]
+        if gaps.size == 0:
+            raise ParameterError(f"playout: stream {flow_id}: cannot tell the frame rate from one frame; give fps")
+        fps = float(1.0 / np.median(gaps))
     out = account(pts, size, arrival, start, fps, late_tolerance_s=late_tolerance_s)
     first_arrival = np.nanmin(arrival) if np.any(np.isfinite(arrival)) else np.nan
     out["startup_s"] = float(start - first_arrival) if np.isfinite(start) and np.isfinite(first_arrival) else None
     out["frames_arrived"] = int(np.count_nonzero(np.isfinite(arrival)))
+    out["fps"] = fps
     return out
 
 

@@ -63,9 +63,44 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
                   opts: MetricOptions | None = None) -> dict:
     """Metrics of the run in ``run_dir`` (``sent_dir``: the sender's records, when elsewhere):
     :func:`tcpdelay.metrics.summary.summarize_flows` over :func:`tcpdelay.results.packets.load_flows`."""
+    streams = stream_metrics(run_dir)
+    if streams and not (Path(run_dir) / "sent").is_dir() and sent_dir is None:
+        # a run of pulled streams only (no media flows): their metrics are the run's
+        return {"flows": [], "streams": streams, "results": str(run_dir)}
     flows, meta = load_flows(run_dir, sent_dir)
     out = summarize_flows(flows, meta, opts)
+    if streams:
+        out["streams"] = streams
     out["results"] = str(run_dir)
     if sent_dir is not None:
         out["sent_results"] = str(sent_dir)
+    return out
+
+
+def stream_metrics(run_dir: str | os.PathLike) -> list[dict]:
+    """Per pulled stream of the run (its ``playout`` log): picture discards and underflows
+    (:func:`tcpdelay.metrics.playout.stream_playout`) and the server's retransmitted segments
+    (the largest ``retransmits_total`` of each of its connections in ``tcp_state``, summed)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from tcpdelay.metrics.playout import stream_playout
+    from tcpdelay.records import read_records
+
+    if not (Path(run_dir) / "playout").is_dir():
+        return []
+    log = read_records(run_dir, "playout")
+    if log.num_rows == 0:
+        return []
+    state = read_records(run_dir, "tcp_state").to_pydict()
+    fid_s = np.asarray(state["flow_id"], dtype=np.int64)
+    conn_s = np.asarray(state["connection"], dtype=np.int64)
+    retr_s = np.asarray(state["retransmits_total"], dtype=np.int64)
+    out = []
+    for fid in sorted(set(log.column("flow_id").to_pylist())):
+        m = stream_playout(log, fid)
+        sel = fid_s == fid
+        m["retransmits"] = int(sum(retr_s[sel & (conn_s == c)].max() for c in np.unique(conn_s[sel]))) if sel.any() else None
+        out.append({"flow_id": int(fid), **m})
     return out

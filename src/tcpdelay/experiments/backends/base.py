@@ -89,11 +89,19 @@ class Backend(abc.ABC):
 
 
 def part_name(key: str, plan: RunPlan) -> str:
-    """A part key (``tx:0``, ``rx:0``, ``cross:3``, ``sink:3``, ``server:ltx1``) in words."""
+    """A part key (``tx:0``, ``rx:0``, ``cross:3``, ``sink:3``, ``server:ltx1``, ``play:4``,
+    ``state:4``, ``httpd:4``) in words."""
     kind, _, ident = key.partition(":")
     if kind == "server":
         return f"cross-traffic server on host {ident}"
     fid = int(ident)
+    streams = {s.flow_id: s for s in plan.streams}
+    if kind in ("play", "state", "httpd"):
+        s = streams[fid]
+        what = {"play": f"player of stream {fid} '{s.name}' (host {s.client})",
+                "state": f"TCP state sampler of stream {fid} '{s.name}' (host {s.server})",
+                "httpd": f"HTTP server of stream {fid} '{s.name}' (host {s.server})"}
+        return what[kind]
     media = {m.flow_id: m for m in plan.media}
     cross = {c.flow_id: c for c in plan.cross}
     if kind == "tx":

@@ -34,6 +34,7 @@ import time
 from typing import Any, Callable
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.backends import testbed_streams
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, part_name
 from tcpdelay.experiments.plan import CROSS_TCP_PORT, CrossPlan, RunPlan
 from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
@@ -69,6 +70,17 @@ class TestbedBackend(Backend):
         handles: dict[str, Any] = {}
         results: dict[str, Any] = {}
         started = time.time()
+        prepared = testbed_streams.prepare(plan)     # the videos are made before the clock starts
+        servers: list = []
+        try:
+            return self._run(job, spec, mover, handles, results, started, prepared, servers)
+        finally:
+            prepared.cleanup()
+
+    def _run(self, job, spec, mover, handles, results, started, prepared, servers) -> BackendOutcome:
+        from tcpdelay.testbed import Testbed
+
+        plan, rd = job.plan, job.run_dir
         with Testbed(spec) as tb:
             t_emu = _emulator_start(tb)
             job.on_environment(environment(tb, plan))
@@ -76,6 +88,7 @@ class TestbedBackend(Backend):
             try:
                 t_recv = time.monotonic()
                 _start_receivers(tb, plan, rd, handles)
+                servers += testbed_streams.start_servers(tb, plan, rd, prepared)
                 if plan.timed_link:
                     t0 = t_emu + plan.lead_s  # the outage schedule / trace was set relative to this
                 else:
@@ -85,6 +98,7 @@ class TestbedBackend(Backend):
                     now = time.monotonic()
                     t0 = now + max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)), 2 * (now - t_recv))
                 _start_all(tb, plan, rd, t0, handles)
+                testbed_streams.start_clients(tb, plan, rd, t0, handles, prepared, servers)
                 if time.monotonic() > t0:
                     raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
                                          f"start {t0 - t_emu:.2f} s after the emulator's; too many flows for this machine?")
@@ -97,6 +111,8 @@ class TestbedBackend(Backend):
                     results.update(_interrupt({k: h for k, h in handles.items() if k not in results}))
                 else:
                     lost = _lost_parts(tb, plan, results, failures)
+                for flow_id, served in testbed_streams.stop(servers).items():
+                    results[f"httpd:{flow_id}"] = served
                 try:
                     counters = tb.link_counters()
                 except Exception:  # noqa: BLE001 - the emulator is gone: the run failed already
@@ -105,6 +121,7 @@ class TestbedBackend(Backend):
                     counters = None
             except BaseException:
                 _interrupt({k: h for k, h in handles.items() if k not in results})
+                testbed_streams.stop(servers)
                 raise
             finally:
                 mover.stop.set()
@@ -358,7 +375,7 @@ def _wait_all(handles: dict, results: dict, t0: float, duration_s: float,
         ticker.start()
     try:
         # Senders first (they end with their flows), then receivers, clients, servers, sinks.
-        order = sorted(handles, key=lambda k: ("tx", "cross", "rx", "sink", "server").index(k.split(":")[0]))
+        order = sorted(handles, key=lambda k: ("tx", "play", "cross", "rx", "sink", "server", "state").index(k.split(":")[0]))
         end = t0 + duration_s + DRAIN_S + 15.0
         for key in order:
             deadline = max(end, time.monotonic() + 1.0)
