@@ -44,3 +44,21 @@ def test_a_slow_link_freezes_the_video_and_a_fast_one_does_not(tmp_path, rate_bp
         assert st["player"]["complete"]
         assert state["cc_state_1"][-1] > 0            # CCPD published its storage estimate B
     assert totals["streams"] == 1
+
+
+def test_vlc_plays_the_same_stream_and_reports_its_own_counters(tmp_path):
+    """VLC (headless, as nobody) in the client's host on the same kind of stream: at 40 Mb/s it
+    shows (nearly) every picture and loses none; at 3 Mb/s for the 5.24 Mb/s video it cannot keep
+    up: pictures are lost or late, or it waits for data (its own counters and messages)."""
+    fast, slow = tmp_path / "fast", tmp_path / "slow"
+    for d, rate in ((fast, 40e6), (slow, 3e6)):
+        sc = _scenario(rate, "cubic")
+        sc["streams"][0]["player"] = "vlc"
+        run_scenario(parse_scenario(sc), 1, d)
+    m_fast = json.loads((fast / "metrics.json").read_text())["streams"][0]
+    m_slow = json.loads((slow / "metrics.json").read_text())["streams"][0]
+    assert m_fast["player"] == "vlc" and m_fast["end_of_stream"]
+    assert m_fast["frames_displayed"] >= 300 and m_fast["frames_lost"] == 0
+    assert not m_slow["end_of_stream"] or m_slow["frames_lost"] > 0
+    assert m_slow["frames_displayed"] < m_fast["frames_displayed"]
+    assert (m_slow["frames_lost"] or 0) + (m_slow["late_picture_messages"] or 0) + (m_slow["underflow_events"] or 0) > 0

@@ -89,7 +89,7 @@ def stream_playout(table, flow_id: int, fps: float | None = None, *, late_tolera
         gaps = gaps[gaps > 0]
         if gaps.size == 0:
             raise ParameterError(f"playout: stream {flow_id}: cannot tell the frame rate from one frame; give fps")
-        fps = float(1.0 / np.median(gaps))
+        fps = round(float(1.0 / np.median(gaps)), 3)    # presentation times are rounded to 1 us
     out = account(pts, size, arrival, start, fps, late_tolerance_s=late_tolerance_s)
     first_arrival = np.nanmin(arrival) if np.any(np.isfinite(arrival)) else np.nan
     out["startup_s"] = float(start - first_arrival) if np.isfinite(start) and np.isfinite(first_arrival) else None

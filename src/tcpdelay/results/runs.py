@@ -78,28 +78,45 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
 
 
 def stream_metrics(run_dir: str | os.PathLike) -> list[dict]:
-    """Per pulled stream of the run (its ``playout`` log): picture discards and underflows
-    (:func:`tcpdelay.metrics.playout.stream_playout`) and the server's retransmitted segments
-    (the largest ``retransmits_total`` of each of its connections in ``tcp_state``, summed)."""
-    from pathlib import Path
-
+    """Per pulled stream of the run: the model player's picture discards and underflows from its
+    ``playout`` log (:func:`tcpdelay.metrics.playout.stream_playout`), or VLC's own counters
+    (``frames_displayed``, ``frames_lost`` — its picture discards — and its rebuffering
+    messages); and the server's retransmitted segments (the largest ``retransmits_total`` of
+    each of its connections in ``tcp_state``, summed)."""
     import numpy as np
 
     from tcpdelay.metrics.playout import stream_playout
     from tcpdelay.records import read_records
 
-    if not (Path(run_dir) / "playout").is_dir():
-        return []
-    log = read_records(run_dir, "playout")
-    if log.num_rows == 0:
+    try:
+        streams = read_run_metadata(run_dir).get("run", {}).get("streams", [])
+    except (OSError, ValueError):
+        streams = []
+    has_log = (Path(run_dir) / "playout").is_dir()
+    log = read_records(run_dir, "playout") if has_log else None
+    ids = {int(x["flow_id"]): x for x in streams}
+    if log is not None:
+        for fid in set(log.column("flow_id").to_pylist()):
+            ids.setdefault(int(fid), {"player_kind": "model"})
+    if not ids:
         return []
     state = read_records(run_dir, "tcp_state").to_pydict()
     fid_s = np.asarray(state["flow_id"], dtype=np.int64)
     conn_s = np.asarray(state["connection"], dtype=np.int64)
     retr_s = np.asarray(state["retransmits_total"], dtype=np.int64)
     out = []
-    for fid in sorted(set(log.column("flow_id").to_pylist())):
-        m = stream_playout(log, fid)
+    for fid, st in sorted(ids.items()):
+        if st.get("player_kind") == "vlc":
+            p = st.get("player") or {}
+            c = p.get("counters") or {}
+            m = {"player": "vlc", "frames_displayed": c.get("frames_displayed"), "frames_lost": c.get("frames_lost"),
+                 "picture_discards": c.get("frames_lost"), "video_decoded": c.get("video_decoded"),
+                 "underflow_events": p.get("rebuffer_messages"), "late_picture_messages": p.get("late_picture_messages"),
+                 "end_of_stream": p.get("end_of_stream")}
+        elif log is not None and fid in set(log.column("flow_id").to_pylist()):
+            m = {"player": "model", **stream_playout(log, fid)}
+        else:
+            continue
         sel = fid_s == fid
         m["retransmits"] = int(sum(retr_s[sel & (conn_s == c)].max() for c in np.unique(conn_s[sel]))) if sel.any() else None
         out.append({"flow_id": int(fid), **m})

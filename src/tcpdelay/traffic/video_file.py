@@ -8,9 +8,11 @@ rate control has texture to spend bits on, and every frame differs), libx264 ``v
 target of ``rate_bps`` with a VBV of 1.5x the rate and 2 s of buffer (a typical streaming
 encode: the rate swings around its average, I frames are several times P frames), a key frame
 every 2 s, 2 B frames, ``+faststart`` (the moov atom first, so a progressive HTTP player can
-start), bit-exact flags. Video only: the paper's file also had AAC audio; leaving it out makes
-every byte of the media data belong to a video frame. 1280x720 keeps the encode at about 2.5x
-real time on two cores (the paper's file is 10 min 24 s).
+start), bit-exact flags, one encoder thread (x264's rate control under a VBV is not bit-exact from
+run to run with frame threads: measured here, two encodes differed; with one thread they are
+identical). Video only: the paper's file also had AAC audio; leaving it out makes
+every byte of the media data belong to a video frame. 1280x720 keeps the single-threaded encode
+near 2x real time here (the paper's file of 10 min 24 s: about 5 minutes, once; it is cached).
 
 :func:`frame_index` reads a file with ffprobe: per video packet in file (decode) order its
 presentation time, size, byte offset and picture type. ``data/video/`` holds that index of the
@@ -66,16 +68,16 @@ class VideoFileSpec:
 
 
 #: Bumped whenever the encode changes (it is part of every cached file's key).
-ENCODER_VERSION = 1
+ENCODER_VERSION = 3
 
 
 def encoder_args(spec: VideoFileSpec) -> list[str]:
     """ffmpeg's arguments after ``ffmpeg`` and before the output file."""
     kbps = int(round(spec.rate_bps / 1000))
     return ["-hide_banner", "-loglevel", "error", "-nostdin", "-y",
-            "-f", "lavfi", "-i", f"testsrc2=size={spec.width}x{spec.height}:rate={spec.fps},noise=alls=10:allf=t+u",
+            "-f", "lavfi", "-i", f"testsrc2=size={spec.width}x{spec.height}:rate={spec.fps},noise=alls=10:allf=t+u:all_seed=20130721",
             "-t", f"{spec.duration_s:g}", "-an",
-            "-c:v", "libx264", "-preset", "veryfast", "-threads", "2",
+            "-c:v", "libx264", "-preset", "veryfast", "-threads", "1",
             "-b:v", f"{kbps}k", "-maxrate", f"{int(kbps * 1.5)}k", "-bufsize", f"{kbps * 2}k",
             "-g", str(spec.keyint_frames), "-keyint_min", str(spec.keyint_frames), "-sc_threshold", "0",
             "-bf", str(spec.bframes), "-pix_fmt", "yuv420p",
@@ -154,7 +156,7 @@ class VideoIndex:
     @property
     def fps(self) -> float:
         d = np.diff(np.sort(self.pts_s))
-        return float(1.0 / np.median(d)) if d.size else 0.0
+        return round(float(1.0 / np.median(d)), 3) if d.size else 0.0   # times are rounded to 1 us
 
     @property
     def mean_rate_bps(self) -> float:
