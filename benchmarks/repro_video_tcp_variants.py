@@ -1,0 +1,161 @@
+"""Reproduction 5: Cavendish, Ishida, Kumazoe, Tsuru, Oie and Gerla, "On the evaluation of TCP
+variants for video streaming over HTTP" (INTERNET 2013), Sec. V: per TCP variant, picture
+discards, playout-buffer underflow events and TCP retransmissions (mean ± std over trials), from
+the runs of a sweep of experiments/video-tcp-variants-*.toml, and the congestion window over
+time of three trials per variant (the paper's Fig 5).
+
+    .venv/bin/python benchmarks/repro_video_tcp_variants.py SWEEP_DIR [--figure PNG] [--write] [--json]
+
+``--write`` keeps the table in ``SWEEP_DIR/summary.json`` and the plotted windows in
+``SWEEP_DIR/cwnd.parquet`` (the runs' TCP state records are not committed; this is what the
+figure needs). Without the records (a fresh clone) the figure is drawn from ``cwnd.parquet``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from repro_common import runs, save_figure
+
+MEASURES = ("picture_discards", "underflow_events", "retransmits")
+CWND_FILE = "cwnd.parquet"
+
+
+def variant_label(overrides: dict) -> str:
+    """``reno``, ``CCP(1)``, ``CCPD(1,2000)`` — the paper's names for the choices."""
+    cc = overrides.get("streams[0].tcp.congestion_control")
+    if isinstance(cc, dict):
+        name = cc.get("name")
+        if name == "ccpd":
+            return f"CCPD({cc.get('kp', 1):g},{cc.get('kd', 2000):g})"
+        if name == "ccp":
+            return f"CCP({cc.get('kp', 1):g})"
+        return name + "(" + ",".join(f"{k}={v}" for k, v in cc.items() if k != "name") + ")"
+    return {"ccp": "CCP(1)", "ccpd": "CCPD(1,2000)", "compound": "Compound", "reno": "Reno",
+            "cubic": "Cubic"}.get(cc, str(cc))
+
+
+def _mean_std(xs: list) -> tuple[float | None, float | None]:
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None, None
+    a = np.asarray(xs, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
+
+
+def evaluate(sweep_dir: Path) -> list[dict]:
+    """One row per cell (variant): each measure's mean and standard deviation over its trials."""
+    cells: dict[str, dict] = {}
+    for r in runs(sweep_dir):
+        m = json.loads((r["dir"] / "metrics.json").read_text()) if (r["dir"] / "metrics.json").exists() else None
+        if not m or not m.get("streams"):
+            continue
+        s = m["streams"][0]
+        c = cells.setdefault(r["cell_id"], {"cell_id": r["cell_id"], "variant": variant_label(r["overrides"]),
+                                            "trials": []})
+        c["trials"].append({"seed": r["seed"], **{k: s.get(k) for k in MEASURES},
+                            "underflow_s": s.get("underflow_s"), "startup_s": s.get("startup_s")})
+    out = []
+    for c in cells.values():
+        row = {"cell_id": c["cell_id"], "variant": c["variant"], "trials": len(c["trials"])}
+        for k in MEASURES + ("underflow_s",):
+            row[f"{k}_mean"], row[f"{k}_std"] = _mean_std([t[k] for t in c["trials"]])
+        row["per_trial"] = c["trials"]
+        out.append(row)
+    return out
+
+
+def cwnd_series(sweep_dir: Path, trials: int = 3) -> pa.Table:
+    """The server's cwnd over time (s from its first sample, bytes = segments x MSS) of the first
+    ``trials`` runs of each cell, from the runs' ``tcp_state`` records, else ``cwnd.parquet``."""
+    from tcpdelay.records import read_records
+
+    rows = {"variant": [], "seed": [], "time_s": [], "cwnd_bytes": []}
+    have = False
+    per_cell: dict[str, int] = {}
+    for r in runs(sweep_dir):
+        if not (r["dir"] / "tcp_state").is_dir():
+            continue
+        if per_cell.get(r["cell_id"], 0) >= trials:
+            continue
+        t = read_records(r["dir"], "tcp_state").to_pydict()
+        if not t["time_s"]:
+            continue
+        have = True
+        per_cell[r["cell_id"]] = per_cell.get(r["cell_id"], 0) + 1
+        t0 = min(t["time_s"])
+        n = len(t["time_s"])
+        rows["variant"] += [variant_label(r["overrides"])] * n
+        rows["seed"] += [r["seed"]] * n
+        rows["time_s"] += [round(x - t0, 3) for x in t["time_s"]]
+        rows["cwnd_bytes"] += [int(c * m) for c, m in zip(t["cwnd_segments"], t["mss_bytes"])]
+    if not have:
+        return pq.read_table(sweep_dir / CWND_FILE)
+    return pa.table(rows)
+
+
+def figure(series: pa.Table, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = series.to_pydict()
+    variants = list(dict.fromkeys(t["variant"]))
+    cols = 3
+    rows = math.ceil(len(variants) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 3.2 * rows), squeeze=False, sharey=True)
+    var = np.asarray(t["variant"])
+    seed = np.asarray(t["seed"])
+    time_s = np.asarray(t["time_s"])
+    cwnd = np.asarray(t["cwnd_bytes"])
+    for ax, v in zip(axes.flat, variants):
+        for i, s in enumerate(sorted(set(seed[var == v]))):
+            sel = (var == v) & (seed == s)
+            ax.plot(time_s[sel], cwnd[sel] / 1e3, lw=0.7, label=f"trial {i + 1}")
+        ax.set_title(v)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("cwnd (kB)")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(variants):]:
+        ax.axis("off")
+    save_figure(fig, path)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sweep_dir", type=Path)
+    ap.add_argument("--figure", type=Path)
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    rows = evaluate(a.sweep_dir)
+    if a.write:
+        (a.sweep_dir / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+        pq.write_table(cwnd_series(a.sweep_dir), a.sweep_dir / CWND_FILE)
+    if a.figure:
+        figure(cwnd_series(a.sweep_dir), a.figure)
+    if a.json:
+        print(json.dumps(rows))
+        return
+
+    def fmt(m, s):
+        return "—" if m is None else f"{m:.1f} ± {s:.1f}"
+    print(f"{a.sweep_dir.name}: mean ± std over trials")
+    print(f"{'variant':<14} {'trials':>6} {'discards':>16} {'underflows':>14} {'frozen s':>14} {'retransmits':>16}")
+    for r in rows:
+        print(f"{r['variant']:<14} {r['trials']:>6} {fmt(r['picture_discards_mean'], r['picture_discards_std']):>16} "
+              f"{fmt(r['underflow_events_mean'], r['underflow_events_std']):>14} "
+              f"{fmt(r['underflow_s_mean'], r['underflow_s_std']):>14} "
+              f"{fmt(r['retransmits_mean'], r['retransmits_std']):>16}")
+
+
+if __name__ == "__main__":
+    main()
