@@ -44,6 +44,9 @@ def test_plan_and_emulator_file_are_unchanged(name):
         got_cross = [{k: getattr(c, k) for k in ("flow_id", "name", "kind", "server", "client", "port",
                                                   "start_s", "stop_s", "seed")} for c in plan.cross]
         assert got_media == want["media"] and got_cross == want["cross"], cell.id
+        got_streams = [{k: getattr(s, k) for k in ("flow_id", "name", "server", "client", "port", "start_s", "stop_s")}
+                       for s in plan.streams]
+        assert got_streams == want.get("streams", []), cell.id
         for m in plan.media:
             packets = [list(p) for p in itertools.islice(media_source(m.flow).packets(m.stop_s - m.start_s, m.seed), 20)]
             assert packets == want["packets"][m.name], (cell.id, m.name)

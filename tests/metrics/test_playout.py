@@ -1,6 +1,7 @@
 """The HTTP player's accounting (metrics/playout.py) on hand-made arrival logs: every case of
 the definitions of picture discards and underflow events (papers/003 Sec. V, as read in the
-module's docstring)."""
+module's docstring), for both catch-up readings: ``skip`` (the clock never moves, late frames are
+skipped) and ``rebuffer`` (a freeze lasts until the buffer refills, later deadlines move)."""
 
 import math
 
@@ -21,8 +22,11 @@ def _on_time(n: int) -> np.ndarray:
 
 
 def _acc(arrival, pts=None, **kw):
+    """The ``skip`` reading unless told (sizes 1000 B: rebuffer_bytes 3000 is 3 frames)."""
     n = len(arrival)
     pts = np.arange(n) / FPS if pts is None else np.asarray(pts)
+    kw.setdefault("catch_up", "skip")
+    kw.setdefault("rebuffer_bytes", 3000)
     return account(pts, np.full(n, 1000), arrival, START, FPS, **kw)
 
 
@@ -104,6 +108,59 @@ def test_from_the_players_records(tmp_path):
     rows.append((8, "start", -1, math.nan, 0, 0, 0.0))    # another stream's
     w.extend(rows)
     w.close()
-    got = stream_playout(read_records(tmp_path, "playout"), 7, FPS)
+    got = stream_playout(read_records(tmp_path, "playout"), 7, FPS, catch_up="skip")
     assert got["picture_discards"] == 5 + 2 and got["underflow_events"] == 2
     assert got["frames_arrived"] == 18 and got["startup_s"] == pytest.approx(0.05)
+
+
+# --------------------------------------------------------------------------- rebuffer
+
+
+def test_rebuffer_a_stall_freezes_until_the_buffer_refills_then_plays_on():
+    """Frames 5.. arrive at 0.31 s: the picture freezes at D5 = 0.167 s until 3 frames are in
+    (0.31 s), then goes on 0.143 s late with nothing skipped."""
+    arr = _on_time(30)
+    arr[5:] = np.maximum(arr[5:], START + 0.31)
+    got = _acc(arr, catch_up="rebuffer")
+    assert (got["underflow_events"], got["picture_discards"], got["played"]) == (1, 0, 30)
+    assert got["underflow_s"] == pytest.approx(0.31 - 5 / FPS)
+
+
+def test_rebuffer_waits_for_rebuffer_bytes_not_for_the_first_frame():
+    """Frame 5 at 0.31 s, 6 at 0.40 s, 7 at 0.50 s: with 3 frames to refill, playback resumes at
+    0.50 s (the freeze lasts 0.333 s)."""
+    arr = _on_time(30)
+    arr[5], arr[6], arr[7:] = START + 0.31, START + 0.40, np.maximum(arr[7:], START + 0.50)
+    got = _acc(arr, catch_up="rebuffer")
+    assert got["underflow_events"] == 1 and got["underflow_s"] == pytest.approx(0.50 - 5 / FPS)
+    assert got["picture_discards"] == 0
+
+
+def test_rebuffer_a_sustained_shortage_is_many_freezes_where_skip_sees_one():
+    """Frames arrive at 80 % of the frame rate: with a 10-frame refill the player freezes again
+    and again (each a short wait); never moving the clock it is one long freeze."""
+    n = 300
+    arr = START - 0.2 + np.arange(n) / (0.8 * FPS)
+    reb = _acc(arr, catch_up="rebuffer", rebuffer_bytes=10_000)
+    skip = _acc(arr, catch_up="skip")
+    assert reb["underflow_events"] >= 5 and reb["picture_discards"] == 0
+    assert skip["underflow_events"] == 1 and skip["picture_discards"] > 200
+
+
+def test_rebuffer_a_late_b_frame_is_still_a_discard_without_a_freeze():
+    arr = _on_time(30)
+    arr[5] = START + 5 / FPS + 0.01
+    got = _acc(arr, catch_up="rebuffer")
+    assert (got["picture_discards"], got["underflow_events"]) == (1, 0)
+
+
+def test_rebuffer_frames_that_never_arrive_freeze_to_the_end():
+    arr = _on_time(30)
+    arr[25:] = np.nan
+    got = _acc(arr, catch_up="rebuffer")
+    assert (got["underflow_events"], got["picture_discards"], got["incomplete_frames"]) == (1, 5, 5)
+
+
+def test_an_unknown_catch_up_is_an_error():
+    with pytest.raises(ParameterError, match="catch_up"):
+        _acc(_on_time(3), catch_up="pause")

@@ -227,7 +227,7 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
             flow_id += 1
     for j, st in enumerate(scenario.streams):
         tx_side, rx_side = side_of[st.direction]
-        buffers = (4096, 131072, st.tcp_buffer_max_bytes)
+        buffers = [4096, 131072, st.tcp_buffer_max_bytes]
         server = f"{tx_side[0]}srv{j}"
         client = f"{rx_side[0]}ply{j}"
         hosts.append({"name": server, "side": tx_side,

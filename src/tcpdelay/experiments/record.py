@@ -117,6 +117,8 @@ def summarize(plan: RunPlan, outcome: BackendOutcome) -> dict:
               **({"sink": results.get(f"sink:{c.flow_id}", {})} if c.transport == "udp" else {})}
              for c in plan.cross]
     streams = [{"flow_id": st.flow_id, "name": st.name, "kind": st.stream.kind, "player_kind": st.stream.player,
+                "catch_up": st.stream.catch_up,
+                "rebuffer_bytes": st.stream.rebuffer_bytes or st.stream.playout_buffer_bytes // 2,
                 "server_host": st.server, "client_host": st.client, "port": st.port, "start_s": st.start_s,
                 "stop_s": st.stop_s, "player": results.get(f"play:{st.flow_id}", {}),
                 "server": results.get(f"httpd:{st.flow_id}", {}), "tcp_state": results.get(f"state:{st.flow_id}", {})}

@@ -407,6 +407,10 @@ class HttpVideo(_Strict):
     video: VideoFile = Field(default_factory=VideoFile)
     player: Literal["model", "vlc"] = "model"
     playout_buffer_bytes: Annotated[int, Field(ge=1024, le=2**31 - 1)] = 656_000
+    #: After a freeze: ``rebuffer`` (wait for ``rebuffer_bytes``, default half the playout buffer,
+    #: then go on late) or ``skip`` (never move the clock, skip what is late): docs/video-over-http.md.
+    catch_up: Literal["rebuffer", "skip"] = "rebuffer"
+    rebuffer_bytes: Annotated[int, Field(ge=1)] | None = None
     direction: _Direction = "forward"
     start_s: Seconds = 0.0
     tcp: Tcp = Field(default_factory=Tcp)

@@ -114,7 +114,8 @@ def stream_metrics(run_dir: str | os.PathLike) -> list[dict]:
                  "underflow_events": p.get("rebuffer_messages"), "late_picture_messages": p.get("late_picture_messages"),
                  "end_of_stream": p.get("end_of_stream")}
         elif log is not None and fid in set(log.column("flow_id").to_pylist()):
-            m = {"player": "model", **stream_playout(log, fid)}
+            m = {"player": "model", **stream_playout(log, fid, catch_up=st.get("catch_up", "rebuffer"),
+                                                     rebuffer_bytes=st.get("rebuffer_bytes", 328_000))}
         else:
             continue
         sel = fid_s == fid

@@ -10,9 +10,13 @@ over HTTP*, INTERNET 2013, Sec. III), and logs when each frame arrives.
   full receive buffer does to the sender. "Playout buffer overflow does not occur, since the
   player will not pull more data into the playout buffer than it can handle."
 - Playback starts when the playout buffer is first full (or the whole file has arrived), at
-  ``start``; frame ``k`` (decode order) is due at ``start + pts_k - pts_min`` and leaves the
-  buffer then, played or not ("extracted by the video playout client at the video nominal
-  playout rate"): the clock is never shifted by a stall.
+  ``start``; frame ``k`` is due at ``start + shift + pts_k - pts_min`` and leaves the buffer then
+  ("extracted by the video playout client at the video nominal playout rate"), shown if it has
+  arrived, skipped if not while later frames have. When nothing due then or later has arrived
+  the picture freezes, and ``catch_up`` says what follows (:mod:`tcpdelay.metrics.playout` reads
+  the log by the same rules): ``rebuffer`` waits until the frames arrived and not shown hold
+  ``rebuffer_bytes`` (default half the playout buffer) or all that is left has arrived, then goes
+  on, ``shift`` grown by the freeze; ``skip`` never moves the clock and skips what is late.
 - A frame *arrives* when its last byte enters the playout buffer. The bytes before the first
   frame (the MP4 header: ftyp, moov) leave the buffer when playback starts.
 
@@ -111,12 +115,21 @@ def _read_head(sock: socket.socket, deadline: float) -> tuple[int, int | None, b
 
 def pull(host: str, port: int, path: str, frames: PlayerFrames, writer=None, *, flow_id: int = 0,
          playout_buffer_bytes: int = PLAYOUT_BUFFER_BYTES, stop_at_s: float | None = None,
-         connect_timeout_s: float = 10.0) -> PullResult:
+         connect_timeout_s: float = 10.0, catch_up: str = "rebuffer", rebuffer_bytes: int | None = None) -> PullResult:
     """GET ``http://host:port/path`` and play it out as the module doc says; log into ``writer``
     (a :class:`tcpdelay.records.RecordWriter` of kind ``playout``, or None). Stops when every
     frame is due, or at ``stop_at_s`` (monotonic seconds), whichever is first."""
     if playout_buffer_bytes < 1:
         raise ParameterError(f"playout_buffer_bytes: {playout_buffer_bytes!r} must be >= 1")
+    if catch_up not in ("rebuffer", "skip"):
+        raise ParameterError(f"catch_up: {catch_up!r} is not one of rebuffer, skip")
+    biggest = int(np.max(frames.size_bytes))
+    if rebuffer_bytes is None:
+        rebuffer_bytes = playout_buffer_bytes // 2
+    if not 0 < rebuffer_bytes <= playout_buffer_bytes - biggest:
+        # a partly arrived frame also takes room: the refill must fit beside the largest one
+        raise ParameterError(f"rebuffer_bytes: {rebuffer_bytes!r} must be in (0, playout_buffer_bytes - "
+                             f"the largest frame = {playout_buffer_bytes - biggest}]")
     pts = np.asarray(frames.pts_s, dtype=float)
     due_rel = pts - pts.min()
     order = np.argsort(due_rel, kind="stable")      # frames by deadline (display order)
@@ -125,6 +138,8 @@ def pull(host: str, port: int, path: str, frames: PlayerFrames, writer=None, *, 
     header_bytes = int(end[0] - size[0])
     n = len(pts)
     arrival = np.full(n, np.nan)
+    position = np.empty(n, np.int64)          # each frame's place in display order
+    position[order] = np.arange(n)
 
     t_connect = time.monotonic()
     sock = socket.create_connection((host, port), timeout=connect_timeout_s)
@@ -142,14 +157,22 @@ def pull(host: str, port: int, path: str, frames: PlayerFrames, writer=None, *, 
         start = None
         eof = False
         rows: list[tuple] = []
+        shift = 0.0             # how far the schedule moved (rebuffering)
+        frozen_at = None        # the deadline the picture froze at
+        arrived_before = 0      # frames arrived whose display place is before next_due
+        waiting = 0             # bytes of frames arrived and not yet due
 
         def take(data_len: int, now: float) -> None:
-            nonlocal received, next_frame
+            nonlocal received, next_frame, arrived_before, waiting
             received += data_len
             while next_frame < n and end[next_frame] <= received:
                 arrival[next_frame] = now
                 rows.append((flow_id, "arrival", next_frame, float(pts[next_frame]), int(size[next_frame]),
                              int(end[next_frame]), now))
+                if position[next_frame] < next_due:
+                    arrived_before += 1
+                else:
+                    waiting += int(size[next_frame])
                 next_frame += 1
 
         if body:
@@ -161,8 +184,19 @@ def pull(host: str, port: int, path: str, frames: PlayerFrames, writer=None, *, 
                 consumed += header_bytes
                 rows.append((flow_id, "start", -1, float("nan"), 0, 0, start))
             if start is not None:
-                while next_due < n and start + due_rel[order[next_due]] <= now:
-                    consumed += int(size[order[next_due]])
+                if frozen_at is not None and (waiting >= rebuffer_bytes or next_frame == n):
+                    shift += now - frozen_at          # rebuffered: go on from where it froze
+                    frozen_at = None
+                while frozen_at is None and next_due < n and start + shift + due_rel[order[next_due]] <= now:
+                    f = order[next_due]
+                    if (np.isnan(arrival[f]) and next_frame - arrived_before == 0 and catch_up == "rebuffer"
+                            and not (eof and next_frame == n)):
+                        frozen_at = start + shift + due_rel[f]     # nothing due now or later is in
+                        break
+                    consumed += int(size[f])
+                    if not np.isnan(arrival[f]):
+                        arrived_before += 1
+                        waiting -= int(size[f])
                     next_due += 1
                 if next_due >= n:
                     break
@@ -173,8 +207,8 @@ def pull(host: str, port: int, path: str, frames: PlayerFrames, writer=None, *, 
             rows.clear()
             room = playout_buffer_bytes - (received - consumed)
             wake = stop_at_s
-            if start is not None:
-                t_due = start + due_rel[order[next_due]]
+            if start is not None and frozen_at is None:
+                t_due = start + shift + due_rel[order[next_due]]
                 wake = t_due if wake is None else min(wake, t_due)
             timeout = None if wake is None else max(0.0, wake - now)
             if eof or room <= 0:

@@ -44,6 +44,12 @@ class PreparedStreams:
             self.www = None
 
 
+def rebuffer_bytes(s: StreamPlan) -> int:
+    """The refill a frozen player waits for (default: half its playout buffer)."""
+    st = s.stream
+    return st.rebuffer_bytes if st.rebuffer_bytes is not None else st.playout_buffer_bytes // 2
+
+
 def video_spec(s: StreamPlan):
     from tcpdelay.traffic.video_file import VideoFileSpec
 
@@ -88,7 +94,8 @@ def prepare(plan: RunPlan) -> PreparedStreams:
 
 
 def _player(address: str, port: int, path: str, pts_s, size_bytes, end_bytes, out_dir: str, flow_id: int,
-            playout_buffer_bytes: int, start_at: float, stop_at: float) -> dict:
+            playout_buffer_bytes: int, start_at: float, stop_at: float, catch_up: str = "rebuffer",
+            rebuffer_bytes: int | None = None) -> dict:
     """In the client's host: wait for the start instant, pull the stream, log it."""
     from tcpdelay.records import RecordWriter
     from tcpdelay.traffic.http_player import PlayerFrames, pull
@@ -99,7 +106,8 @@ def _player(address: str, port: int, path: str, pts_s, size_bytes, end_bytes, ou
     writer = RecordWriter(out_dir, "playout", writer_id=f"player{flow_id}")
     try:
         got = pull(address, port, path, frames, writer, flow_id=flow_id,
-                   playout_buffer_bytes=playout_buffer_bytes, stop_at_s=stop_at)
+                   playout_buffer_bytes=playout_buffer_bytes, stop_at_s=stop_at, catch_up=catch_up,
+                   rebuffer_bytes=rebuffer_bytes)
     finally:
         writer.close()
     return {"player": "model", **got.to_dict()}
@@ -192,7 +200,7 @@ def start_clients(tb, plan: RunPlan, rd: Path, t0: float, handles: dict, prepare
         else:
             handles[f"play:{s.flow_id}"] = tb.hosts[s.client].spawn(
                 _player, address, s.port, path, index.pts_s, index.size_bytes, index.end_bytes, str(fd), s.flow_id,
-                s.stream.playout_buffer_bytes, t0 + s.start_s, end)
+                s.stream.playout_buffer_bytes, t0 + s.start_s, end, s.stream.catch_up, rebuffer_bytes(s))
 
 
 def stop(servers: list) -> dict:
