@@ -116,6 +116,8 @@ def build_report(results: Results, report) -> dict:
     report.section("Per run").table(
         ["parameters", "seed", "status", "flow", *(h for h, _ in run_cols), "error"], run_rows)
 
+    streams_out = _streams_section(results, report)
+
     sec = report.section("Figures")
     figures = 0
     names = sorted({(f.flow_id, f.name) for c in results.cells for r in c.runs for f in r.flows})
@@ -159,7 +161,7 @@ def build_report(results: Results, report) -> dict:
     return {"results": str(results.path), "kind": results.kind, "name": results.name,
             "metrics": list(shown), "runs": counts, "packets": sources,
             "table_playout_delays_s": list(TABLE_PLAYOUT_DELAYS_S), "cells": cells_out,
-            "figures": figures}
+            **({"streams": streams_out} if streams_out else {}), "figures": figures}
 
 
 #: Columns of the per-cell table after parameters, flow, runs and packets: (metric, header,
@@ -193,6 +195,53 @@ _RUN_COLUMNS: list[tuple[str, str, Callable[[dict], object]]] = [
     ("mos", "MOS", lambda m: _num(m.get("emodel", {}).get("best", {}).get("mos"), ".2f")),
     ("goodput", "goodput kb/s", lambda m: _kbps(m["goodput_bps"])),
 ]
+
+
+#: A pulled stream's measures in the report (papers/003: picture discards, underflow events,
+#: TCP retransmissions), from each complete run's metrics.json.
+_STREAM_MEASURES = (("picture_discards", "discards"), ("underflow_events", "underflows"),
+                    ("underflow_s", "frozen s"), ("retransmits", "TCP retrans"), ("startup_s", "startup s"))
+
+
+def _mean_std(xs: list) -> tuple[float | None, float | None]:
+    xs = [float(x) for x in xs if x is not None]
+    if not xs:
+        return None, None
+    return float(np.mean(xs)), float(np.std(xs, ddof=1)) if len(xs) > 1 else 0.0
+
+
+def _streams_section(results: Results, report) -> list[dict]:
+    """Per cell and pulled stream (docs/video-over-http.md): each measure's mean ± standard
+    deviation over the complete runs. Nothing when no run has a stream."""
+    import json
+
+    out, rows = [], []
+    for cell in results.cells:
+        per_stream: dict[int, list[dict]] = {}
+        for r in cell.runs:
+            path = r.run_dir / "metrics.json"
+            if r.status != "complete" or not path.is_file():
+                continue
+            for st in json.loads(path.read_text()).get("streams", []):
+                per_stream.setdefault(int(st["flow_id"]), []).append(st)
+        for fid, sts in sorted(per_stream.items()):
+            entry = {"cell": cell.id, "label": cell.label, "flow_id": fid, "player": sts[0].get("player"),
+                     "runs": len(sts)}
+            row = [cell_label(cell), fid, sts[0].get("player") or "", len(sts)]
+            for key, _ in _STREAM_MEASURES:
+                m, sd = _mean_std([st.get(key) for st in sts])
+                entry[key] = {"mean": m, "std": sd}
+                row.append("—" if m is None else f"{m:.3g} ± {sd:.2g}")
+            out.append(entry)
+            rows.append(row)
+    if rows:
+        report.section("Pulled streams (mean ± std over runs)").table(
+            ["parameters", "stream", "player", "runs", *(h for _, h in _STREAM_MEASURES)], rows,
+            "Picture discards and underflow events as docs/video-over-http.md reads them (the model "
+            "player) or VLC's own counters (frames lost; rebuffering messages); TCP retrans: segments "
+            "the server retransmitted; frozen s: time the picture stood still; startup s: from the "
+            "first byte to the start of playback.")
+    return out
 
 
 def _tcp_state_figures(results: Results, sec) -> int:

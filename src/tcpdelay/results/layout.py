@@ -80,9 +80,14 @@ def run_dir(out: str | os.PathLike, seed: int, cell_id: str | None = None) -> Pa
     return base / f"seed-{seed}"
 
 
+#: The record kinds of media packets (the others, TCP state and a player's log, come with them or
+#: with pulled streams).
+PACKET_KINDS = ("sent", "received")
+
+
 def has_records(path: str | os.PathLike) -> bool:
-    """Whether the run directory holds record parts (``sent/`` or ``received/``)."""
-    return any((Path(path) / k).is_dir() for k in RECORD_KINDS)
+    """Whether the run directory holds media packet record parts (``sent/`` or ``received/``)."""
+    return any((Path(path) / k).is_dir() for k in PACKET_KINDS)
 
 
 def is_run_dir(path: str | os.PathLike) -> bool:

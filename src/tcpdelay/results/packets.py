@@ -131,7 +131,7 @@ def write_run_packets(run_dir: str | os.PathLike, flows=None) -> Path | None:
     ``flows``, a list of :class:`FlowPackets`); None when the run has no records."""
     rd = Path(run_dir)
     if flows is None:
-        if not has_records(rd) or not (rd / "sent").is_dir():
+        if not has_records(rd):
             return None               # no media packets (e.g. a run of pulled streams only)
         flows, _ = load_flows(rd)
     cols = {"flow_id": [], "seq": [], "size_bytes": [], "send_time_s": [], "recv_time_s": [],
