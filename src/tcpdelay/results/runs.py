@@ -80,8 +80,8 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
 def stream_metrics(run_dir: str | os.PathLike) -> list[dict]:
     """Per pulled stream of the run: the model player's picture discards and underflows from its
     ``playout`` log (:func:`tcpdelay.metrics.playout.stream_playout`), or VLC's own counters
-    (``frames_displayed``, ``frames_lost`` — its picture discards — and its rebuffering
-    messages); and the server's retransmitted segments (the largest ``retransmits_total`` of
+    (``frames_displayed``, ``frames_lost`` — its picture discards — and its buffering episodes
+    after the first — its underflows); and the server's retransmitted segments (the largest ``retransmits_total`` of
     each of its connections in ``tcp_state``, summed)."""
     import numpy as np
 
@@ -111,7 +111,8 @@ def stream_metrics(run_dir: str | os.PathLike) -> list[dict]:
             c = p.get("counters") or {}
             m = {"player": "vlc", "frames_displayed": c.get("frames_displayed"), "frames_lost": c.get("frames_lost"),
                  "picture_discards": c.get("frames_lost"), "video_decoded": c.get("video_decoded"),
-                 "underflow_events": p.get("rebuffer_messages"), "late_picture_messages": p.get("late_picture_messages"),
+                 "underflow_events": max(0, p["buffering_episodes"] - 1) if p.get("buffering_episodes") is not None else None,
+                 "rebuffer_messages": p.get("rebuffer_messages"), "late_picture_messages": p.get("late_picture_messages"),
                  "end_of_stream": p.get("end_of_stream")}
         elif log is not None and fid in set(log.column("flow_id").to_pylist()):
             m = {"player": "model", **stream_playout(log, fid, catch_up=st.get("catch_up", "rebuffer"),

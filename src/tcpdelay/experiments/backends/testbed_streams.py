@@ -113,13 +113,14 @@ def _player(address: str, port: int, path: str, pts_s, size_bytes, end_bytes, ou
     return {"player": "model", **got.to_dict()}
 
 
-def _vlc(url: str, duration_s: float, start_at: float, network_caching_ms: int) -> dict:
+def _vlc(url: str, duration_s: float, start_at: float, network_caching_ms: int, buffer_bytes: int) -> dict:
     """In the client's host: wait for the start instant, play the stream with VLC."""
     from tcpdelay.testbed.vlc_player import play
 
     while (left := start_at - time.monotonic()) > 0:
         time.sleep(min(left, 0.5))
-    return {"player": "vlc", **play(url, timeout_s=duration_s, network_caching_ms=network_caching_ms)}
+    return {"player": "vlc", **play(url, timeout_s=duration_s, network_caching_ms=network_caching_ms,
+                                    prefetch_buffer_bytes=buffer_bytes)}
 
 
 def _server_state(pids: list[int], port: int, flow_id: int, out_dir: str, period_s: float, stop_at: float,
@@ -196,7 +197,8 @@ def start_clients(tb, plan: RunPlan, rd: Path, t0: float, handles: dict, prepare
         if s.stream.player == "vlc":
             caching_ms = int(round(s.stream.playout_buffer_bytes * 8 / s.stream.video.rate_bps * 1000))
             handles[f"play:{s.flow_id}"] = tb.hosts[s.client].spawn(
-                _vlc, f"http://{address}:{s.port}{path}", end - (t0 + s.start_s), t0 + s.start_s, caching_ms)
+                _vlc, f"http://{address}:{s.port}{path}", end - (t0 + s.start_s), t0 + s.start_s, caching_ms,
+                s.stream.playout_buffer_bytes)
         else:
             handles[f"play:{s.flow_id}"] = tb.hosts[s.client].spawn(
                 _player, address, s.port, path, index.pts_s, index.size_bytes, index.end_bytes, str(fd), s.flow_id,
