@@ -87,6 +87,12 @@ def _p(name, default, unit, lo, hi, scale=1, doc=""):
     return Param(name, default, unit, lo, hi, scale, doc)
 
 
+# What CCP and CCPD share (bpf/cc/ccp.h).
+_CCP_KP = _p("kp", 1, "", 0, 64, 1024, "proportional gain Kp")
+_CCP_STORAGE = _p("storage", 0, "", 0, 1, doc="B from the segments outstanding at a loss: "
+                  "0 the largest of the connection, 1 the latest")
+_CCP_STATE = ("backlog x (1/1000 segments)", "storage B (segments)", "inflight (segments)", "RTT_min (us)")
+
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("reno", "NewReno (RFC 5681, RFC 6582)", "the kernel's own (net/ipv4/tcp_cong.c)", builtin="reno"),
     Variant("cubic", "CUBIC (RFC 9438)", "the kernel's own (net/ipv4/tcp_cubic.c)", builtin="cubic"),
@@ -136,21 +142,17 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "Cavendish, Ishida, Kumazoe, Tsuru, Oie and Gerla, Capacity and congestion probing: TCP "
             "congestion avoidance via path capacity and storage estimation (2010); Cavendish et al. eq 5",
             bpf_object="ccp", base_name="tdccp",
-            params=(_p("kp", 1, "", 0, 64, 1024, "proportional gain Kp"),
-                    _p("storage", 0, "", 0, 1, doc="B from the segments outstanding at a loss: "
-                       "0 the largest of the connection, 1 the latest")),
-            state=("backlog x (1/1000 segments)", "storage B (segments)", "inflight (segments)", "RTT_min (us)")),
+            params=(_CCP_KP, _CCP_STORAGE), state=_CCP_STATE),
     Variant("ccpd", "CCPD: CCP's law plus a derivative of backlog + inflight between ACKs",
             "Cavendish et al., CCPD: capacity and congestion plus derivative TCP (2011); Cavendish et al. eq 6",
             bpf_object="ccpd", base_name="tdccpd",
-            params=(_p("kp", 1, "", 0, 64, 1024, "proportional gain Kp"),
+            params=(_CCP_KP,
                     _p("kd", 2000, "time units", 0, 1_000_000, doc="derivative gain Kd"),
                     _p("time_unit_us", 1, "us", 1, 1_000_000, doc="the unit of t_k in Kd/(t_k - t_k-1)"),
                     _p("min_dt_us", 1000, "us", 1, 1_000_000, doc="the derivative over at least this interval "
                        "(ACKs that arrive together would make it thousands of segments)"),
-                    _p("storage", 0, "", 0, 1, doc="B from the segments outstanding at a loss: "
-                       "0 the largest of the connection, 1 the latest")),
-            state=("backlog x (1/1000 segments)", "storage B (segments)", "inflight (segments)", "RTT_min (us)")),
+                    _CCP_STORAGE),
+            state=_CCP_STATE),
 )}
 
 
