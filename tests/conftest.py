@@ -51,3 +51,18 @@ def make_run():
 def cli_exit():
     """:func:`exit_code`: run the command line in-process, return its exit status."""
     return exit_code
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _video_cache(tmp_path_factory):
+    """The videos tests make (traffic/video_file.py) go to a cache of the test session's own, not
+    the user's ~/.cache/tcpdelay."""
+    import os
+
+    old = os.environ.get("TCPDELAY_CACHE_DIR")
+    os.environ["TCPDELAY_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("TCPDELAY_CACHE_DIR", None)
+    else:
+        os.environ["TCPDELAY_CACHE_DIR"] = old
