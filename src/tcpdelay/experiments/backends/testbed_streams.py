@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -147,10 +148,7 @@ def _server_state(pids: list[int], port: int, flow_id: int, out_dir: str, period
                     seen.add(inode)
                     socks.append((flow_id, len(socks), s))
                     try:
-                        import socket as _socket
-
-                        variants.add(s.getsockopt(_socket.IPPROTO_TCP, _socket.TCP_CONGESTION, 16)
-                                     .rstrip(b"\0").decode())
+                        variants.add(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode())
                     except OSError:
                         pass
             sampler.sample(socks, time.monotonic_ns())
