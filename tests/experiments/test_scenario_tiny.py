@@ -61,12 +61,30 @@ def test_example_runs_in_tiny_form(path, tmp_path):
     sc = tiny_form(load_scenario(path), 1.5)
     totals = run_scenario(sc, sc.seed_list[0], tmp_path)
     assert totals["errors"] == [] and "metrics_error" not in totals
-    # UDP through the outages of voip-outage loses a fifth of its packets; nothing else loses half.
-    assert totals["packets_sent"] > 0 and totals["packets_received"] > 0.5 * totals["packets_sent"]
-    received = read_records(tmp_path, "received")
-    assert set(received["flow_id"].to_pylist()) == set(range(totals["media_flows"]))
-    for f in totals["flows"]:
-        assert f["delay_mean_s"] is not None and f["delay_mean_s"] > 0
+    assert totals["media_flows"] + totals["streams"] > 0
+    if totals["media_flows"]:
+        # UDP through the outages of voip-outage loses a fifth of its packets; nothing else loses half.
+        assert totals["packets_sent"] > 0 and totals["packets_received"] > 0.5 * totals["packets_sent"]
+        received = read_records(tmp_path, "received")
+        assert set(received["flow_id"].to_pylist()) == set(range(totals["media_flows"]))
+        for f in totals["flows"]:
+            assert f["delay_mean_s"] is not None and f["delay_mean_s"] > 0
+    if totals["streams"]:
+        # each pulled stream: the server sent its video, the player received it (the model player
+        # most of its frames; VLC, which needs a second to start, at least its first bytes) and
+        # the stream has metrics
+        import json
+
+        run = json.loads((tmp_path / "run.json").read_text())["run"]
+        metrics = json.loads((tmp_path / "metrics.json").read_text())["streams"]
+        assert len(run["streams"]) == len(metrics) == totals["streams"]
+        for st, m in zip(run["streams"], metrics):
+            assert st["server"]["bytes_sent"] > 0 and m["player"] == st["player_kind"]
+            if st["player_kind"] == "model":
+                assert st["player"]["status"] == 200
+                assert st["player"]["frames_arrived"] > 0.5 * st["player"]["frames"] == 0.5 * m["frames"]
+            else:
+                assert st["player"]["exit_status"] == 0 and st["player"]["counters"]["input_bytes"] > 0
 
 
 @pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")

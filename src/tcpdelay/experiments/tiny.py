@@ -5,14 +5,15 @@ hand), and a quick check can too. :func:`tiny_form` keeps what makes the scenari
 the path, the flows and their TCP settings and heuristics, the kinds of cross traffic — and
 shrinks time and volume: the run lasts ``duration_s``; every start, stop and outage is scaled
 into it by the same factor (a page load due at 10-12 s of a 25 s run starts at 40-48 % of the
-tiny run); the web flows' on/off means stay as they are; transfer sizes are capped; one repetition; the first cell of a sweep (or, with
-``cell``, another one).
+tiny run); the web flows' on/off means stay as they are; transfer sizes are capped; a pulled stream's video
+is shortened by the same factor (at least 1 s); one repetition; the first cell of a sweep (or,
+with ``cell``, another one).
 """
 
 from __future__ import annotations
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.experiments.scenario import Scenario, cell_scenario, grid, parse_scenario
+from tcpdelay.experiments.scenario import Scenario, VideoFile, cell_scenario, grid, parse_scenario
 
 #: Largest transfer of a tiny run's cross traffic (bytes).
 MAX_TRANSFER_BYTES = 300_000
@@ -51,7 +52,12 @@ def _scale_times(data: dict, factor: float, duration_s: float) -> None:
     for d in (path, path.get("forward", {}), path.get("reverse", {})):
         for o in d.get("outages", []):
             scale(o, "at_s", "duration_s")
-    for f in data["flows"]:
+    for f in data.get("flows", []):
         scale(f, "start_s", "stop_s")
+    for st in data.get("streams", []):
+        scale(st, "start_s")
+        # the video shrinks with the run, as long as it stays a whole second (one GOP is 2 s)
+        video = st.setdefault("video", {})
+        video["duration_s"] = max(1.0, video.get("duration_s", VideoFile().duration_s) * factor)
     for c in data.get("cross", []):
         scale(c, "start_s", "start_spread_s", "stop_s")  # on/off means stay: they are the traffic's character
