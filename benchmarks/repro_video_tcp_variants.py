@@ -1,5 +1,5 @@
-"""Reproduction 5: Cavendish, Ishida, Kumazoe, Tsuru, Oie and Gerla, "On the evaluation of TCP
-variants for video streaming over HTTP" (INTERNET 2013), Sec. V: per TCP variant, picture
+"""Reproduction 5: Watanabe, Kumazoe, Cavendish, Nobayashi, Ikenaga and Oie, "Performance
+Characterization of Streaming Video over TCP Variants" (INTERNET 2013), Sec. V: per TCP variant, picture
 discards, playout-buffer underflow events and TCP retransmissions (mean ± std over trials), from
 the runs of a sweep of experiments/video-tcp-variants-*.toml, and the congestion window over
 time of three trials per variant (the paper's Fig 5).

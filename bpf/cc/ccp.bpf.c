@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/* CCP, Capacity and Congestion Probing TCP: Cavendish, Ishida, Kumazoe, Tsuru, Oie and Gerla
- * (2010), as papers/003 (Cavendish et al., "On the evaluation of TCP variants for video
- * streaming over HTTP") eq 5 gives its law, read as
+/* CCP, Capacity and Congestion Probing TCP: Cavendish, Kumazoe, Tsuru, Oie and Gerla
+ * (2010), as papers/003 (Watanabe et al., "Performance Characterization of Streaming Video
+ * over TCP Variants") eq 5 gives its law, read as
  *     cwnd_k = [Kp·(B − x_k) − inflight_k] / 2,    Kp >= 0,
  * evaluated on every ACK once B is known (a proportional controller: with inflight_k about the
  * previous window, the window oscillates, damped by the factor −1/2 an ACK, towards

@@ -1,7 +1,8 @@
 /* What CCP (bpf/cc/ccp.bpf.c) and CCPD (bpf/cc/ccpd.bpf.c) share: the estimators of their
- * control laws and what happens before and on a loss. Cavendish, Ishida, Kumazoe, Tsuru, Oie
- * and Gerla proposed both ("Capacity and congestion probing: TCP congestion avoidance via path
- * capacity and storage estimation", 2010; "CCPD", 2011; papers/003 eqs 5-6); papers/003 does
+ * control laws and what happens before and on a loss. Cavendish, Kumazoe, Tsuru, Oie
+ * and others proposed both ("Capacity and Congestion Probing: TCP Congestion Avoidance via Path
+ * Capacity and Storage Estimation", 2010; "TCP Congestion Avoidance using Proportional plus
+ * Derivative Control", 2011; papers/003 eqs 5-6); papers/003 does
  * not give the estimators, so these are tcpdelay's readings (docs/congestion-control.md,
  * "CCP and CCPD", with the alternatives as parameters):
  * - RTT_min: the smallest RTT sample of the connection (+1 us, never zero);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/* CCPD, Capacity and Congestion Plus Derivative TCP: Cavendish et al. (2011), as papers/003
- * (Cavendish et al., "On the evaluation of TCP variants for video streaming over HTTP") eq 6
+/* CCPD, Capacity and Congestion Plus Derivative TCP: Cavendish, Kuwahara, Kumazoe, Tsuru
+ * and Oie (2011), as papers/003 (Watanabe et al., "Performance Characterization of Streaming
+ * Video over TCP Variants") eq 6
  * gives its law, read as
  *     cwnd_k = Kp·[B − x_k − inflight_k]
  *            + Kd/(t_k − t_{k−1}) · [(x_{k−1} + inflight_{k−1}) − (x_k + inflight_k)],

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Compound TCP: Tan, Song, Zhang and Sridharan, "A Compound TCP approach for high-speed and long
  * distance networks" (INFOCOM 2006) and the CTCP Internet-Draft (draft-sridharan-tcpm-ctcp),
- * as Cavendish et al., "On the evaluation of TCP variants for video streaming over HTTP"
+ * as Watanabe et al., "Performance Characterization of Streaming Video over TCP Variants"
  * (papers/003 in the project's paper list), eqs 3-4, summarise it. docs/congestion-control.md,
  * "Compound", gives the reading of the garbled equations and the choices.
  *

@@ -1,5 +1,5 @@
-"""Reproduction 5 (Cavendish et al., *On the evaluation of TCP variants for video streaming over
-HTTP*, Sec. V): benchmarks/repro_video_tcp_variants.py recomputes the committed summaries from
+"""Reproduction 5 (Watanabe et al., *Performance Characterization of Streaming Video over TCP
+Variants*, Sec. V): benchmarks/repro_video_tcp_variants.py recomputes the committed summaries from
 the committed runs, and draws Fig 5 from what is committed."""
 
 import json

@@ -1,5 +1,5 @@
-"""Compound TCP, CCP and CCPD (Cavendish et al., *On the evaluation of TCP variants for video
-streaming over HTTP*, eqs 3-6) as BPF programs on real kernel TCP, judged by their own state over
+"""Compound TCP, CCP and CCPD (Watanabe et al., *Performance Characterization of Streaming Video
+over TCP Variants*, eqs 3-6) as BPF programs on real kernel TCP, judged by their own state over
 time on the 10 Mb/s, RTT 40 ms, 100-packet path (docs/congestion-control.md): CTCP's delay window
 grows while fewer than gamma packets are queued and shrinks above; CCP and CCPD do not halve the
 window on a random loss, where Reno does."""

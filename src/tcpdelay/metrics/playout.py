@@ -1,8 +1,8 @@
 """Picture discards and playout-buffer underflows of a video pulled over HTTP, from the player's
 log of frame arrivals (records of kind ``playout``, :mod:`tcpdelay.traffic.http_player`).
 
-Papers/003 (Cavendish et al., *On the evaluation of TCP variants for video streaming over HTTP*,
-Sec. V) measures with VLC:
+Papers/003 (Watanabe et al., *Performance Characterization of Streaming Video over TCP Variants*,
+INTERNET 2013, Sec. V) measures with VLC:
 
 - "Picture discards: number of frames discarded by the video decoder. This measurer defines
   the number of frames skipped by the video rendered at the client side."

@@ -4,8 +4,8 @@ Three are the kernel's own (``reno``, ``cubic``, ``bbr``). The variants of the p
 does not ship run as BPF ``struct_ops`` programs inside the kernel's TCP (``bpf/cc/``, loaded by
 :mod:`tcpdelay.testbed.bpf_cc`): Vegas and Westwood/Westwood+ (Grieco and Mascolo, *Performance
 evaluation and comparison of Westwood+, New Reno, and Vegas TCP congestion control*), and a
-NewReno clone that anchors the loader; Compound TCP, CCP and CCPD (Cavendish et al., *On the
-evaluation of TCP variants for video streaming over HTTP*). docs/congestion-control.md gives each
+NewReno clone that anchors the loader; Compound TCP, CCP and CCPD (Watanabe et al., *Performance
+Characterization of Streaming Video over TCP Variants*). docs/congestion-control.md gives each
 one's source, equations, readings and parameters.
 
 A *choice* is a variant's name and parameters (``vegas`` with ``alpha = 1``). :func:`resolve`
@@ -125,7 +125,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             state=("bandwidth estimate (bytes/s)", "RTT_min (us)", "last sample (bytes/s)", "-")),
     Variant("compound", "Compound TCP: a loss window plus a delay window dwnd",
             "Tan, Song, Zhang and Sridharan, A Compound TCP approach for high-speed and long distance "
-            "networks (INFOCOM 2006) and the CTCP Internet-Draft; Cavendish et al. eqs 3-4",
+            "networks (INFOCOM 2006) and the CTCP Internet-Draft; Watanabe et al. eqs 3-4",
             bpf_object="compound", base_name="tdcompound",
             params=(_p("alpha", 0.125, "", 0, 16, 1024, "dwnd grows by alpha*W^k - 1 a round"),
                     _p("beta", 0.5, "", 0, 1, 1024, "on loss the window keeps 1 - beta of W"),
@@ -139,12 +139,13 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
                        "prints it; 0: win*(1-beta) - cwnd/2 as the draft")),
             state=("dwnd (segments)", "diff (1/1000 segments)", "baseRTT (us)", "loss window cwnd (segments)")),
     Variant("ccp", "CCP: window = [Kp(B - x) - inflight]/2 on every ACK; no change on loss",
-            "Cavendish, Ishida, Kumazoe, Tsuru, Oie and Gerla, Capacity and congestion probing: TCP "
-            "congestion avoidance via path capacity and storage estimation (2010); Cavendish et al. eq 5",
+            "Cavendish, Kumazoe, Tsuru, Oie and Gerla, Capacity and Congestion Probing: TCP Congestion "
+            "Avoidance via Path Capacity and Storage Estimation (Evolving Internet 2010); Watanabe et al. eq 5",
             bpf_object="ccp", base_name="tdccp",
             params=(_CCP_KP, _CCP_STORAGE), state=_CCP_STATE),
     Variant("ccpd", "CCPD: CCP's law plus a derivative of backlog + inflight between ACKs",
-            "Cavendish et al., CCPD: capacity and congestion plus derivative TCP (2011); Cavendish et al. eq 6",
+            "Cavendish, Kuwahara, Kumazoe, Tsuru and Oie, TCP Congestion Avoidance using Proportional plus "
+            "Derivative Control (Evolving Internet 2011); Watanabe et al. eq 6",
             bpf_object="ccpd", base_name="tdccpd",
             params=(_CCP_KP,
                     _p("kd", 2000, "time units", 0, 1_000_000, doc="derivative gain Kd"),

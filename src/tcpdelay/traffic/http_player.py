@@ -1,6 +1,6 @@
-"""A video player that pulls an MP4 file over HTTP as papers/003 describes its client (Cavendish,
-Ishida, Kumazoe, Tsuru, Oie and Gerla, *On the evaluation of TCP variants for video streaming
-over HTTP*, INTERNET 2013, Sec. III), and logs when each frame arrives.
+"""A video player that pulls an MP4 file over HTTP as papers/003 describes its client (Watanabe,
+Kumazoe, Cavendish, Nobayashi, Ikenaga and Oie, *Performance Characterization of Streaming
+Video over TCP Variants*, INTERNET 2013, Sec. III), and logs when each frame arrives.
 
 - One HTTP/1.1 GET of the whole file over one TCP connection.
 - "At the client application layer, a video player extracts data from TCP receiver buffer into a

@@ -1,5 +1,5 @@
-"""The video file of the HTTP streaming experiment (papers/003: Cavendish et al., *On the evaluation
-of TCP variants for video streaming over HTTP*, Sec. V: H.264/AVC, 30 fps, 5.24 Mb/s on average,
+"""The video file of the HTTP streaming experiment (papers/003: Watanabe et al., *Performance
+Characterization of Streaming Video over TCP Variants*, Sec. V: H.264/AVC, 30 fps, 5.24 Mb/s on average,
 MPEG-4 container, 10 min 24 s), made reproducibly from ffmpeg's own synthetic source, and its
 index of frames (what a player needs to know which bytes make which frame).
 
