@@ -95,8 +95,18 @@ PLAYOUT_SCHEMA = pa.schema([
     ("time_s", pa.float64()),
 ])
 
+#: The bottleneck queue's length over time, per direction (``a_to_b``, ``b_to_a``): packets and
+#: bytes waiting (the packet being sent not counted, as the emulator counts), sampled every
+#: period. Written by the ns-3 backend (its link is in the simulation).
+LINK_QUEUE_SCHEMA = pa.schema([
+    ("direction", pa.string()),
+    ("time_s", pa.float64()),
+    ("packets", pa.int64()),
+    ("bytes", pa.int64()),
+])
+
 SCHEMAS = {"sent": SENT_SCHEMA, "received": RECEIVED_SCHEMA, "tcp_state": TCP_STATE_SCHEMA,
-           "playout": PLAYOUT_SCHEMA}
+           "playout": PLAYOUT_SCHEMA, "link_queue": LINK_QUEUE_SCHEMA}
 RUN_METADATA = "run.json"
 
 
@@ -166,6 +176,27 @@ class RecordWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def write_part(run_dir: str | os.PathLike, kind: str, columns: dict, *, writer_id: str) -> Path | None:
+    """Write ``columns`` (name -> values, every column of the kind's schema) as one part file of
+    ``kind`` in ``run_dir`` at once (a writer that has all its rows at the end, e.g. a
+    simulation); nothing when there are no rows. Returns the part's path."""
+    schema = SCHEMAS[kind]
+    table = pa.table({name: columns[name] for name in schema.names}, schema=schema)
+    if table.num_rows == 0:
+        return None
+    d = Path(run_dir) / kind
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"part-{writer_id}-000000.parquet"
+    tmp = d / f".{path.name}.tmp"
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        _discard(tmp)
+        raise
+    return path
 
 
 def read_records(run_dir: str | os.PathLike, kind: str) -> pa.Table:

@@ -1,4 +1,5 @@
-"""``tcpdelay run`` and ``tcpdelay sweep``: run a scenario file on the testbed, once or over its grid."""
+"""``tcpdelay run`` and ``tcpdelay sweep``: run a scenario file on the testbed (or simulate it in
+ns-3, ``--backend ns3``), once or over its grid."""
 
 from __future__ import annotations
 
@@ -19,15 +20,29 @@ def _default_out(path: str, scenario: Scenario) -> Path:
     return Path("out") / (scenario.name or Path(path).stem)
 
 
-def _runner():
-    """The testbed backend, after checking that it can run here (before anything is written)."""
-    from tcpdelay.experiments.run import run_scenario
-    from tcpdelay.testbed import require_testbed_environment
-    from tcpdelay.testbed.emulator import find_binary
+BACKEND_CHOICES = ("testbed", "ns3")
 
-    require_testbed_environment()
-    find_binary()
-    return run_scenario
+
+def backend_option(f):
+    return click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="testbed", show_default=True,
+                        help="Where the runs happen: the namespace testbed (real Linux TCP, real time) or an "
+                             "ns-3 simulation of the same scenario (docs/ns3.md).")(f)
+
+
+def _runner(backend: str = "testbed", scenario: Scenario | None = None):
+    """The backend's cell runner, after checking that it can run here and — for a simulator —
+    that it can run every cell of ``scenario`` (before anything is written)."""
+    import functools
+
+    from tcpdelay.experiments.backends import get_backend
+    from tcpdelay.experiments.run import plan_run, run_scenario
+
+    runner = get_backend(backend)
+    runner.check()
+    if scenario is not None and backend != "testbed":
+        for cell in expand(scenario):
+            runner.check_plan(plan_run(cell.scenario, cell.scenario.seed_list[0]))
+    return run_scenario if backend == "testbed" else functools.partial(run_scenario, backend=backend)
 
 
 def _run_sweep(command: str, out: Path, scenario: Scenario, runner, *, jobs: int, flat: bool) -> SweepResult | None:
@@ -111,17 +126,18 @@ def _human(res: dict):
               help="Run the scenario's tiny form instead: its first sweep cell, one repetition, "
                    "every start, stop and outage scaled into this many seconds, transfers capped "
                    "(a quick check; see docs/experiments/README.md).")
+@backend_option
 @json_option
-def run_cmd(scenario_file, out_dir, tiny_s, as_json):
+def run_cmd(scenario_file, out_dir, tiny_s, backend, as_json):
     """Run SCENARIO_FILE (TOML; docs/experiments/README.md) on the emulation testbed: each
     repetition once, its [sweep] ignored. Writes per-packet records (Parquet), per-flow
     summaries, the scenario and the environment into OUT/seed-<s>/ as it goes. A rerun skips
-    the repetitions already complete. Needs root and /dev/net/tun."""
+    the repetitions already complete. The testbed needs root and /dev/net/tun; ns-3 neither."""
     scenario = load_scenario(scenario_file, sweep=tiny_s is not None)  # run ignores [sweep]
     if tiny_s is not None:
         scenario = tiny_form(scenario, tiny_s)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
-    runner = _runner()
+    runner = _runner(backend, scenario)
     res = _run_sweep("run", out, scenario, runner, jobs=1, flat=True)
     if res is None:
         return 1
@@ -137,15 +153,16 @@ def run_cmd(scenario_file, out_dir, tiny_s, as_json):
 @click.option("--jobs", type=click.IntRange(min=1, max=64), default=None,
               help="Runs at once, each on its own testbed [default: a quarter of the CPU cores, at least 1]. "
                    "Emulation is real time: more jobs than the machine can serve distort the measurement.")
+@backend_option
 @json_option
-def sweep_cmd(scenario_file, out_dir, jobs, as_json):
+def sweep_cmd(scenario_file, out_dir, jobs, backend, as_json):
     """Run every cell of SCENARIO_FILE's [sweep] grid, each repetition once, with a progress
     bar. Cells and runs already complete in OUT are skipped, so an interrupted sweep resumes
-    where it stopped. Needs root and /dev/net/tun."""
+    where it stopped. The testbed needs root and /dev/net/tun; ns-3 neither."""
     scenario = load_scenario(scenario_file)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
-    jobs = jobs or default_jobs()
-    runner = _runner()
+    jobs = jobs or (default_jobs() if backend == "testbed" else 1)
+    runner = _runner(backend, scenario)
     res = _run_sweep("sweep", out, scenario, runner, jobs=jobs, flat=False)
     if res is None:
         return 1

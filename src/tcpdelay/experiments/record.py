@@ -203,7 +203,7 @@ def write_run_record(run_dir: Path, plan: RunPlan, outcome: BackendOutcome) -> d
         summary["failed"] = outcome.lost
     write_flows(run_dir, plan, outcome.results)
     meta = read_run_metadata(run_dir)
-    meta.update({"clock": "shared-monotonic", "clock_source": "CLOCK_MONOTONIC", "run": summary,
+    meta.update({"clock": outcome.clock, "clock_source": outcome.clock_source, "run": summary,
                  "duration_s": plan.duration_s, "tcp_stats": tcp_stats(summary)})
     if plan.cross:  # the metrics' jitter filter takes its base delay from the 2 s before this
         meta["cross_traffic_start_s"] = outcome.t0_monotonic_s + min(c.start_s for c in plan.cross)

@@ -6,7 +6,8 @@
    ports and seeds of every media and cross-traffic flow;
 2. runs the plan on an execution backend looked up by name
    (:func:`tcpdelay.experiments.backends.get_backend`; ``"testbed"``, real Linux TCP in
-   namespaces through the link emulator, :mod:`tcpdelay.experiments.backends.testbed`);
+   namespaces through the link emulator, :mod:`tcpdelay.experiments.backends.testbed`;
+   ``"ns3"``, the same plan simulated, :mod:`tcpdelay.experiments.backends.ns3`);
 3. writes the run's record into ``run_dir`` (:mod:`tcpdelay.experiments.record`): ``scenario.toml``
    and ``environment.json`` first, the per-packet records (``sent/``, ``received/``) as the run
    goes, at the end ``flows.parquet``, ``run.json`` and ``metrics.json``.
@@ -41,10 +42,11 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
     run lost a part."""
     runner = get_backend(backend)
     runner.check()
+    plan = plan_run(scenario, seed)
+    runner.check_plan(plan)          # what the backend cannot run: one line, nothing written
     rd = Path(run_dir)
     rd.mkdir(parents=True, exist_ok=True)
     record.write_scenario(rd, scenario)
-    plan = plan_run(scenario, seed)
     outcome = runner.run(BackendJob(plan=plan, run_dir=rd, on_progress=on_progress,
                                     on_environment=lambda env: record.write_environment(rd, env)))
     summary = record.write_run_record(rd, plan, outcome)

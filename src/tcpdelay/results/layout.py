@@ -52,7 +52,7 @@ PACKETS_FILE = "packets.parquet"
 #: A sweep's every media packet's delay (the reproduction scripts' cache, rebuilt from the runs).
 DELAYS_FILE = "delays.parquet"
 #: The folders of per-packet record parts a run writes as it goes (:mod:`tcpdelay.records`).
-RECORD_KINDS = ("sent", "received", "tcp_state", "playout")
+RECORD_KINDS = ("sent", "received", "tcp_state", "playout", "link_queue")
 
 __all__ = ["CELLS_DIR", "CELL_INDEX", "COMPLETE", "CellRuns", "DELAYS_FILE", "ENVIRONMENT_FILE", "FAILED", "FLOWS_FILE",
            "Layout", "METRICS_FILE", "PACKETS_FILE", "RECORD_KINDS", "RUN_METADATA", "SCENARIO_FILE",

@@ -13,6 +13,7 @@ from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutco
 #: Backend name -> "module:class" of its implementation (imported when asked for), or a factory.
 BACKENDS: dict[str, str | Callable[[], Backend]] = {
     "testbed": "tcpdelay.experiments.backends.testbed:TestbedBackend",
+    "ns3": "tcpdelay.experiments.backends.ns3:Ns3Backend",
 }
 
 

@@ -2,7 +2,8 @@
 back what every part of the run answered; the run record is written from that by
 :mod:`tcpdelay.experiments.record`, the same for every backend.
 
-A backend (the testbed today, :mod:`tcpdelay.experiments.backends.testbed`; a simulator later)
+A backend (the testbed, :mod:`tcpdelay.experiments.backends.testbed`; ns-3,
+:mod:`tcpdelay.experiments.backends.ns3`)
 gets a :class:`BackendJob` — the pure :class:`~tcpdelay.experiments.plan.RunPlan` (hosts, link,
 flows, ports, seeds, the run's length and timing: a backend never reads the scenario), the run
 directory, a progress hook and an environment hook — and
@@ -68,6 +69,9 @@ class BackendOutcome:
     started_unix_s: float
     #: the parts lost, in words; non-empty = the run failed (:class:`RunFailed`)
     lost: list[str] = field(default_factory=list)
+    #: the clock every time of the records is on (run.json ``clock``, ``clock_source``)
+    clock: str = "shared-monotonic"
+    clock_source: str = "CLOCK_MONOTONIC"
 
 
 class Backend(abc.ABC):
@@ -79,6 +83,10 @@ class Backend(abc.ABC):
     def check(self) -> None:
         """Raise a one-line :class:`TcpdelayError` if this machine cannot run this backend
         (before anything is written)."""
+
+    def check_plan(self, plan: RunPlan) -> None:
+        """Raise a one-line :class:`~tcpdelay.errors.ParameterError` naming what of ``plan`` this
+        backend cannot run (before anything is written or started). The default accepts all."""
 
     @abc.abstractmethod
     def run(self, job: BackendJob) -> BackendOutcome:

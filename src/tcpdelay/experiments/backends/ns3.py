@@ -1,0 +1,161 @@
+"""The ns-3 backend: a run's plan simulated (ns-3 3.44 through its Python bindings), written as
+the testbed writes a run — the same per-packet records, parts' answers, link counters — so the
+metrics and the report cannot tell, except by ``run.json``'s clock (``ns3-simulation``).
+
+It translates the plan into a simulation job (:mod:`tcpdelay.sim.job`): the hosts and their
+TCP (Linux's defaults where ns-3's differ; the congestion control by the testbed's name), the
+link's two directions as they are (the emulator's model runs inside the simulation), each media
+flow's packets (from the same source, seed and times as on the testbed), the bulk cross traffic.
+What ns-3 or this backend cannot run is one :class:`~tcpdelay.errors.ParameterError` from
+:meth:`Ns3Backend.check_plan`, before anything is written: never a silent difference.
+
+The job runs in this process's ns-3 worker (:func:`tcpdelay.sim.worker.shared_worker`: ns-3 is
+imported once per process, each simulation is a forked child). Simulated time: the link's clock
+starts at 0 and the flows at ``t0 = lead_s`` (outages and traces are shifted by the plan as for
+the testbed), so a record's times are simulated seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from dataclasses import asdict
+
+import numpy as np
+
+from tcpdelay.errors import ParameterError, TcpdelayError
+from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome
+from tcpdelay.experiments.plan import RunPlan
+
+#: Cross-traffic kinds the backend runs (the others are one error at plan time).
+CROSS_KINDS = ("bulk",)
+
+
+class Ns3Backend(Backend):
+    """Runs a plan in ns-3 (see the module doc)."""
+
+    name = "ns3"
+
+    def check(self) -> None:
+        if importlib.util.find_spec("ns") is None:
+            raise TcpdelayError("backend ns3: ns-3's Python bindings are not installed "
+                                "(pip install 'tcpdelay[sim]', which brings ns3==3.44)")
+
+    def check_plan(self, plan: RunPlan) -> None:
+        _translate(plan, "/nonexistent", write_packets=False)
+
+    def run(self, job: BackendJob) -> BackendOutcome:
+        from tcpdelay.sim.worker import SimulationError, shared_worker
+
+        plan, rd = job.plan, job.run_dir
+        started = time.time()
+        sim_dir = rd / "sim"
+        sim_dir.mkdir(parents=True, exist_ok=True)
+        sim_job = _translate(plan, str(rd), write_packets=True, packets_dir=sim_dir)
+        job_file = sim_dir / "job.json"
+        job_file.write_text(json.dumps(sim_job.to_dict(), indent=1))
+        worker = shared_worker()
+        job.on_environment({"backend": "ns3", "ns3_version": _ns3_version(), "simulated": True,
+                            "worker_import_s": worker.import_s, "job": str(job_file.relative_to(rd))})
+        if job.on_progress:
+            job.on_progress(0.0, plan.duration_s)
+        try:
+            answer = worker.run(job_file)
+        except SimulationError as err:
+            return _failed(plan, started, str(err))
+        if answer.get("exit") != 0:
+            err_file = rd / "error.txt"
+            why = err_file.read_text().splitlines()[0] if err_file.exists() else \
+                f"exit status {answer.get('exit')} ({worker.last_error() or 'no message'})"
+            return _failed(plan, started, f"the ns-3 simulation failed: {why}")
+        for f in sim_dir.glob("flow-*.npz"):   # the packets are in the records now
+            f.unlink()
+        result = json.loads((rd / "result.json").read_text())
+        if job.on_progress:
+            job.on_progress(plan.duration_s, plan.duration_s)
+        results = result["results"]
+        results["simulation"] = {"events": result.get("events"), "wall_s": result.get("wall_s"),
+                                 "simulated_s": result.get("simulated_s")}
+        return BackendOutcome(results=results, counters=result["counters"], t0_monotonic_s=plan.lead_s,
+                              link_start_monotonic_s=0.0, started_unix_s=started, clock="ns3-simulation",
+                              clock_source="ns-3 simulated time (s)")
+
+
+def _failed(plan: RunPlan, started: float, why: str) -> BackendOutcome:
+    return BackendOutcome(results={}, counters=None, t0_monotonic_s=plan.lead_s, link_start_monotonic_s=0.0,
+                          started_unix_s=started, lost=[why], clock="ns3-simulation",
+                          clock_source="ns-3 simulated time (s)")
+
+
+def _ns3_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ns3")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=None):
+    """The simulation job of ``plan``; a :class:`ParameterError` for what ns-3 cannot run."""
+    from tcpdelay.sim.job import BulkJob, Job, MediaJob, host_tcp
+
+    hosts = []
+    for h in plan.hosts:
+        try:
+            tcp = host_tcp(h.get("tcp") or {})
+        except ParameterError as err:
+            raise ParameterError(f"backend ns3: host {h['name']}: {err}") from None
+        hosts.append({"name": h["name"], "side": h["side"], "tcp": asdict(tcp)})
+    for key in ("a_to_b", "b_to_a"):
+        d = plan.link.get(key, {})
+        if d.get("pcap_file"):
+            raise ParameterError(f"backend ns3: link {key}.pcap_file: no packet capture in the simulation")
+    if plan.streams:
+        raise ParameterError("backend ns3: pulled streams (http_video: nginx and a player) run on the testbed only")
+    media = []
+    for m in plan.media:
+        f = m.flow
+        h = f.heuristics
+        for what, bad in (("split", h.split != 1), ("connections", h.connections != 1),
+                          ("scheduler", h.scheduler != "blind" and h.connections != 1),
+                          ("proactive_drop_s", h.proactive_drop_s is not None), ("keepalive", h.keepalive)):
+            if bad:
+                raise ParameterError(f"backend ns3: flow {m.name!r}: heuristics.{what} is not simulated yet; "
+                                     "run it on the testbed")
+        tcp = f.tcp
+        if tcp is not None and tcp.notsent_lowat_bytes is not None:
+            raise ParameterError(f"backend ns3: flow {m.name!r}: tcp.notsent_lowat_bytes has no ns-3 counterpart")
+        packets_file = ""
+        if write_packets:
+            packets_file = str(packets_dir / f"flow-{m.flow_id}.npz")
+            _write_packets(packets_file, m)
+        media.append(MediaJob(
+            flow_id=m.flow_id, sender=m.sender, receiver=m.receiver, transport=f.transport, port=m.port,
+            start_s=m.start_s, stop_s=m.stop_s, packets_file=packets_file,
+            nodelay=True if tcp is None or tcp.nodelay is None else bool(tcp.nodelay),
+            sndbuf_bytes=None if tcp is None else tcp.sndbuf_bytes,
+            rcvbuf_bytes=None if tcp is None else tcp.rcvbuf_bytes))
+    bulk = []
+    for c in plan.cross:
+        if c.kind not in CROSS_KINDS:
+            raise ParameterError(f"backend ns3: cross[{c.name}]: kind {c.kind!r} is not simulated yet "
+                                 f"(the ns-3 backend has: {', '.join(CROSS_KINDS)}); run it on the testbed")
+        # the data flows server -> client as on the testbed, but the client listens (one port each)
+        bulk.append(BulkJob(flow_id=c.flow_id, server=c.server, client=c.client, port=c.port + c.flow_id, start_s=c.start_s,
+                            stop_s=c.stop_s, size_bytes=int(getattr(c.cross, "size_bytes", None) or 0)))
+    return Job(seed=plan.seed, duration_s=plan.duration_s, t0_s=plan.lead_s, link=plan.link, hosts=hosts,
+               out_dir=out_dir, media=media, bulk=bulk, tcp_state_period_s=plan.tcp_state_period_s,
+               queue_period_s=plan.tcp_state_period_s or 0.01)
+
+
+def _write_packets(path: str, m) -> None:
+    """The media flow's packets, as the testbed's sender would produce them (same source, seed
+    and length)."""
+    pk = list(m.source.packets(m.stop_s - m.start_s, m.seed))
+    np.savez(path, at_s=np.array([p.at_s for p in pk], dtype=float),
+             size_bytes=np.array([p.size_bytes for p in pk], dtype=np.int64),
+             frame_id=np.array([p.frame_id for p in pk], dtype=np.int64),
+             frame_type=np.array([p.frame_type for p in pk], dtype="U1"),
+             frame_last=np.array([p.frame_last for p in pk], dtype=bool))

@@ -1,0 +1,561 @@
+// tcpdelay's parts inside an ns-3 simulation, compiled once per worker by cppyy
+// (src/tcpdelay/sim/ns3_runtime.py). Nothing here runs Python per packet.
+//
+// * EmulatedChannel: the bottleneck link, the Rust emulator's model per direction
+//   (emulator/src/link.rs `Link::admit`): outage -> loss (Bernoulli or Gilbert-Elliott) ->
+//   drop-tail queue (packets or bytes; the packet in service not counted) -> bottleneck (a bit
+//   rate with the remainder carried, or a looping Mahimahi trace) -> delay (+ uniform jitter,
+//   order kept unless reorder). Sizes are IP packet sizes, as the emulator's TUN sees them.
+// * MediaSender / MediaReceiver: a media flow's packets at their times over TCP (each framed
+//   by its RFC 4571 length, 2 bytes) or UDP (one datagram each), the application queue written
+//   as far as the socket takes it; the receiver notes when each packet's last byte was read.
+// * BulkSender / ByteSink: a TCP transfer as large and as long as asked, and its receiver.
+// * TcpStateProbe: a TCP socket's state every period (the columns of tcp_state records).
+#pragma once
+
+#include "ns3/core-module.h"
+#include "ns3/network-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <vector>
+
+namespace tcpdelay_sim {
+
+using namespace ns3;
+
+constexpr uint32_t kOpportunityBytes = 1500;  // one Mahimahi delivery opportunity
+constexpr uint32_t kPppHeaderBytes = 2;       // what a PointToPointNetDevice adds to an IP packet
+
+// ------------------------------------------------------------------------------------------
+// The link: one direction (emulator/src/{outage,loss,queue,rate,trace,delay}.rs).
+
+struct Direction {
+    // -- configuration (set from Python before the run) --
+    uint64_t delay_ns = 0;
+    uint64_t jitter_ns = 0;
+    bool reorder = false;
+    int loss_model = 0;  // 0 none, 1 Bernoulli(p), 2 Gilbert-Elliott(p, r, k, h)
+    double p = 0, r = 0, k = 1, h = 0;
+    uint64_t rate_bps = 0;             // 0 and no trace: unlimited
+    std::vector<uint64_t> trace_ms;    // Mahimahi opportunities (ms); empty: no trace
+    int queue_kind = 0;                // 0 unlimited, 1 packets, 2 bytes
+    uint64_t queue_limit = 0;
+    std::vector<uint64_t> outage_start_ns, outage_end_ns;  // sorted, non-overlapping
+
+    // -- state --
+    Ptr<UniformRandomVariable> loss_rng, jitter_rng;
+    bool ge_bad = false;
+    uint64_t free_at_ns = 0, rem = 0;                       // rate shaper
+    size_t t_idx = 0;                                       // trace shaper
+    uint64_t t_base_ms = 0;
+    uint32_t t_left = kOpportunityBytes;
+    std::deque<std::pair<uint64_t, uint32_t>> waiting;      // (service start, size)
+    uint64_t q_bytes = 0, peak_packets = 0, peak_bytes = 0;
+    uint64_t last_due_ns = 0;
+
+    // -- counters --
+    uint64_t packets_in = 0, bytes_in = 0, delivered = 0, delivered_bytes = 0;
+    uint64_t drop_loss = 0, drop_queue = 0, drop_outage = 0;
+
+    // -- queue length over time (sampled every period) --
+    std::vector<double> qs_time_s;
+    std::vector<uint32_t> qs_packets;
+    std::vector<uint64_t> qs_bytes;
+
+    bool Chance(double prob) { return prob >= 1.0 || (prob > 0.0 && loss_rng->GetValue() < prob); }
+
+    // The end of the outage containing t, or 0 when the link is up at t.
+    uint64_t DownUntil(uint64_t t) const {
+        auto it = std::upper_bound(outage_start_ns.begin(), outage_start_ns.end(), t);
+        if (it == outage_start_ns.begin()) return 0;
+        size_t i = (it - outage_start_ns.begin()) - 1;
+        return t < outage_end_ns[i] ? outage_end_ns[i] : 0;
+    }
+    uint64_t NextUp(uint64_t t) const {
+        for (uint64_t end; (end = DownUntil(t)) != 0;) t = end;
+        return t;
+    }
+    bool Lose() {
+        if (loss_model == 1) return Chance(p);
+        if (loss_model == 2) {
+            bool lost = ge_bad ? !Chance(h) : !Chance(k);
+            if (ge_bad) { if (Chance(r)) ge_bad = false; }
+            else if (Chance(p)) ge_bad = true;
+            return lost;
+        }
+        return false;
+    }
+    void Advance(uint64_t now) {
+        while (!waiting.empty() && waiting.front().first <= now) {
+            q_bytes -= waiting.front().second;
+            waiting.pop_front();
+        }
+    }
+    bool Fits(uint32_t size) const {
+        if (queue_kind == 1) return waiting.size() < queue_limit;
+        if (queue_kind == 2) return q_bytes + size <= queue_limit;
+        return true;
+    }
+    void Push(uint64_t start, uint32_t size) {
+        waiting.emplace_back(start, size);
+        q_bytes += size;
+        peak_packets = std::max<uint64_t>(peak_packets, waiting.size());
+        peak_bytes = std::max(peak_bytes, q_bytes);
+    }
+    // rate.rs RateShaper::serve
+    std::pair<uint64_t, uint64_t> ServeRate(uint64_t ready, uint32_t size) {
+        uint64_t start = std::max(ready, free_at_ns);
+        if (start > free_at_ns) rem = 0;
+        uint64_t up = NextUp(start);
+        if (up != start) { start = up; rem = 0; }
+        unsigned __int128 num = (unsigned __int128)size * 8u * 1000000000u + rem;
+        uint64_t tx = (uint64_t)(num / rate_bps);
+        rem = (uint64_t)(num % rate_bps);
+        free_at_ns = start + tx;
+        return {start, free_at_ns};
+    }
+    // trace.rs TraceShaper
+    uint64_t TraceNow() const { return (t_base_ms + trace_ms[t_idx]) * 1000000ull; }
+    void TraceStep() {
+        if (++t_idx == trace_ms.size()) { t_idx = 0; t_base_ms += trace_ms.back(); }
+        t_left = kOpportunityBytes;
+    }
+    void TraceSeek(uint64_t t) {
+        uint64_t period_ns = trace_ms.back() * 1000000ull;
+        for (;;) {
+            uint64_t cur = TraceNow();
+            if (cur + period_ns < t) t_base_ms += ((t - cur) / period_ns - 1) * trace_ms.back();
+            while (t_left == 0 || TraceNow() < t) TraceStep();
+            uint64_t end = DownUntil(TraceNow());
+            if (end == 0) return;
+            t = end;
+        }
+    }
+    std::pair<uint64_t, uint64_t> ServeTrace(uint64_t ready, uint32_t size) {
+        TraceSeek(ready);
+        uint64_t start = TraceNow();
+        uint32_t remaining = std::max<uint32_t>(size, 1);
+        for (;;) {
+            uint32_t take = std::min(remaining, t_left);
+            t_left -= take;
+            remaining -= take;
+            if (remaining == 0) break;
+            TraceSeek(TraceNow());
+        }
+        return {start, TraceNow()};
+    }
+    uint64_t Due(uint64_t sent) {
+        uint64_t d = delay_ns;
+        if (jitter_ns > 0) {
+            double u = jitter_rng->GetValue() * 2.0 - 1.0;
+            int64_t j = (int64_t)(u * (double)jitter_ns);
+            d = (uint64_t)std::max<int64_t>((int64_t)d + j, 0);
+        }
+        uint64_t due = sent + d;
+        if (!reorder) { due = std::max(due, last_due_ns); last_due_ns = due; }
+        return due;
+    }
+    // link.rs Link::admit: the due time of a packet arriving now, or 0 when it is dropped.
+    uint64_t Admit(uint64_t now, uint32_t size) {
+        packets_in++;
+        bytes_in += size;
+        if (DownUntil(now) != 0) { drop_outage++; return 0; }
+        if (Lose()) { drop_loss++; return 0; }
+        Advance(now);
+        if (!Fits(size)) { drop_queue++; return 0; }
+        std::pair<uint64_t, uint64_t> se;
+        if (!trace_ms.empty()) se = ServeTrace(now, size);
+        else if (rate_bps > 0) se = ServeRate(now, size);
+        else { uint64_t t = NextUp(now); se = {t, t}; }
+        if (se.first > now) Push(se.first, size);
+        delivered++;
+        delivered_bytes += size;
+        return std::max<uint64_t>(Due(se.second), 1);
+    }
+    void Sample(double now_s, uint64_t now_ns) {
+        Advance(now_ns);
+        qs_time_s.push_back(now_s);
+        qs_packets.push_back((uint32_t)waiting.size());
+        qs_bytes.push_back(q_bytes);
+    }
+};
+
+// A point-to-point channel whose two directions are emulated links. The devices on it send
+// at a rate far above the link's (their own serialization is negligible); the channel decides
+// each packet's fate and delivery time as the emulator would.
+class EmulatedChannel : public PointToPointChannel {
+  public:
+    Direction dir[2];   // [0]: from the first device attached (a_to_b), [1]: the other way
+    double sample_period_s = 0.0;
+
+    bool TransmitStart(Ptr<const Packet> p, Ptr<PointToPointNetDevice> src, Time txTime) override {
+        int i = (src == GetSource(0)) ? 0 : 1;
+        Ptr<PointToPointNetDevice> dst = GetDestination(i);
+        int64_t now = (Simulator::Now() + txTime).GetNanoSeconds();
+        uint32_t size = p->GetSize() > kPppHeaderBytes ? p->GetSize() - kPppHeaderBytes : p->GetSize();
+        uint64_t due = dir[i].Admit((uint64_t)now, size);
+        if (due == 0) return true;
+        Simulator::ScheduleWithContext(dst->GetNode()->GetId(),
+                                       NanoSeconds((int64_t)due) - Simulator::Now(),
+                                       &PointToPointNetDevice::Receive, dst, p->Copy());
+        return true;
+    }
+    void StartSampling(double period_s) {
+        sample_period_s = period_s;
+        if (period_s > 0) Simulator::Schedule(Seconds(0), &EmulatedChannel::SampleNow, this);
+    }
+    void SampleNow() {
+        Time now = Simulator::Now();
+        for (auto& d : dir) d.Sample(now.GetSeconds(), (uint64_t)now.GetNanoSeconds());
+        Simulator::Schedule(Seconds(sample_period_s), &EmulatedChannel::SampleNow, this);
+    }
+};
+
+inline Ptr<EmulatedChannel> NewEmulatedChannel() { return CreateObject<EmulatedChannel>(); }
+
+// Two routers joined by an emulated channel; their devices send at `rate` (far above the link's).
+struct Trunk {
+    Ptr<EmulatedChannel> channel;
+    NetDeviceContainer devices;
+};
+
+inline Trunk ConnectEmulated(Ptr<Node> a, Ptr<Node> b, std::string rate) {
+    Trunk t;
+    t.channel = CreateObject<EmulatedChannel>();
+    for (Ptr<Node> n : {a, b}) {
+        Ptr<PointToPointNetDevice> dev = CreateObject<PointToPointNetDevice>();
+        dev->SetAddress(Mac48Address::Allocate());
+        dev->SetDataRate(DataRate(rate));
+        Ptr<DropTailQueue<Packet>> q = CreateObject<DropTailQueue<Packet>>();
+        q->SetMaxSize(QueueSize("1000000p"));
+        dev->SetQueue(q);
+        n->AddDevice(dev);
+        dev->Attach(t.channel);
+        t.devices.Add(dev);
+    }
+    return t;
+}
+
+inline Ptr<UniformRandomVariable> NewUniform(int64_t stream) {
+    Ptr<UniformRandomVariable> u = CreateObject<UniformRandomVariable>();
+    u->SetStream(stream);
+    return u;
+}
+
+// Removes the queue discipline ns-3 installs on a device when it gets an address (FqCoDel):
+// the testbed's hosts have none that fills, and the link's queue is the emulated one.
+inline void RemoveQdiscs(NetDeviceContainer devs) {
+    for (uint32_t i = 0; i < devs.GetN(); i++) {
+        Ptr<NetDevice> dev = devs.Get(i);
+        Ptr<TrafficControlLayer> tc = dev->GetNode()->GetObject<TrafficControlLayer>();
+        if (tc && tc->GetRootQueueDiscOnDevice(dev)) tc->DeleteRootQueueDiscOnDevice(dev);
+    }
+}
+
+inline Ptr<TcpL4Protocol> TcpL4(Ptr<Node> n) { return n->GetObject<TcpL4Protocol>(); }
+
+// ------------------------------------------------------------------------------------------
+// TCP state over time (the tcp_state records' columns that ns-3 has).
+
+class TcpStateProbe : public Object {
+  public:
+    int32_t flow_id = 0;
+    int16_t connection = 0;
+    uint32_t mss = 1448;
+    double period_s = 0.01;
+    Ptr<Socket> socket;
+    // latest values from the socket's trace sources
+    uint32_t cwnd = 0, ssthresh = std::numeric_limits<uint32_t>::max(), in_flight = 0;
+    double srtt_s = std::nan(""), pacing_bps = std::nan("");
+    int16_t ca_state = 0;
+    uint64_t retransmits = 0, retransmitted_bytes = 0, rto_events = 0, acked_bytes = 0;
+    double min_rtt_s = std::numeric_limits<double>::infinity();
+    uint32_t highest_sent = 0, first_seq = 0;
+    bool started = false, have_first = false, stopped = false;
+    // rows
+    std::vector<double> t_s, srtt, pacing;
+    std::vector<int64_t> cwnd_seg, ssthresh_seg, retx, acked;
+    std::vector<int16_t> ca;
+
+    void Attach(Ptr<Socket> s, double period, double first_sample_s) {
+        socket = s;
+        period_s = period;
+        s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&TcpStateProbe::OnCwnd, this));
+        s->TraceConnectWithoutContext("SlowStartThreshold", MakeCallback(&TcpStateProbe::OnSsthresh, this));
+        s->TraceConnectWithoutContext("RTT", MakeCallback(&TcpStateProbe::OnRtt, this));
+        s->TraceConnectWithoutContext("CongState", MakeCallback(&TcpStateProbe::OnCongState, this));
+        s->TraceConnectWithoutContext("HighestRxAck", MakeCallback(&TcpStateProbe::OnAck, this));
+        s->TraceConnectWithoutContext("PacingRate", MakeCallback(&TcpStateProbe::OnPacing, this));
+        s->TraceConnectWithoutContext("Tx", MakeCallback(&TcpStateProbe::OnTx, this));
+        s->TraceConnectWithoutContext("LastRTT", MakeCallback(&TcpStateProbe::OnLastRtt, this));
+        if (period > 0) Simulator::Schedule(Seconds(first_sample_s) - Simulator::Now(), &TcpStateProbe::Sample, this);
+    }
+    void Stop() { stopped = true; }
+    void OnCwnd(uint32_t, uint32_t v) { cwnd = v; }
+    void OnSsthresh(uint32_t, uint32_t v) { ssthresh = v; }
+    void OnRtt(Time, Time v) { srtt_s = v.GetSeconds(); }
+    void OnCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t v) {
+        if (v == TcpSocketState::CA_LOSS && ca_state != TcpSocketState::CA_LOSS) rto_events++;
+        ca_state = (int16_t)v;
+    }
+    void OnLastRtt(Time, Time v) { if (v.IsStrictlyPositive()) min_rtt_s = std::min(min_rtt_s, v.GetSeconds()); }
+    void OnPacing(DataRate, DataRate v) { pacing_bps = (double)v.GetBitRate(); }
+    void OnAck(SequenceNumber32, SequenceNumber32 v) {
+        if (have_first) acked_bytes = (uint32_t)(v.GetValue() - first_seq);
+    }
+    void OnTx(Ptr<const Packet> p, const TcpHeader& hdr, Ptr<const TcpSocketBase>) {
+        uint32_t len = p->GetSize();
+        uint32_t seq = hdr.GetSequenceNumber().GetValue();
+        if (!have_first) {  // the SYN: data starts one after it
+            have_first = true;
+            first_seq = seq + 1;
+            highest_sent = seq + 1;
+            return;
+        }
+        if (len == 0) return;
+        uint32_t end = seq + len;
+        if ((int32_t)(end - highest_sent) <= 0) { retransmits += (len + mss - 1) / mss; retransmitted_bytes += len; }
+        else highest_sent = end;
+    }
+    void Sample() {
+        if (stopped) return;
+        started = true;
+        t_s.push_back(Simulator::Now().GetSeconds());
+        cwnd_seg.push_back(cwnd / mss);
+        ssthresh_seg.push_back(ssthresh >= 0x7fffffffu ? -1 : (int64_t)(ssthresh / mss));
+        srtt.push_back(srtt_s);
+        pacing.push_back(pacing_bps);
+        retx.push_back((int64_t)retransmits);
+        ca.push_back(ca_state);
+        acked.push_back((int64_t)acked_bytes);
+        Simulator::Schedule(Seconds(period_s), &TcpStateProbe::Sample, this);
+    }
+};
+
+// ------------------------------------------------------------------------------------------
+// Media: a source's packets at their times.
+
+class MediaSender : public Application {
+  public:
+    // configuration
+    Address peer;
+    bool udp = false;
+    uint32_t framing_bytes = 2;        // RFC 4571 length before each packet on TCP
+    std::vector<double> times_s;       // each packet's time after the start
+    std::vector<uint32_t> sizes;       // each packet's size (bytes)
+    double first_s = 0;                // the flow's start (absolute): packet i is due at first_s + times_s[i]
+    // state
+    Ptr<Socket> socket;
+    size_t next = 0;
+    uint64_t pending = 0;              // bytes in the application queue (TCP)
+    uint64_t written = 0;              // bytes the socket took
+    uint64_t packets_sent = 0;
+    uint64_t queued_at_end = 0;
+    bool connected = false, failed = false;
+    double last_write_s = 0;
+
+    void Setup(Ptr<Socket> s, Address to) { socket = s; peer = to; }
+
+    void StartApplication() override {
+        if (udp) {
+            socket->Connect(peer);
+            connected = true;
+        } else {
+            socket->SetConnectCallback(MakeCallback(&MediaSender::OnConnected, this),
+                                       MakeCallback(&MediaSender::OnConnectFailed, this));
+            socket->SetSendCallback(MakeCallback(&MediaSender::OnSendSpace, this));
+            socket->Connect(peer);
+        }
+        // connected when the application starts (as the testbed's sender, before the flow's
+        // start); the packets come at their times
+        if (!times_s.empty()) Simulator::Schedule(Seconds(first_s + times_s[0]) - Simulator::Now(), &MediaSender::Emit, this);
+    }
+    void StopApplication() override {
+        queued_at_end = pending;
+        if (socket) socket->Close();
+    }
+    void OnConnected(Ptr<Socket>) { connected = true; Flush(); }
+    void OnConnectFailed(Ptr<Socket>) { failed = true; }
+    void OnSendSpace(Ptr<Socket>, uint32_t) { Flush(); }
+
+    void Emit() {
+        uint32_t size = sizes[next];
+        if (udp) {
+            uint8_t buf[65536];
+            std::memset(buf, 0, size);
+            uint64_t seq = next;
+            std::memcpy(buf, &seq, std::min<uint32_t>(8, size));
+            socket->Send(Create<Packet>(buf, size));
+        } else {
+            pending += size + framing_bytes;
+            Flush();
+        }
+        packets_sent++;
+        next++;
+        if (next < times_s.size()) {
+            Simulator::Schedule(Seconds(times_s[next] - times_s[next - 1]), &MediaSender::Emit, this);
+        }
+    }
+    void Flush() {
+        if (udp || !connected) return;
+        while (pending > 0) {
+            uint32_t room = socket->GetTxAvailable();
+            if (room == 0) return;
+            uint32_t n = (uint32_t)std::min<uint64_t>(pending, std::min<uint32_t>(room, 65536));
+            int sent = socket->Send(Create<Packet>(n));
+            if (sent <= 0) return;
+            pending -= (uint64_t)sent;
+            written += (uint64_t)sent;
+            last_write_s = Simulator::Now().GetSeconds();
+        }
+    }
+};
+
+class MediaReceiver : public Application {
+  public:
+    bool udp = false;
+    uint32_t framing_bytes = 2;
+    std::vector<uint64_t> end_byte;    // TCP: the stream offset just past each packet
+    size_t n_packets = 0;
+    // results
+    std::vector<double> recv_time_s;   // per packet; NaN if never read
+    std::vector<uint32_t> order;       // UDP: the seq of each datagram in arrival order
+    std::vector<double> arrival_s;     // UDP: its arrival time
+    uint64_t received_bytes = 0;
+    size_t next = 0;
+    Ptr<Socket> listener;
+
+    void Setup(Ptr<Socket> s) { listener = s; }
+
+    void StartApplication() override {
+        recv_time_s.assign(n_packets, std::nan(""));
+        listener->SetRecvCallback(MakeCallback(&MediaReceiver::OnRecv, this));
+        if (!udp) {
+            listener->Listen();
+            listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+                                        MakeCallback(&MediaReceiver::OnAccept, this));
+        }
+    }
+    void StopApplication() override {}
+    void OnAccept(Ptr<Socket> s, const Address&) { s->SetRecvCallback(MakeCallback(&MediaReceiver::OnRecv, this)); }
+    void OnRecv(Ptr<Socket> s) {
+        double now = Simulator::Now().GetSeconds();
+        Ptr<Packet> p;
+        while ((p = s->Recv())) {
+            uint32_t len = p->GetSize();
+            if (len == 0) break;
+            received_bytes += len;
+            if (udp) {
+                uint64_t seq = 0;
+                uint8_t head[8] = {0};
+                p->CopyData(head, std::min<uint32_t>(8, len));
+                std::memcpy(&seq, head, 8);
+                order.push_back((uint32_t)seq);
+                arrival_s.push_back(now);
+                if (seq < n_packets && std::isnan(recv_time_s[seq])) recv_time_s[seq] = now;
+            } else {
+                while (next < end_byte.size() && received_bytes >= end_byte[next]) recv_time_s[next++] = now;
+            }
+        }
+    }
+};
+
+// ------------------------------------------------------------------------------------------
+// Bulk TCP: as many bytes as asked (0: as many as TCP takes) until stop. Its send buffer
+// follows the congestion window as Linux's autotuning does (tcp_sndbuf_expand: room for about
+// two windows of payload, at least tcp_wmem's default 16 kB, at most max_buffer; it only grows),
+// so an
+// unlimited transfer does not leave megabytes queued behind it when it stops.
+
+class BulkSender : public Application {
+  public:
+    Address peer;
+    uint64_t size_bytes = 0;   // 0 = unlimited
+    uint32_t max_buffer = 4194304;
+    Ptr<Socket> socket;
+    uint64_t written = 0;
+    bool connected = false, failed = false, done = false;
+    double connected_s = -1, done_s = -1;
+
+    void Setup(Ptr<Socket> s, Address to) { socket = s; peer = to; }
+    void StartApplication() override {
+        socket->SetConnectCallback(MakeCallback(&BulkSender::OnConnected, this),
+                                   MakeCallback(&BulkSender::OnConnectFailed, this));
+        socket->SetSendCallback(MakeCallback(&BulkSender::OnSendSpace, this));
+        socket->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&BulkSender::OnCwnd, this));
+        Autotune(0);
+        socket->Connect(peer);
+    }
+    void OnCwnd(uint32_t, uint32_t cwnd) { Autotune(cwnd); }
+    uint32_t buffer = 0;
+    void Autotune(uint32_t cwnd) {   // grows only, as Linux's (it shrinks only under memory pressure)
+        uint32_t want = std::min(max_buffer, std::max<uint32_t>(2 * cwnd, 16384));
+        if (want <= buffer) return;
+        buffer = want;
+        Ptr<TcpSocketBase> tcp = DynamicCast<TcpSocketBase>(socket);
+        if (tcp) tcp->GetTxBuffer()->SetMaxBufferSize(buffer);
+    }
+    void StopApplication() override { if (socket) socket->Close(); }
+    void OnConnected(Ptr<Socket>) { connected = true; connected_s = Simulator::Now().GetSeconds(); Fill(); }
+    void OnConnectFailed(Ptr<Socket>) { failed = true; }
+    void OnSendSpace(Ptr<Socket>, uint32_t) { Fill(); }
+    void Fill() {
+        if (!connected || done) return;
+        for (;;) {
+            uint32_t room = socket->GetTxAvailable();
+            if (room == 0) return;
+            uint64_t want = size_bytes ? size_bytes - written : room;
+            uint32_t n = (uint32_t)std::min<uint64_t>(want, std::min<uint32_t>(room, 65536));
+            if (n == 0) break;
+            int sent = socket->Send(Create<Packet>(n));
+            if (sent <= 0) return;
+            written += (uint64_t)sent;
+            if (size_bytes && written >= size_bytes) break;
+        }
+        if (size_bytes && written >= size_bytes) { done = true; done_s = Simulator::Now().GetSeconds(); socket->Close(); }
+    }
+};
+
+class ByteSink : public Application {
+  public:
+    Ptr<Socket> listener;
+    uint64_t bytes = 0;
+    double first_s = -1, last_s = -1;
+    void Setup(Ptr<Socket> s) { listener = s; }
+    void StartApplication() override {
+        listener->Listen();
+        listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+                                    MakeCallback(&ByteSink::OnAccept, this));
+    }
+    void StopApplication() override {}
+    void OnAccept(Ptr<Socket> s, const Address&) { s->SetRecvCallback(MakeCallback(&ByteSink::OnRecv, this)); }
+    void OnRecv(Ptr<Socket> s) {
+        Ptr<Packet> p;
+        while ((p = s->Recv())) {
+            if (p->GetSize() == 0) break;
+            if (first_s < 0) first_s = Simulator::Now().GetSeconds();
+            bytes += p->GetSize();
+            last_s = Simulator::Now().GetSeconds();
+        }
+    }
+};
+
+template <class T> Ptr<T> New() { return CreateObject<T>(); }
+
+// The object behind a Ptr: cppyy sets data members through a Ptr proxy on a copy, not on the
+// object, so Python configures and reads tcpdelay's objects through this.
+template <class T> T* Raw(Ptr<T> p) { return PeekPointer(p); }
+
+inline void AttachProbeAt(Ptr<TcpStateProbe> probe, Ptr<Socket> s, double period_s, double first_sample_s) {
+    probe->Attach(s, period_s, first_sample_s);
+}
+
+}  // namespace tcpdelay_sim

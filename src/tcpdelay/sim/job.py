@@ -1,0 +1,147 @@
+"""A simulation job: everything one ns-3 simulation is given, as plain data (JSON-able).
+
+A job is built from a run's plan by :mod:`tcpdelay.experiments.backends.ns3` and run by
+:func:`tcpdelay.sim.ns3_runtime.simulate` in a worker. Keys (times in seconds of simulated time;
+flows start at ``t0_s + start_s``):
+
+``seed``, ``duration_s``, ``t0_s``, ``tcp_state_period_s`` (0 = off), ``queue_period_s``,
+``out_dir`` (where the records and ``result.json`` go), ``link`` (``a_to_b``/``b_to_a``: the
+emulator's direction tables, :class:`tcpdelay.link.DirectionSpec` data, outages already shifted
+to the link's clock), ``hosts`` (name, side ``left``/``right``, and ``tcp``: :class:`HostTcp`),
+``media`` (:class:`MediaJob`) and ``bulk`` (:class:`BulkJob`).
+
+What ns-3 3.44 cannot do of a plan is named here, at plan time, one line each
+(:class:`~tcpdelay.errors.ParameterError`): a congestion control it lacks, RACK/TLP, ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tcpdelay.errors import ParameterError
+
+#: tcpdelay's congestion-control names (the kernel's) -> ns-3 3.44 TypeIds. ns-3 has no
+#: Westwood (only Westwood+), no Compound, CCP or CCPD (they exist only as tcpdelay's BPF programs).
+NS3_CONGESTION: dict[str, str] = {
+    "reno": "ns3::TcpLinuxReno", "newreno": "ns3::TcpNewReno", "cubic": "ns3::TcpCubic",
+    "bbr": "ns3::TcpBbr", "vegas": "ns3::TcpVegas", "westwood+": "ns3::TcpWestwoodPlus",
+    "bic": "ns3::TcpBic", "highspeed": "ns3::TcpHighSpeed", "htcp": "ns3::TcpHtcp",
+    "hybla": "ns3::TcpHybla", "illinois": "ns3::TcpIllinois", "scalable": "ns3::TcpScalable",
+    "veno": "ns3::TcpVeno", "yeah": "ns3::TcpYeah", "lp": "ns3::TcpLp", "dctcp": "ns3::TcpDctcp",
+    "ledbat": "ns3::TcpLedbat",
+}
+#: A variant's tcpdelay parameters that ns-3's implementation has, by its attribute name.
+NS3_CONGESTION_PARAMS: dict[str, dict[str, str]] = {
+    "vegas": {"alpha": "Alpha", "beta": "Beta", "gamma": "Gamma"},
+}
+
+#: Linux's defaults where ns-3's differ (docs/ns3.md, "TCP as Linux has it"): MSS of a 1500-byte
+#: MTU with timestamps, IW10 (RFC 6928), RTO_min 200 ms, delayed-ACK timeout 40 ms (the kernel's
+#: TCP_ATO_MIN), SACK on, the maxima of tcp_wmem / tcp_rmem as fixed buffers (ns-3 does not
+#: autotune), the kernel's default congestion control.
+LINUX_SEGMENT_BYTES = 1448
+LINUX_INITCWND_SEGMENTS = 10
+LINUX_MIN_RTO_S = 0.2
+LINUX_DELACK_TIMEOUT_S = 0.04
+LINUX_WMEM_MAX_BYTES = 4 * 1024 * 1024
+LINUX_RMEM_MAX_BYTES = 6 * 1024 * 1024
+DEFAULT_CONGESTION = "cubic"
+
+
+def ns3_congestion(name: str | None, params: dict | None = None) -> tuple[str, dict[str, float]]:
+    """The ns-3 TypeId and attributes of a congestion control; one line naming what ns-3 has
+    when it lacks it."""
+    name = name or DEFAULT_CONGESTION
+    if name not in NS3_CONGESTION:
+        raise ParameterError(f"congestion control {name!r} is not in ns-3 3.44 (it has: "
+                             f"{', '.join(sorted(NS3_CONGESTION))}); run it on the testbed")
+    known = NS3_CONGESTION_PARAMS.get(name, {})
+    attrs = {}
+    for k, v in (params or {}).items():
+        if k not in known:
+            raise ParameterError(f"congestion control {name!r}: parameter {k!r} has no ns-3 counterpart"
+                                 + (f" (it has: {', '.join(known)})" if known else " (ns-3's takes none)"))
+        attrs[known[k]] = v
+    return NS3_CONGESTION[name], attrs
+
+
+@dataclass
+class HostTcp:
+    """A host's TCP as ns-3 gets it (see the Linux defaults above)."""
+    congestion_type: str = NS3_CONGESTION[DEFAULT_CONGESTION]
+    congestion_attrs: dict[str, float] = field(default_factory=dict)
+    initcwnd_segments: int = LINUX_INITCWND_SEGMENTS
+    sack: bool = True
+    sndbuf_bytes: int = LINUX_WMEM_MAX_BYTES
+    rcvbuf_bytes: int = LINUX_RMEM_MAX_BYTES
+
+
+def host_tcp(settings: dict) -> HostTcp:
+    """A testbed host's TCP settings (:class:`tcpdelay.testbed.TcpSettings` data) for ns-3;
+    what ns-3 cannot do is one :class:`ParameterError`."""
+    name, params = settings.get("congestion_control"), settings.get("congestion_params")
+    ctype, cattrs = ns3_congestion(name, params)
+    for key, what in (("rack", "RACK"), ("tlp", "tail loss probe")):
+        if settings.get(key):
+            raise ParameterError(f"{key}: ns-3 3.44 has no {what}; run with {key} = false or on the testbed")
+    if settings.get("ecn"):
+        raise ParameterError("ecn: the ns-3 backend does not model ECN marking (the emulated link never marks)")
+    wmem, rmem = settings.get("wmem_bytes"), settings.get("rmem_bytes")
+    return HostTcp(congestion_type=ctype, congestion_attrs=cattrs,
+                   initcwnd_segments=int(settings.get("initcwnd_segments") or LINUX_INITCWND_SEGMENTS),
+                   sack=settings.get("sack", True) is not False,
+                   sndbuf_bytes=int(wmem[2]) if wmem else LINUX_WMEM_MAX_BYTES,
+                   rcvbuf_bytes=int(rmem[2]) if rmem else LINUX_RMEM_MAX_BYTES)
+
+
+@dataclass
+class MediaJob:
+    """A media flow: its packets (``packets_file``: an .npz of ``at_s``, ``size_bytes``) from
+    ``sender`` to ``receiver`` over ``transport``."""
+    flow_id: int
+    sender: str
+    receiver: str
+    transport: str                      # tcp | udp
+    port: int
+    start_s: float
+    stop_s: float
+    packets_file: str
+    nodelay: bool = True
+    sndbuf_bytes: int | None = None
+    rcvbuf_bytes: int | None = None
+
+
+@dataclass
+class BulkJob:
+    """A TCP transfer from ``server`` to ``client`` (``size_bytes`` 0: as much as TCP takes until
+    ``stop_s``)."""
+    flow_id: int
+    server: str
+    client: str
+    port: int
+    start_s: float
+    stop_s: float
+    size_bytes: int = 0
+
+
+@dataclass
+class Job:
+    seed: int
+    duration_s: float
+    t0_s: float
+    link: dict
+    hosts: list[dict]
+    out_dir: str
+    media: list[MediaJob] = field(default_factory=list)
+    bulk: list[BulkJob] = field(default_factory=list)
+    tcp_state_period_s: float = 0.01
+    queue_period_s: float = 0.01
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Job":
+        return cls(**{**d, "media": [MediaJob(**m) for m in d.get("media", [])],
+                      "bulk": [BulkJob(**b) for b in d.get("bulk", [])]})

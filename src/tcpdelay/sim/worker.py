@@ -1,0 +1,197 @@
+"""A worker process that imports ns-3 once and runs each simulation in a forked child.
+
+Importing ns-3's Python bindings and compiling tcpdelay's C++ parts takes seconds; a simulation
+of a small scenario takes less. The worker (``python -m tcpdelay.sim.worker``) pays the import
+once, then for every job it is handed forks a child that runs it
+(:func:`tcpdelay.sim.ns3_runtime.simulate`) and exits: a fatal error in ns-3 (which aborts the
+process) costs that child only, and every simulation starts from the same clean state.
+
+Protocol (one JSON object per line): the client writes ``{"job": "<path of a job JSON>"}``;
+the worker answers ``{"job": ..., "exit": <child's exit status, or -signal>, "wall_s": ...}``
+when the child has ended (its records and ``result.json`` are in the job's ``out_dir``; a
+failed child leaves ``error.txt`` there when it could). The worker's first line is
+``{"ready": true, "import_s": ...}``. Only the protocol goes to the worker's stdout (ns-3's
+own messages go to stderr).
+
+:class:`Ns3Worker` is the client; :func:`shared_worker` keeps one per process (a sweep's units
+reuse it), stopped at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from tcpdelay.errors import TcpdelayError
+
+#: Environment of the worker: one BLAS thread and the system allocator for Arrow, so nothing
+#: else runs threads in the process that forks.
+WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "ARROW_DEFAULT_MEMORY_POOL": "system"}
+
+
+class SimulationError(TcpdelayError):
+    """The ns-3 worker could not start, or a simulation's child failed."""
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent ends (Linux PR_SET_PDEATHSIG): a worker whose client
+    was killed, and a simulation whose worker was, do not live on."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+def _run_child(job_path: str) -> None:
+    """In the forked child: run the job, exit 0 (or 1 after writing error.txt)."""
+    _die_with_parent()
+    from tcpdelay.sim.job import Job
+    from tcpdelay.sim.ns3_runtime import simulate
+
+    code = 0
+    try:
+        job = Job.from_dict(json.loads(Path(job_path).read_text()))
+        try:
+            simulate(job)
+        except BaseException as err:  # noqa: BLE001 - reported to the parent through error.txt
+            code = 1
+            Path(job.out_dir, "error.txt").write_text(f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
+    except BaseException:  # noqa: BLE001
+        code = 1
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def main() -> int:
+    _die_with_parent()
+    proto = os.fdopen(os.dup(1), "w", buffering=1)   # the protocol's own stdout
+    os.dup2(2, 1)                                     # anything else printed goes to stderr
+    t0 = time.monotonic()
+    os.chdir(tempfile.mkdtemp(prefix="tcpdelay-ns3-"))  # ns-3 globs the current directory
+    from tcpdelay.sim.ns3_runtime import load
+
+    load()
+    proto.write(json.dumps({"ready": True, "import_s": time.monotonic() - t0}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job_path = json.loads(line)["job"]
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            _run_child(job_path)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        proto.write(json.dumps({"job": job_path, "exit": code, "wall_s": time.monotonic() - started}) + "\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class Ns3Worker:
+    """A running worker (see the module doc). :meth:`run` one job at a time; thread-safe."""
+
+    def __init__(self, *, python: str | None = None, start_timeout_s: float = 300.0):
+        env = {**os.environ, **WORKER_ENV}
+        self.proc = subprocess.Popen([python or sys.executable, "-m", "tcpdelay.sim.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                     start_new_session=True)
+        self._lock = threading.Lock()
+        self._stderr: list[str] = []
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        line = self._readline(start_timeout_s)
+        try:
+            hello = json.loads(line)
+        except ValueError:
+            hello = {}
+        if not hello.get("ready"):
+            self.stop()
+            raise SimulationError(f"the ns-3 worker did not start: {self.last_error() or line.strip() or 'no answer'}")
+        self.import_s = float(hello.get("import_s", 0.0))
+
+    def _drain_stderr(self) -> None:
+        for line in self.proc.stderr:
+            if "Failed to materialize symbols" in line:
+                continue
+            self._stderr.append(line.rstrip())
+            del self._stderr[:-200]
+
+    def last_error(self) -> str:
+        """The last line the worker printed on stderr that looks like an error."""
+        for line in reversed(self._stderr):
+            if line.strip() and not line.startswith(("#", " ")):
+                return line.strip()
+        return ""
+
+    def _readline(self, timeout_s: float | None) -> str:
+        box: list[str] = []
+        reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        if reader.is_alive():
+            self.stop()
+            raise SimulationError(f"the ns-3 worker did not answer within {timeout_s:g} s")
+        return box[0] if box else ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, job_path: str | os.PathLike, *, timeout_s: float | None = None) -> dict:
+        """Run the job in ``job_path``; returns the worker's answer (``exit`` 0 = done)."""
+        with self._lock:
+            if not self.alive():
+                raise SimulationError(f"the ns-3 worker has exited: {self.last_error() or 'no message'}")
+            self.proc.stdin.write(json.dumps({"job": str(job_path)}) + "\n")
+            self.proc.stdin.flush()
+            line = self._readline(timeout_s)
+            if not line:
+                raise SimulationError(f"the ns-3 worker died: {self.last_error() or 'no message'}")
+            return json.loads(line)
+
+    def stop(self) -> None:
+        """End the worker and any simulation it runs (its whole process group)."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+_shared: Ns3Worker | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_worker() -> Ns3Worker:
+    """This process's worker, started on first use (and again if it died)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.alive():
+            _shared = Ns3Worker()
+            atexit.register(_shared.stop)
+        return _shared
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Scenarios on the ns-3 backend (``--backend ns3``): the same records, metrics and report as the
+testbed's; a loss-free run delivers every packet at the one-way delay, a lossy one retransmits
+and has a delay tail; the seed fixes the run; what ns-3 lacks is one line at plan time (exit 2);
+a killed sweep resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tcpdelay.experiments.run import run_scenario
+from tcpdelay.experiments.scenario import parse_scenario
+from tcpdelay.records import read_records
+
+pytestmark = pytest.mark.ns3
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _voip(loss_p: float, **over) -> dict:
+    return {"name": "voip-ns3", "duration_s": 30, "seed": 1,
+            "path": {"rtt_s": 0.1, "rate_bps": 2e6, "queue_packets": 50,
+                     "loss": {"model": "bernoulli", "p": loss_p} if loss_p else {"model": "none"}},
+            "flows": [{"name": "voip", "profile": "voip", "transport": "tcp", "tcp": {"congestion_control": "reno"}}],
+            **over}
+
+
+def _run(data: dict, out: Path, seed: int = 1) -> dict:
+    return run_scenario(parse_scenario(data), seed, out, backend="ns3")
+
+
+def _delays(out: Path) -> np.ndarray:
+    r = read_records(out, "received")
+    return np.asarray(r["recv_time_s"]) - np.asarray(r["send_time_s"])
+
+
+def test_loss_free_tcp_delivers_every_packet_at_the_one_way_delay(worker, tmp_path):
+    totals = _run(_voip(0.0), tmp_path / "r")
+    assert totals["errors"] == [] and totals["packets_sent"] == totals["packets_received"] == 1500
+    d = _delays(tmp_path / "r")
+    # 176 bytes of TCP payload + 52 of headers at 2 Mb/s: 0.9 ms on top of 50 ms
+    assert np.all(d >= 0.05) and np.all(d < 0.05 + 0.002)
+    run = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert run["clock"] == "ns3-simulation"
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    assert metrics["flows"][0]["packets"]["loss_rate"] == 0.0
+    assert run["tcp_stats"][0]["total_retrans"] == 0
+
+
+def test_two_percent_loss_retransmits_and_has_a_delay_tail(worker, tmp_path):
+    totals = _run(_voip(0.02), tmp_path / "r")
+    assert totals["packets_received"] == totals["packets_sent"] == 1500       # TCP: late, not lost
+    d = _delays(tmp_path / "r")
+    assert np.quantile(d, 0.99) > 0.05 + 0.1          # a retransmission costs at least an RTT
+    run = json.loads((tmp_path / "r" / "run.json").read_text())
+    retx = run["tcp_stats"][0]["total_retrans"]
+    drops = run["run"]["link_counters"]["a_to_b"]["drops"]["loss"]
+    assert retx >= drops > 10                         # every data segment lost is sent again
+    state = read_records(tmp_path / "r", "tcp_state")
+    assert state.num_rows > 2000 and max(state["retransmits_total"].to_pylist()) == retx
+    assert set(state["ca_state"].to_pylist()) >= {0, 3}   # open and recovery
+
+
+def test_the_seed_fixes_the_run(worker, tmp_path):
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        _run(_voip(0.02, duration_s=10), tmp_path / name, seed)
+    a, b, c = (read_records(tmp_path / n, "received").sort_by("seq") for n in "abc")
+    assert a.equals(b) and not a.equals(c)
+
+
+def test_bulk_cross_traffic_and_the_queue_over_time(worker, tmp_path):
+    data = _voip(0.0, duration_s=20, cross=[{"kind": "bulk", "count": 2, "start_s": 2.0}])
+    totals = _run(data, tmp_path / "r")
+    assert totals["errors"] == []
+    run = json.loads((tmp_path / "r" / "run.json").read_text())
+    got = [c["result"]["bytes"] for c in run["run"]["cross"]]
+    # two bulk flows fill what VoIP leaves of 2 Mb/s for 18 s (4.5 MB between them, within 25 %)
+    assert sum(got) == pytest.approx(18 * (2e6 - 70e3) / 8, rel=0.25) and min(got) > 0
+    q = read_records(tmp_path / "r", "link_queue")
+    assert max(q["packets"].to_pylist()) == run["run"]["link_counters"]["a_to_b"]["peak_queue_packets"] > 20
+    d = _delays(tmp_path / "r")
+    assert np.median(d) > 0.05 + 0.1                  # VoIP waits behind the bulk flows' queue
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tcpdelay", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.parametrize("cc, what", [("compound", "'compound' is not in ns-3 3.44"),
+                                      ("westwood", "'westwood' is not in ns-3 3.44")])
+def test_a_variant_ns3_lacks_is_one_line_and_exit_2(tmp_path, cc, what):
+    sc = tmp_path / "s.toml"
+    sc.write_text(f'duration_s = 5\n[path]\nrtt_s = 0.1\n[[flows]]\nprofile = "voip"\n'
+                  f'tcp = {{ congestion_control = "{cc}" }}\n')
+    proc = _cli("run", str(sc), "--backend", "ns3", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and what in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_report_reads_an_ns3_run(worker, tmp_path):
+    _run(_voip(0.01, duration_s=10), tmp_path / "r" / "seed-1")
+    proc = _cli("report", str(tmp_path / "r"), "--out", str(tmp_path / "r.html"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "r.html").stat().st_size > 1000
+
+
+def test_a_killed_sweep_resumes(tmp_path):
+    sc = tmp_path / "s.toml"
+    sc.write_text('name = "k"\nduration_s = 60\nrepetitions = 3\n[path]\nrtt_s = 0.1\nloss = { model = "bernoulli", p = 0.01 }\n'
+                  '[[flows]]\nprofile = "voip"\n[sweep]\n"path.rtt_s" = [0.02, 0.1]\n')
+    out = tmp_path / "o"
+    proc = subprocess.Popen([sys.executable, "-m", "tcpdelay", "sweep", str(sc), "--backend", "ns3", "--out", str(out)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and len(list(out.glob("cells/*/seed-*/complete.json"))) < 1:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len(list(out.glob("cells/*/seed-*/complete.json")))
+    assert 1 <= done_before < 6
+    time.sleep(1)      # the worker and its simulation die with the sweep (PR_SET_PDEATHSIG)
+    ps = subprocess.run(["pgrep", "-f", "tcpdelay.sim.worker"], capture_output=True, text=True)
+    assert str(proc.pid) not in ps.stdout
+    again = _cli("sweep", str(sc), "--backend", "ns3", "--out", str(out), "--json")
+    assert again.returncode == 0, again.stderr
+    doc = json.loads(again.stdout)
+    assert doc["skipped"] == done_before and doc["ran"] == 6 - done_before
+    assert all(r["status"] == "complete" for r in doc["runs"])
