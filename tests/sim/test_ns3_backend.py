@@ -136,3 +136,33 @@ def test_a_killed_sweep_resumes(tmp_path):
     doc = json.loads(again.stdout)
     assert doc["skipped"] == done_before and doc["ran"] == 6 - done_before
     assert all(r["status"] == "complete" for r in doc["runs"])
+
+
+def test_every_cross_traffic_kind_runs_as_request_and_response(worker, tmp_path):
+    data = _voip(0.0, duration_s=12, cross=[
+        {"kind": "page_load", "connections": 6, "total_bytes": 372_000, "start_s": 2.0, "start_spread_s": 0.0},
+        {"kind": "web_onoff", "mode": "connections", "count": 2, "on_mean_s": 0.05, "off_mean_s": 0.05},
+        {"kind": "web_onoff", "mode": "poisson", "gap_mean_s": 0.05, "packet_size_bytes": 512},
+        {"kind": "udp", "rate_bps": 200e3, "packet_size_bytes": 1000, "start_s": 1.0},
+        {"kind": "bulk", "size_bytes": 200_000, "start_s": 5.0},
+    ])
+    totals = _run(data, tmp_path / "r")
+    assert totals["errors"] == []
+    cross = {c["name"]: c for c in json.loads((tmp_path / "r" / "run.json").read_text())["run"]["cross"]}
+    page = cross["cross0-page_load"]["result"]
+    assert page["complete"] and page["bytes"] == 372_000 and len(page["connections"]) == 6
+    # a page load takes at least the handshake and the request: two RTTs, more with slow start
+    assert page["page_load_time_s"] > 0.2 and all(c["connect_s"] >= 0.1 for c in page["connections"])
+    for k in ("cross1-web_onoff#0", "cross1-web_onoff#1"):
+        web = cross[k]["result"]
+        assert web["exchanges"] > 10 and web["bytes"] > 0 and web["failed"] == 0
+    poisson = cross["cross2-web_onoff"]["result"]
+    assert poisson["exchanges"] == 1
+    assert poisson["bytes"] == pytest.approx(12 * 512 / 0.05, rel=0.2)     # 82 kb/s offered and carried
+    udp, sink = cross["cross3-udp"]["result"], cross["cross3-udp"]["sink"]
+    assert udp["packets"] == 275 and sink["packets"] == 275 - sink["lost"] > 0.9 * 275   # 11 s x 25/s; the
+    # queue, full of the page load's bursts, may drop a few
+    bulk = cross["cross4-bulk"]["result"]
+    assert bulk["complete"] and bulk["bytes"] == 200_000
+    state = read_records(tmp_path / "r", "tcp_state")
+    assert {cross[k]["flow_id"] for k in cross if "udp" not in k} <= set(state["flow_id"].to_pylist())

@@ -8,7 +8,7 @@ flows start at ``t0_s + start_s``):
 ``out_dir`` (where the records and ``result.json`` go), ``link`` (``a_to_b``/``b_to_a``: the
 emulator's direction tables, :class:`tcpdelay.link.DirectionSpec` data, outages already shifted
 to the link's clock), ``hosts`` (name, side ``left``/``right``, and ``tcp``: :class:`HostTcp`),
-``media`` (:class:`MediaJob`) and ``bulk`` (:class:`BulkJob`).
+``media`` (:class:`MediaJob`) and ``cross`` (:class:`CrossJob`).
 
 What ns-3 3.44 cannot do of a plan is named here, at plan time, one line each
 (:class:`~tcpdelay.errors.ParameterError`): a congestion control it lacks, RACK/TLP, ...
@@ -113,16 +113,31 @@ class MediaJob:
 
 
 @dataclass
-class BulkJob:
-    """A TCP transfer from ``server`` to ``client`` (``size_bytes`` 0: as much as TCP takes until
-    ``stop_s``)."""
+class CrossJob:
+    """A cross-traffic flow. TCP kinds are request/response as on the testbed
+    (:mod:`tcpdelay.traffic.response_server`): the client on the receiving side opens
+    connections to the server on the sending side, each answered with the next of
+    ``responses`` — ``[kind, value]``: 0 = ``value`` bytes, 1 = as fast as TCP takes them for
+    ``value`` s, 2 = ``segment_bytes`` messages at exponential gaps (mean ``gap_mean_s``) until
+    stop, 3 = as fast as TCP takes them until stop. ``schedule`` 0 opens one connection at each
+    of ``starts_s``; 1 opens them one after another, the next ``offs_s[k]`` after the k-th closed
+    (web on/off). UDP (``transport`` udp): ``packet_size_bytes`` datagrams at ``rate_bps``."""
     flow_id: int
+    kind: str
+    transport: str
     server: str
     client: str
     port: int
     start_s: float
     stop_s: float
-    size_bytes: int = 0
+    responses: list[list[float]] = field(default_factory=list)
+    schedule: int = 0
+    starts_s: list[float] = field(default_factory=list)
+    offs_s: list[float] = field(default_factory=list)
+    segment_bytes: int | None = None
+    gap_mean_s: float = 0.05
+    rate_bps: float = 0.0
+    packet_size_bytes: int = 1200
 
 
 @dataclass
@@ -134,7 +149,7 @@ class Job:
     hosts: list[dict]
     out_dir: str
     media: list[MediaJob] = field(default_factory=list)
-    bulk: list[BulkJob] = field(default_factory=list)
+    cross: list[CrossJob] = field(default_factory=list)
     tcp_state_period_s: float = 0.01
     queue_period_s: float = 0.01
 
@@ -144,4 +159,4 @@ class Job:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Job":
         return cls(**{**d, "media": [MediaJob(**m) for m in d.get("media", [])],
-                      "bulk": [BulkJob(**b) for b in d.get("bulk", [])]})
+                      "cross": [CrossJob(**c) for c in d.get("cross", [])]})

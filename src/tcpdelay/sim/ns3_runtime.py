@@ -112,7 +112,7 @@ def simulate(job: Job) -> dict:
     host_tcp = {h["name"]: h["tcp"] for h in job.hosts}
     keep: list = []                          # the apps and probes live until the results are read
     media = [_media(ns, t, job, m, nodes, ip_of, host_tcp, keep) for m in job.media]
-    bulk = [_bulk(ns, t, job, b, nodes, ip_of, host_tcp, keep) for b in job.bulk]
+    cross = [_cross(ns, t, job, c, nodes, ip_of, host_tcp, keep) for c in job.cross]
     channel.StartSampling(job.queue_period_s)
 
     end_s = job.t0_s + job.duration_s + DRAIN_S
@@ -123,8 +123,8 @@ def simulate(job: Job) -> dict:
     results: dict[str, object] = {}
     for m, parts in zip(job.media, media):
         results.update(_media_results(job, m, parts, out))
-    for b, parts in zip(job.bulk, bulk):
-        results.update(_bulk_results(job, b, parts, out))
+    for c, parts in zip(job.cross, cross):
+        results.update(_cross_results(job, c, parts, out))
     _write_queue(channel, out)
     result = {"results": results, "counters": _counters(channel, job), "events": events,
               "simulated_s": end_s, "wall_s": time.monotonic() - wall0}
@@ -257,37 +257,90 @@ def _media(ns, t, job, m, nodes, ip_of, host_tcp, keep):
     return parts
 
 
-def _bulk(ns, t, job, b, nodes, ip_of, host_tcp, keep):
-    listener = _tcp_socket(ns, t, nodes[b.client], host_tcp[b.client])
-    listener.Bind(ns.InetSocketAddress(ns.Ipv4Address.GetAny(), b.port).ConvertTo())
-    sink_app = t.New[t.ByteSink]()
-    sink = t.Raw(sink_app)
-    sink.Setup(listener)
-    nodes[b.client].AddApplication(sink_app)
-    sink.SetStartTime(ns.Seconds(0.0))
-    sock = _tcp_socket(ns, t, nodes[b.server], host_tcp[b.server])
-    bulk_app = t.New[t.BulkSender]()
-    app = t.Raw(bulk_app)
-    app.size_bytes = int(b.size_bytes)
-    app.max_buffer = int(host_tcp[b.server]["sndbuf_bytes"])
-    app.Setup(sock, ns.InetSocketAddress(ip_of[b.client], b.port).ConvertTo())
-    nodes[b.server].AddApplication(bulk_app)
-    app.SetStartTime(ns.Seconds(job.t0_s + b.start_s))
-    app.SetStopTime(ns.Seconds(job.t0_s + b.stop_s))
-    probe = None
-    if job.tcp_state_period_s > 0:
-        probe_obj = t.New[t.TcpStateProbe]()
-        probe = t.Raw(probe_obj)
-        probe.flow_id, probe.connection, probe.mss = b.flow_id, 0, LINUX_SEGMENT_BYTES
-        t.AttachProbeAt(probe_obj, sock, job.tcp_state_period_s, job.t0_s + b.start_s)
-        keep.append(probe_obj)
-    parts = {"app": app, "sink": sink, "probe": probe, "sock": sock, "listener": listener,
-             "apps": (bulk_app, sink_app)}
+def _udp_pair(ns, t, node_tx, node_rx, to_ip, port: int, at_s, size_bytes, first_s: float, stop_s: float):
+    """A UDP sender (packets at ``first_s + at_s``) and its receiver; returns their raw objects
+    and the Ptrs that keep them."""
+    listener = ns.Socket.CreateSocket(node_rx, ns.UdpSocketFactory.GetTypeId())
+    listener.Bind(ns.InetSocketAddress(ns.Ipv4Address.GetAny(), port).ConvertTo())
+    rx_app = t.New[t.MediaReceiver]()
+    rx = t.Raw(rx_app)
+    rx.udp, rx.n_packets = True, len(size_bytes)
+    rx.Setup(listener)
+    node_rx.AddApplication(rx_app)
+    rx.SetStartTime(ns.Seconds(0.0))
+    tx_app = t.New[t.MediaSender]()
+    tx = t.Raw(tx_app)
+    tx.udp, tx.first_s = True, first_s
+    for a, n in zip(at_s, size_bytes):
+        tx.times_s.push_back(float(a))
+        tx.sizes.push_back(int(n))
+    tx.Setup(ns.Socket.CreateSocket(node_tx, ns.UdpSocketFactory.GetTypeId()),
+             ns.InetSocketAddress(to_ip, port).ConvertTo())
+    node_tx.AddApplication(tx_app)
+    tx.SetStartTime(ns.Seconds(0.0))
+    tx.SetStopTime(ns.Seconds(stop_s))
+    return tx, rx, (tx_app, rx_app, listener)
+
+
+def _cross(ns, t, job, c, nodes, ip_of, host_tcp, keep):
+    first, stop = job.t0_s + c.start_s, job.t0_s + c.stop_s
+    if c.transport == "udp":
+        interval = c.packet_size_bytes * 8 / c.rate_bps
+        at = np.arange(0.0, c.stop_s - c.start_s, interval)
+        tx, rx, hold = _udp_pair(ns, t, nodes[c.server], nodes[c.client], ip_of[c.client], c.port, at,
+                                 [c.packet_size_bytes] * len(at), first, stop)
+        parts = {"tx": tx, "rx": rx, "hold": hold}
+        keep.append(parts)
+        return parts
+    srv_tcp, cli_tcp = host_tcp[c.server], host_tcp[c.client]
+    listener = _tcp_socket(ns, t, nodes[c.server], srv_tcp)
+    if c.segment_bytes:
+        listener.SetAttribute("SegmentSize", ns.UintegerValue(int(c.segment_bytes)))
+    listener.Bind(ns.InetSocketAddress(ns.Ipv4Address.GetAny(), c.port).ConvertTo())
+    server_app = t.New[t.ResponseServer]()
+    server = t.Raw(server_app)
+    for kind, value in c.responses:
+        r = t.Response()
+        r.kind, r.value = int(kind), float(value)
+        server.responses.push_back(r)
+    server.segment = int(c.segment_bytes or LINUX_SEGMENT_BYTES)
+    server.gap_mean_s, server.stop_s = float(c.gap_mean_s), stop
+    server.gaps = t.NewExponential(float(c.gap_mean_s), 1000 + c.flow_id)
+    server.max_buffer = int(srv_tcp["sndbuf_bytes"])
+    server.flow_id, server.probe_period_s = c.flow_id, job.tcp_state_period_s
+    server.mss = int(c.segment_bytes or LINUX_SEGMENT_BYTES)
+    server.Setup(listener)
+    nodes[c.server].AddApplication(server_app)
+    server.SetStartTime(ns.Seconds(0.0))
+
+    maker = t.SocketMaker()
+    maker.node = nodes[c.client]
+    maker.sndbuf, maker.rcvbuf = int(cli_tcp["sndbuf_bytes"]), int(cli_tcp["rcvbuf_bytes"])
+    maker.initcwnd, maker.sack = int(cli_tcp["initcwnd_segments"]), bool(cli_tcp["sack"])
+    maker.segment = int(c.segment_bytes or 0)
+    client_app = t.New[t.FetchClient]()
+    client = t.Raw(client_app)
+    client.server = ns.InetSocketAddress(ip_of[c.server], c.port).ConvertTo()
+    client.schedule = int(c.schedule)
+    for x in c.starts_s:
+        client.starts.push_back(job.t0_s + float(x))
+    for x in c.offs_s:
+        client.offs.push_back(float(x))
+    client.first_s, client.end_s = first, stop
+    t.UseSocketMaker(client_app, maker)
+    nodes[c.client].AddApplication(client_app)
+    client.SetStartTime(ns.Seconds(0.0))
+    parts = {"server": server, "client": client, "hold": (server_app, client_app, listener, maker)}
     keep.append(parts)
     return parts
 
 
 # --------------------------------------------------------------------------- results
+
+
+def t_raw(ptr):
+    """The object behind an ns-3 Ptr (see tcpdelay_sim.h, Raw)."""
+    return load()[1].Raw(ptr)
 
 
 def _vec(v, dtype) -> np.ndarray:
@@ -365,16 +418,46 @@ def _media_results(job: Job, m, parts: dict, out: Path) -> dict:
     return {f"tx:{m.flow_id}": sender, f"rx:{m.flow_id}": [receiver]}
 
 
-def _bulk_results(job: Job, b, parts: dict, out: Path) -> dict:
-    app, sink = parts["app"], parts["sink"]
-    span = (sink.last_s - sink.first_s) if sink.first_s >= 0 else 0.0
-    res = {"bytes": int(sink.bytes), "sent_bytes": int(app.written), "complete": bool(app.done) or b.size_bytes == 0,
-           "connect_s": None if app.connected_s < 0 else app.connected_s - job.t0_s,
-           "goodput_bps": sink.bytes * 8 / (b.stop_s - b.start_s) if b.stop_s > b.start_s else 0.0,
-           "span_s": span, "error": "connection failed" if app.failed else None,
-           "tcp_info_end": _tcp_info_end(parts["probe"]),
-           "tcp_state": _write_probe(parts["probe"], out, f"ns3-{b.flow_id}")}
-    return {f"cross:{b.flow_id}": res}
+def _cross_results(job: Job, c, parts: dict, out: Path) -> dict:
+    start = job.t0_s + c.start_s
+    span = c.stop_s - c.start_s
+    if c.transport == "udp":
+        tx, rx = parts["tx"], parts["rx"]
+        sent = int(tx.packets_sent)
+        got = np.isfinite(_vec(rx.recv_time_s, float)[:sent])
+        seqs = _vec(rx.order, np.int64)
+        return {f"cross:{c.flow_id}": {"packets": sent, "bytes": sent * c.packet_size_bytes, "send_errors": 0,
+                                       "duration_s": span, "rate_bps": sent * c.packet_size_bytes * 8 / span},
+                f"sink:{c.flow_id}": {"packets": int(len(seqs)), "bytes": int(rx.received_bytes),
+                                      "highest_seq": int(seqs.max()) if len(seqs) else -1,
+                                      "lost": int(sent - got.sum()), "duplicates": int(len(seqs) - got.sum()),
+                                      "reordered": int(np.sum(np.diff(seqs) < 0)) if len(seqs) > 1 else 0}}
+    server, client = parts["server"], parts["client"]
+    n = len(client.bytes)
+    conns = []
+    for i in range(n):
+        rel = [None if v < 0 else v - start for v in (client.connect_s[i], client.first_byte_s[i], client.done_s[i])]
+        size = c.responses[i][1] if i < len(c.responses) and c.responses[i][0] == 0 else None
+        conns.append({"bytes": int(client.bytes[i]), "size_bytes": None if size is None else int(size),
+                      "connect_s": rel[0], "first_byte_s": rel[1], "done_s": rel[2],
+                      "complete": bool(client.done_s[i] >= 0 and not client.failed[i]
+                                       and (size is None or client.bytes[i] >= size))})
+    total = sum(x["bytes"] for x in conns)
+    sized = bool(c.responses) and all(r[0] == 0 for r in c.responses)
+    complete = all(x["complete"] for x in conns) and n == (len(c.responses) if sized else n)
+    rows = 0
+    for probe_ptr in server.probes:
+        probe = t_raw(probe_ptr)
+        rows += _write_probe(probe, out, f"ns3-{c.flow_id}-{probe.connection}")["rows"]
+    res = {"kind": c.kind, "bytes": total, "exchanges": n, "failed": int(sum(client.failed)),
+           "connections": conns, "goodput_bps": total * 8 / span if span > 0 else 0.0,
+           "complete": complete if sized else not any(client.failed), "duration_s": span,
+           "error": None, "tcp_state": {"rows": rows, "connections": len(server.probes)},
+           "warnings": [str(w) for w in server.warnings]}
+    if c.kind == "page_load":
+        done = [x["done_s"] for x in conns]
+        res["page_load_time_s"] = max(done) if complete and done and None not in done else None
+    return {f"cross:{c.flow_id}": res}
 
 
 def _write_queue(channel, out: Path) -> None:

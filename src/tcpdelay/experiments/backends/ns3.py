@@ -5,7 +5,8 @@ metrics and the report cannot tell, except by ``run.json``'s clock (``ns3-simula
 It translates the plan into a simulation job (:mod:`tcpdelay.sim.job`): the hosts and their
 TCP (Linux's defaults where ns-3's differ; the congestion control by the testbed's name), the
 link's two directions as they are (the emulator's model runs inside the simulation), each media
-flow's packets (from the same source, seed and times as on the testbed), the bulk cross traffic.
+flow's packets (from the same source, seed and times as on the testbed), the cross traffic (bulk,
+web on/off, page loads as request/response over TCP; UDP at its rate).
 What ns-3 or this backend cannot run is one :class:`~tcpdelay.errors.ParameterError` from
 :meth:`Ns3Backend.check_plan`, before anything is written: never a silent difference.
 
@@ -28,8 +29,8 @@ from tcpdelay.errors import ParameterError, TcpdelayError
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome
 from tcpdelay.experiments.plan import RunPlan
 
-#: Cross-traffic kinds the backend runs (the others are one error at plan time).
-CROSS_KINDS = ("bulk",)
+#: Most web on/off exchanges drawn ahead for one flow (each takes at least its on + off time).
+MAX_EXCHANGES = 1_000_000
 
 
 class Ns3Backend(Backend):
@@ -99,7 +100,7 @@ def _ns3_version() -> str:
 
 def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=None):
     """The simulation job of ``plan``; a :class:`ParameterError` for what ns-3 cannot run."""
-    from tcpdelay.sim.job import BulkJob, Job, MediaJob, host_tcp
+    from tcpdelay.sim.job import Job, MediaJob, host_tcp
 
     hosts = []
     for h in plan.hosts:
@@ -137,17 +138,43 @@ def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=
             nodelay=True if tcp is None or tcp.nodelay is None else bool(tcp.nodelay),
             sndbuf_bytes=None if tcp is None else tcp.sndbuf_bytes,
             rcvbuf_bytes=None if tcp is None else tcp.rcvbuf_bytes))
-    bulk = []
-    for c in plan.cross:
-        if c.kind not in CROSS_KINDS:
-            raise ParameterError(f"backend ns3: cross[{c.name}]: kind {c.kind!r} is not simulated yet "
-                                 f"(the ns-3 backend has: {', '.join(CROSS_KINDS)}); run it on the testbed")
-        # the data flows server -> client as on the testbed, but the client listens (one port each)
-        bulk.append(BulkJob(flow_id=c.flow_id, server=c.server, client=c.client, port=c.port + c.flow_id, start_s=c.start_s,
-                            stop_s=c.stop_s, size_bytes=int(getattr(c.cross, "size_bytes", None) or 0)))
+    cross = [_cross_job(c) for c in plan.cross]
     return Job(seed=plan.seed, duration_s=plan.duration_s, t0_s=plan.lead_s, link=plan.link, hosts=hosts,
-               out_dir=out_dir, media=media, bulk=bulk, tcp_state_period_s=plan.tcp_state_period_s,
+               out_dir=out_dir, media=media, cross=cross, tcp_state_period_s=plan.tcp_state_period_s,
                queue_period_s=plan.tcp_state_period_s or 0.01)
+
+
+def _cross_job(c):
+    """A cross-traffic flow as the testbed's generators make it (:mod:`tcpdelay.traffic`): the
+    same sizes, the same on/off draws from the flow's seed; request/response over TCP."""
+    from tcpdelay.sim.job import CrossJob
+    from tcpdelay.traffic.page_load import split_bytes
+
+    x = c.cross
+    base = dict(flow_id=c.flow_id, kind=c.kind, transport=c.transport, server=c.server, client=c.client,
+                port=c.port + (c.flow_id if c.transport == "tcp" else 0),   # a server (and port) per flow
+                start_s=c.start_s, stop_s=c.stop_s)
+    if c.kind == "udp":
+        return CrossJob(**base, rate_bps=float(x.rate_bps), packet_size_bytes=int(x.packet_size_bytes))
+    if c.kind == "bulk":
+        responses = [[0, int(x.size_bytes)]] if x.size_bytes else [[3, 0]]
+        return CrossJob(**base, responses=responses, starts_s=[c.start_s])
+    if c.kind == "page_load":
+        sizes = split_bytes(int(x.total_bytes), int(x.connections))
+        return CrossJob(**base, responses=[[0, n] for n in sizes], starts_s=[c.start_s] * len(sizes))
+    if c.kind == "web_onoff" and x.mode == "poisson":
+        return CrossJob(**base, responses=[[2, 0]], starts_s=[c.start_s], segment_bytes=int(x.packet_size_bytes),
+                        gap_mean_s=float(x.gap_mean_s))
+    if c.kind == "web_onoff":
+        rng = np.random.default_rng(c.seed)          # traffic/web_onoff.py's draws, in its order
+        ons, offs, used = [], [], 0.0
+        while used < c.stop_s - c.start_s and len(ons) < MAX_EXCHANGES:
+            ons.append(float(rng.exponential(x.on_mean_s)))
+            offs.append(float(rng.exponential(x.off_mean_s)))
+            used += ons[-1] + offs[-1]
+        return CrossJob(**base, responses=[[1, max(on, 1e-6)] for on in ons], schedule=1, offs_s=offs,
+                        segment_bytes=int(x.packet_size_bytes))
+    raise ParameterError(f"backend ns3: cross[{c.name}]: kind {c.kind!r} has no ns-3 counterpart")
 
 
 def _write_packets(path: str, m) -> None:

@@ -299,6 +299,8 @@ class TcpStateProbe : public Object {
         if (period > 0) Simulator::Schedule(Seconds(first_sample_s) - Simulator::Now(), &TcpStateProbe::Sample, this);
     }
     void Stop() { stopped = true; }
+    // for a socket whose SYN (or SYN-ACK) was sent before the probe was attached
+    void AfterHandshake(uint32_t isn) { have_first = true; first_seq = isn + 1; highest_sent = isn + 1; }
     void OnCwnd(uint32_t, uint32_t v) { cwnd = v; }
     void OnSsthresh(uint32_t, uint32_t v) { ssthresh = v; }
     void OnRtt(Time, Time v) { srtt_s = v.GetSeconds(); }
@@ -547,6 +549,248 @@ class ByteSink : public Application {
         }
     }
 };
+
+
+// ------------------------------------------------------------------------------------------
+// TCP cross traffic as request/response (src/tcpdelay/traffic/response_server.py): a client on
+// the receiving side connects to a server on the sending side and asks; the server answers
+// each connection, in the order they come, with the next of its responses:
+//   kind 0  `size` bytes as fast as TCP takes them, then close          (page load, sized bulk)
+//   kind 1  as fast as TCP takes them for `duration` seconds, then close (a web "on" period)
+//   kind 2  `segment`-byte messages at exponential gaps (mean `gap_mean_s`) until stop (poisson web)
+//   kind 3  as fast as TCP takes them until stop                          (unlimited bulk)
+// Every server socket's send buffer follows the congestion window as Linux's autotuning does.
+
+constexpr uint32_t kRequestBytes = 64;     // what a client asks with (a small HTTP-like request)
+
+struct Response {
+    int kind = 0;
+    double value = 0;          // size (bytes) or duration (s)
+};
+
+class ResponseServer : public Application {
+  public:
+    std::vector<Response> responses;   // one per connection, in the order they are accepted
+    uint32_t segment = 1448;
+    double gap_mean_s = 0.05;
+    double stop_s = 0;                 // absolute
+    uint32_t max_buffer = 4194304;
+    Ptr<Socket> listener;
+    Ptr<ExponentialRandomVariable> gaps;
+    size_t next_response = 0;
+    uint64_t written = 0;
+    std::vector<std::string> warnings;
+
+    struct Conn {
+        Ptr<Socket> s;
+        Response r;
+        bool asked = false, closing = false;
+        uint64_t sent = 0;
+        uint32_t request = 0, buffer = 0;
+        double started = 0;
+        uint32_t pending = 0;        // kind 2: message bytes waiting for room
+    };
+    std::vector<Conn*> conns;
+    // TCP state of every connection served (connection = its index), when probe_period_s > 0
+    int32_t flow_id = 0;
+    double probe_period_s = 0;
+    uint32_t mss = 1448;
+    std::vector<Ptr<TcpStateProbe>> probes;
+
+    void Setup(Ptr<Socket> s) { listener = s; }
+    void StartApplication() override {
+        listener->Listen();
+        listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+                                    MakeCallback(&ResponseServer::OnAccept, this));
+    }
+    void StopApplication() override {}
+    ~ResponseServer() override { for (Conn* c : conns) delete c; }
+
+    Conn* Find(Ptr<Socket> s) {
+        for (Conn* c : conns) if (c->s == s) return c;
+        return nullptr;
+    }
+    void OnAccept(Ptr<Socket> s, const Address&) {
+        Conn* c = new Conn();
+        c->s = s;
+        if (next_response < responses.size()) c->r = responses[next_response++];
+        else { c->r.kind = 0; c->r.value = 0; warnings.push_back("a connection beyond the planned responses"); }
+        conns.push_back(c);
+        s->SetRecvCallback(MakeCallback(&ResponseServer::OnRecv, this));
+        s->SetSendCallback(MakeCallback(&ResponseServer::OnSendSpace, this));
+        s->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&ResponseServer::OnCwndOf, c));
+        Autotune(c, 0);
+        if (probe_period_s > 0) {
+            Ptr<TcpStateProbe> probe = CreateObject<TcpStateProbe>();
+            probe->flow_id = flow_id;
+            probe->connection = (int16_t)(conns.size() - 1);
+            probe->mss = mss;
+            probe->AfterHandshake(0);   // accepted: its SYN-ACK is gone already (ns-3's ISN is 0)
+            probe->Attach(s, probe_period_s, Simulator::Now().GetSeconds());
+            probes.push_back(probe);
+        }
+    }
+    void StopProbes() { for (auto& p : probes) p->Stop(); }
+    static void OnCwndOf(Conn* c, uint32_t, uint32_t cwnd) { Autotune(c, cwnd); }
+    static void Autotune(Conn* c, uint32_t cwnd) {
+        uint32_t want = std::max<uint32_t>(2 * cwnd, 16384);
+        if (want <= c->buffer) return;
+        c->buffer = want;
+        Ptr<TcpSocketBase> tcp = DynamicCast<TcpSocketBase>(c->s);
+        if (tcp) tcp->GetTxBuffer()->SetMaxBufferSize(want);
+    }
+    void OnRecv(Ptr<Socket> s) {
+        Conn* c = Find(s);
+        Ptr<Packet> p;
+        while ((p = s->Recv())) {
+            if (p->GetSize() == 0) break;
+            if (c) c->request += p->GetSize();
+        }
+        if (c && !c->asked && c->request >= kRequestBytes) {
+            c->asked = true;
+            c->started = Simulator::Now().GetSeconds();
+            if (c->r.kind == 2) Simulator::Schedule(Seconds(gaps->GetValue()), &ResponseServer::Message, this, c);
+            if (c->r.kind == 1) Simulator::Schedule(Seconds(c->r.value), &ResponseServer::Finish, this, c);
+            Fill(c);
+        }
+    }
+    void OnSendSpace(Ptr<Socket> s, uint32_t) { if (Conn* c = Find(s)) Fill(c); }
+    void Message(Conn* c) {
+        if (c->closing) return;
+        if (Simulator::Now().GetSeconds() >= stop_s) { Finish(c); return; }
+        c->pending += segment;
+        Fill(c);
+        Simulator::Schedule(Seconds(gaps->GetValue()), &ResponseServer::Message, this, c);
+    }
+    void Finish(Conn* c) {
+        if (c->closing) return;
+        c->closing = true;
+        c->s->Close();
+    }
+    void Fill(Conn* c) {
+        if (!c->asked || c->closing) return;
+        double now = Simulator::Now().GetSeconds();
+        for (;;) {
+            uint32_t room = c->s->GetTxAvailable();
+            uint64_t want;
+            switch (c->r.kind) {
+                case 0: want = (uint64_t)c->r.value - c->sent; break;
+                case 2: want = c->pending; break;
+                default: want = (now < stop_s) ? room : 0; break;
+            }
+            uint32_t n = (uint32_t)std::min<uint64_t>(want, std::min<uint32_t>(room, 65536));
+            if (n == 0) break;
+            int sent = c->s->Send(Create<Packet>(n));
+            if (sent <= 0) break;
+            c->sent += (uint64_t)sent;
+            written += (uint64_t)sent;
+            if (c->r.kind == 2) c->pending -= (uint32_t)sent;
+        }
+        if (c->r.kind == 0 && c->sent >= (uint64_t)c->r.value) Finish(c);
+        if (c->r.kind == 3 && now >= stop_s) Finish(c);
+    }
+};
+
+// The receiving side's client: opens connections to the server and reads what comes back.
+//   schedule 0  one connection per start time in `starts` (absolute)         (page load: all at once; bulk; poisson)
+//   schedule 1  one after another: the next `offs[k]` seconds after the k-th closed (web on/off)
+class FetchClient : public Application {
+  public:
+    Address server;
+    int schedule = 0;
+    std::vector<double> starts;     // schedule 0
+    std::vector<double> offs;       // schedule 1: the gaps after each connection
+    double first_s = 0, end_s = 0;  // schedule 1: the first start, and no new connection after end
+    uint32_t segment = 0;           // 0: the host's; else the MSS this client asks for
+    // results, per connection
+    std::vector<double> connect_s, first_byte_s, done_s;
+    std::vector<uint64_t> bytes;
+    std::vector<int> failed;
+    // how to make a socket (set from Python: the host's TCP settings)
+    Callback<Ptr<Socket>> make_socket;
+    std::vector<Ptr<Socket>> sockets;
+
+    void StartApplication() override {
+        if (schedule == 0) for (double t : starts) Simulator::Schedule(Seconds(t) - Simulator::Now(), &FetchClient::Open, this);
+        else Simulator::Schedule(Seconds(first_s) - Simulator::Now(), &FetchClient::Open, this);
+    }
+    void StopApplication() override {}
+    int Index(Ptr<Socket> s) {
+        for (size_t i = 0; i < sockets.size(); i++) if (sockets[i] == s) return (int)i;
+        return -1;
+    }
+    void Open() {
+        Ptr<Socket> s = make_socket();
+        sockets.push_back(s);
+        connect_s.push_back(-1); first_byte_s.push_back(-1); done_s.push_back(-1);
+        bytes.push_back(0); failed.push_back(0);
+        s->SetConnectCallback(MakeCallback(&FetchClient::OnConnected, this), MakeCallback(&FetchClient::OnFailed, this));
+        s->SetRecvCallback(MakeCallback(&FetchClient::OnRecv, this));
+        s->SetCloseCallbacks(MakeCallback(&FetchClient::OnClosed, this), MakeCallback(&FetchClient::OnError, this));
+        s->Connect(server);
+    }
+    void OnConnected(Ptr<Socket> s) {
+        int i = Index(s);
+        if (i < 0) return;
+        connect_s[i] = Simulator::Now().GetSeconds();
+        s->Send(Create<Packet>(kRequestBytes));
+    }
+    void OnFailed(Ptr<Socket> s) { int i = Index(s); if (i >= 0) { failed[i] = 1; Next(); } }
+    void OnError(Ptr<Socket> s) { int i = Index(s); if (i >= 0 && done_s[i] < 0) { failed[i] = 1; done_s[i] = Simulator::Now().GetSeconds(); Next(); } }
+    void OnRecv(Ptr<Socket> s) {
+        int i = Index(s);
+        Ptr<Packet> p;
+        while ((p = s->Recv())) {
+            if (p->GetSize() == 0) break;
+            if (i < 0) continue;
+            if (first_byte_s[i] < 0) first_byte_s[i] = Simulator::Now().GetSeconds();
+            bytes[i] += p->GetSize();
+        }
+    }
+    void OnClosed(Ptr<Socket> s) {    // the server closed after its response: done
+        int i = Index(s);
+        if (i < 0 || done_s[i] >= 0) return;
+        done_s[i] = Simulator::Now().GetSeconds();
+        s->Close();
+        Next();
+    }
+    void Next() {
+        if (schedule != 1) return;
+        size_t k = sockets.size() - 1;
+        double off = k < offs.size() ? offs[k] : 0.0;
+        double at = Simulator::Now().GetSeconds() + off;
+        if (at < end_s && sockets.size() < offs.size() + 1) Simulator::Schedule(Seconds(off), &FetchClient::Open, this);
+    }
+};
+
+inline Ptr<ExponentialRandomVariable> NewExponential(double mean, int64_t stream) {
+    Ptr<ExponentialRandomVariable> e = CreateObject<ExponentialRandomVariable>();
+    e->SetAttribute("Mean", DoubleValue(mean));
+    e->SetStream(stream);
+    return e;
+}
+
+// A TCP socket of `node` with a host's settings (what Python's _tcp_socket sets), for
+// connections opened during the simulation.
+struct SocketMaker {
+    Ptr<Node> node;
+    uint32_t sndbuf = 4194304, rcvbuf = 6291456, initcwnd = 10, segment = 0;
+    bool sack = true;
+    Ptr<Socket> Make() {
+        Ptr<Socket> s = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
+        s->SetAttribute("SndBufSize", UintegerValue(sndbuf));
+        s->SetAttribute("RcvBufSize", UintegerValue(rcvbuf));
+        s->SetAttribute("InitialCwnd", UintegerValue(initcwnd));
+        s->SetAttribute("TcpNoDelay", BooleanValue(true));
+        s->SetAttribute("Sack", BooleanValue(sack));
+        if (segment) s->SetAttribute("SegmentSize", UintegerValue(segment));
+        return s;
+    }
+};
+
+inline void UseSocketMaker(Ptr<FetchClient> client, SocketMaker* maker) {
+    client->make_socket = MakeCallback(&SocketMaker::Make, maker);
+}
 
 template <class T> Ptr<T> New() { return CreateObject<T>(); }
 
