@@ -166,3 +166,20 @@ def test_every_cross_traffic_kind_runs_as_request_and_response(worker, tmp_path)
     assert bulk["complete"] and bulk["bytes"] == 200_000
     state = read_records(tmp_path / "r", "tcp_state")
     assert {cross[k]["flow_id"] for k in cross if "udp" not in k} <= set(state["flow_id"].to_pylist())
+
+
+def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path):
+    out = tmp_path / "v"
+    proc = _cli("validate", "--backend", "ns3", "--duration-s", "20", "--loss", "0.01", "--profile", "voip",
+                "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    (point,) = doc["points"]
+    assert point["stack"] == "newreno-2008"         # ns-3's only stack: no RACK/TLP for linux-default
+    # Brosh et al. §5.1: the model's mean within 10 % for VoIP at RTT 100 ms, 1 %
+    assert abs(point["relative_error"]["mean_s"]) <= 0.1, point["relative_error"]
+    assert point["measured"]["tcp_retransmissions"] > 0
+    run = json.loads(next(out.glob("cells/*/seed-*/run.json")).read_text())
+    assert run["clock"] == "ns3-simulation"
+    bad = _cli("validate", "--backend", "ns3", "--stack", "linux-default", "--out", str(tmp_path / "w"))
+    assert bad.returncode == 2 and "RACK" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -40,8 +40,13 @@ def _runner(backend: str = "testbed", scenario: Scenario | None = None):
     runner = get_backend(backend)
     runner.check()
     if scenario is not None and backend != "testbed":
+        notes: list[str] = []
         for cell in expand(scenario):
-            runner.check_plan(plan_run(cell.scenario, cell.scenario.seed_list[0]))
+            plan = plan_run(cell.scenario, cell.scenario.seed_list[0])
+            runner.check_plan(plan)
+            notes += [n for n in getattr(runner, "notes", lambda p: [])(plan) if n not in notes]
+        for note in notes:
+            click.echo(f"tcpdelay: note: backend {backend} approximates: {note}", err=True)
     return run_scenario if backend == "testbed" else functools.partial(run_scenario, backend=backend)
 
 

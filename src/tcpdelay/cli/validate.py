@@ -77,19 +77,27 @@ def evaluate_validation(out_dir: str | os.PathLike, **options: Any) -> dict:
               help="Only these media profiles [default: both].")
 @click.option("--stack", "stacks", type=click.Choice(["newreno-2008", "linux-default"]), multiple=True,
               help="Only these TCP presets [default: both].")
+@click.option("--backend", type=click.Choice(["testbed", "ns3"]), default="testbed", show_default=True,
+              help="Measure on the namespace testbed or simulate in ns-3 (docs/ns3.md; its stack is "
+                   "newreno-2008 only: ns-3 has no RACK/TLP).")
 @json_option
-def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, profiles, stacks, as_json):
+def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, profiles, stacks, backend, as_json):
     """Measure CBR over real Linux TCP with configured random drops on the testbed and set it
     against the delay model (Brosh et al. §5.1, Figs 5, 8, 11): mean, 95th percentile and
     standard deviation of the delay, with the relative error, in OUT/validation.html and
-    OUT/validation.json. Needs root and /dev/net/tun."""
+    OUT/validation.json. The testbed needs root and /dev/net/tun; with --backend ns3 the same grid
+    is simulated instead."""
     from tcpdelay.experiments.sweep import default_jobs
 
+    if backend == "ns3" and not stacks:
+        stacks = ("newreno-2008",)   # linux-default needs RACK and TLP, which ns-3 3.44 lacks
     grid = {k: v for k, v in (("rtts_s", rtts_s), ("losses", losses), ("profiles", profiles),
                               ("stacks", stacks)) if v}
-    out = out_dir or ("out/validate-full" if full else "out/validate-reduced")
-    doc = run_validation(out, full=full, jobs=jobs or default_jobs(), duration_s=duration_s,
-                         repetitions=repetitions, grid=grid or None, console=Console(stderr=True))
+    size = "full" if full else "reduced"
+    out = out_dir or (f"out/validate-{size}" + ("-ns3" if backend == "ns3" else ""))
+    jobs = jobs or (default_jobs() if backend == "testbed" else max(1, os.cpu_count() or 1))
+    doc = run_validation(out, full=full, jobs=jobs, duration_s=duration_s, repetitions=repetitions,
+                         grid=grid or None, console=Console(stderr=True), backend=backend)
     emit(doc, as_json, _human(doc))
     return 1 if (doc.get("sweep") or {}).get("failed") else 0
 

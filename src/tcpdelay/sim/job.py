@@ -95,6 +95,19 @@ def host_tcp(settings: dict) -> HostTcp:
                    rcvbuf_bytes=int(rmem[2]) if rmem else LINUX_RMEM_MAX_BYTES)
 
 
+def approximations(settings: dict) -> list[str]:
+    """What a host asks for that ns-3 does not do, where the difference is confined to a case
+    (said once per run, in environment.json and on stderr, rather than refused)."""
+    out = []
+    if settings.get("slow_start_after_idle"):
+        out.append("no restart after idle (RFC 2861 / tcp_slow_start_after_idle): differs only when a "
+                   "connection idles longer than its RTO, e.g. VoIP with silences")
+    if settings.get("no_metrics_save") is False:
+        out.append("no TCP metrics cache (ssthresh inherited by the next connection to the same host): "
+                   "differs only for connections opened after an earlier one ended, e.g. web on/off")
+    return out
+
+
 @dataclass
 class MediaJob:
     """A media flow: its packets (``packets_file``: an .npz of ``at_s``, ``size_bytes``) from

@@ -46,6 +46,17 @@ class Ns3Backend(Backend):
     def check_plan(self, plan: RunPlan) -> None:
         _translate(plan, "/nonexistent", write_packets=False)
 
+    def notes(self, plan: RunPlan) -> list[str]:
+        """What the plan asks for that ns-3 only approximates (one line each, for stderr and
+        environment.json)."""
+        from tcpdelay.sim.job import approximations
+
+        seen: dict[str, list[str]] = {}
+        for h in plan.hosts:
+            for note in approximations(h.get("tcp") or {}):
+                seen.setdefault(note, []).append(h["name"])
+        return [f"hosts {', '.join(names)}: {note}" for note, names in seen.items()]
+
     def run(self, job: BackendJob) -> BackendOutcome:
         from tcpdelay.sim.worker import SimulationError, shared_worker
 
@@ -58,7 +69,8 @@ class Ns3Backend(Backend):
         job_file.write_text(json.dumps(sim_job.to_dict(), indent=1))
         worker = shared_worker()
         job.on_environment({"backend": "ns3", "ns3_version": _ns3_version(), "simulated": True,
-                            "worker_import_s": worker.import_s, "job": str(job_file.relative_to(rd))})
+                            "worker_import_s": worker.import_s, "job": str(job_file.relative_to(rd)),
+                            "approximations": self.notes(plan)})
         if job.on_progress:
             job.on_progress(0.0, plan.duration_s)
         try:

@@ -31,21 +31,26 @@ PageWriter = Callable[[Path, list[dict], dict], Path]
 def run_validation(out_dir: str | os.PathLike, *, full: bool = False, jobs: int = 1,
                    duration_s: float | None = None, repetitions: int | None = None,
                    grid: dict | None = None, console=None, progress: bool = True,
-                   page: PageWriter | None = None) -> dict:
+                   page: PageWriter | None = None, backend: str = "testbed") -> dict:
     """Measure every point not yet measured in ``out_dir`` (resumable), compare with the model
     and write ``validation.json`` there (and the page, with ``page``: see
-    :func:`evaluate_validation`). Needs the testbed, unless every run is already complete there
-    (then only the model side is recomputed)."""
-    from tcpdelay.experiments.run import run_scenario
+    :func:`evaluate_validation`). Needs the ``backend`` (the testbed, or ns-3), unless every run
+    is already complete there (then only the model side is recomputed)."""
+    import functools
+
+    from tcpdelay.experiments.backends import get_backend
+    from tcpdelay.experiments.run import plan_run, run_scenario
     from tcpdelay.experiments.sweep import expand, run_sweep, units
-    from tcpdelay.testbed import require_testbed_environment
-    from tcpdelay.testbed.emulator import find_binary
 
     scenario = validation_scenario(full, duration_s=duration_s, repetitions=repetitions, grid=grid)
-    if any(not u.complete for u in units(expand(scenario), out_dir)):
-        require_testbed_environment()
-        find_binary()
-    res = run_sweep(scenario, out_dir, run_scenario, jobs=jobs, console=console, progress=progress)
+    cells = expand(scenario)
+    if any(not u.complete for u in units(cells, out_dir)):
+        runner = get_backend(backend)
+        runner.check()
+        for cell in cells:           # what the backend cannot run: one line before anything runs
+            runner.check_plan(plan_run(cell.scenario, cell.scenario.seed_list[0]))
+    run = run_scenario if backend == "testbed" else functools.partial(run_scenario, backend=backend)
+    res = run_sweep(scenario, out_dir, run, jobs=jobs, console=console, progress=progress)
     size = size_label(full, duration_s=duration_s, repetitions=repetitions, grid=grid)
     if progress:
         from rich.console import Console
