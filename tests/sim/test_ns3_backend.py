@@ -183,3 +183,13 @@ def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path):
     assert run["clock"] == "ns3-simulation"
     bad = _cli("validate", "--backend", "ns3", "--stack", "linux-default", "--out", str(tmp_path / "w"))
     assert bad.returncode == 2 and "RACK" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_relative_output_directory_works(tmp_path):
+    sc = tmp_path / "s.toml"
+    sc.write_text('duration_s = 5\n[path]\nrtt_s = 0.1\n[[flows]]\nprofile = "voip"\n')
+    proc = subprocess.run([sys.executable, "-m", "tcpdelay", "run", "s.toml", "--backend", "ns3", "--out", "rel", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["runs"][0]["status"] == "complete"
+    assert (tmp_path / "rel" / "seed-1" / "received").is_dir()

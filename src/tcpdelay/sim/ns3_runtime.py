@@ -150,7 +150,11 @@ def _linux_defaults(ns) -> None:
     sd("ns3::TcpSocket::DelAckCount", ns.UintegerValue(2))
     sd("ns3::TcpSocket::DelAckTimeout", ns.TimeValue(ns.Seconds(LINUX_DELACK_TIMEOUT_S)))
     sd("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.Seconds(LINUX_MIN_RTO_S)))
-    sd("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
+    # Linux's RTO is srtt + max(4 rttvar, RTO_min) (tcp_set_rto: rttvar never below rto_min);
+    # ns-3's is max(MinRto, srtt + max(ClockGranularity, 4 rttvar)). With ns-3's 1-ms granularity
+    # a steady long RTT gives RTO ~ srtt and spurious timeouts; a granularity of RTO_min gives
+    # Linux's formula.
+    sd("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.Seconds(LINUX_MIN_RTO_S)))
     sd("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(True))
     sd("ns3::TcpSocketBase::WindowScaling", ns.BooleanValue(True))
 

@@ -60,7 +60,7 @@ class Ns3Backend(Backend):
     def run(self, job: BackendJob) -> BackendOutcome:
         from tcpdelay.sim.worker import SimulationError, shared_worker
 
-        plan, rd = job.plan, job.run_dir
+        plan, rd = job.plan, job.run_dir.resolve()     # the worker runs in a directory of its own
         started = time.time()
         sim_dir = rd / "sim"
         sim_dir.mkdir(parents=True, exist_ok=True)
