@@ -193,3 +193,40 @@ def test_a_relative_output_directory_works(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["runs"][0]["status"] == "complete"
     assert (tmp_path / "rel" / "seed-1" / "received").is_dir()
+
+
+def test_parallel_connections_split_and_proactive_drop(worker, tmp_path):
+    def flow_run(name, heuristics, **path):
+        data = _voip(0.0, duration_s=10, path={"rtt_s": 0.1, "rate_bps": path.get("rate_bps", 2e6),
+                                              "queue_packets": 50, "loss": path.get("loss", {"model": "none"})})
+        data["flows"][0]["profile"] = "video"
+        data["flows"][0]["heuristics"] = heuristics
+        _run(data, tmp_path / name)
+        run = json.loads((tmp_path / name / "run.json").read_text())["run"]
+        return run, read_records(tmp_path / name, "sent"), read_records(tmp_path / name, "received")
+
+    run, sent, got = flow_run("blind", {"connections": 3, "scheduler": "blind"})
+    conns = sent["connection"].to_pylist()
+    assert conns[:6] == [0, 1, 2, 0, 1, 2] and got.num_rows == sent.num_rows
+    tx = run["media"][0]["sender"]
+    assert tx["connections"] == 3 and len(tx["tcp_info_end"]) == 3 and max(tx["per_connection_packets"]) - min(tx["per_connection_packets"]) <= 1
+    assert set(read_records(tmp_path / "blind", "tcp_state")["connection"].to_pylist()) == {0, 1, 2}
+    assert sorted(got["connection"].to_pylist()) == sorted(conns)
+
+    run, sent, got = flow_run("intelligent", {"connections": 3, "scheduler": "intelligent"},
+                              loss={"model": "bernoulli", "p": 0.02})
+    assert set(sent["connection"].to_pylist()) == {0, 1, 2} and got.num_rows == sent.num_rows
+
+    run1, sent1, _ = flow_run("split1", {"split": 1})
+    run4, sent4, got4 = flow_run("split4", {"split": 4})
+    tx1, tx4 = run1["media"][0]["sender"], run4["media"][0]["sender"]
+    n = tx1["packets"]
+    assert tx4["rtp_packets"] > 3 * n and tx4["wire_bytes"] - tx1["wire_bytes"] == 2 * (tx4["rtp_packets"] - n)
+    assert got4.num_rows == sent4.num_rows
+
+    # a 300 kb/s link for a 573 kb/s video: the backlog grows; with a 0.2 s bound the sender skips
+    run, sent, got = flow_run("drop", {"proactive_drop_s": 0.2}, rate_bps=300e3)
+    dropped = sent["dropped"].to_pylist()
+    assert run["media"][0]["sender"]["dropped_packets"] == sum(dropped) > 0
+    assert not set(got["seq"].to_pylist()) & {i for i, d in enumerate(dropped) if d}
+    assert all(c == -1 for c, d in zip(sent["connection"].to_pylist(), dropped) if d)

@@ -123,6 +123,11 @@ class MediaJob:
     nodelay: bool = True
     sndbuf_bytes: int | None = None
     rcvbuf_bytes: int | None = None
+    #: Brosh et al. Sec. 7-8: split-N, N parallel connections and their scheduler, proactive drop
+    split: int = 1
+    connections: int = 1
+    scheduler: str = "blind"
+    proactive_drop_s: float | None = None
 
 
 @dataclass

@@ -211,11 +211,28 @@ def _tcp_socket(ns, t, node, tcp: dict, *, sndbuf: int | None = None, rcvbuf: in
 # --------------------------------------------------------------------------- flows
 
 
+#: A media flow's connection c is bound to MEDIA_CONN_PORT + MEDIA_CONN_STRIDE * flow_id + c on its
+#: sender (how the receiver tells its connections apart, as the testbed's by their tokens).
+MEDIA_CONN_PORT = 10_000
+MEDIA_CONN_STRIDE = 32
+#: RTP + tcpdelay header: the smallest piece of split-N (transport/framing.py).
+MIN_PIECE_BYTES = 32
+
+
+def _pieces(size: np.ndarray, split: int) -> np.ndarray:
+    """RTP packets per media packet with split-N, as the testbed's sender splits
+    (``max(1, min(split, size // 32))``)."""
+    return np.maximum(1, np.minimum(split, size // MIN_PIECE_BYTES)).astype(np.int64)
+
+
 def _media(ns, t, job, m, nodes, ip_of, host_tcp, keep):
     pk = np.load(m.packets_file)
     at, size = pk["at_s"].astype(float), pk["size_bytes"].astype(np.int64)
+    pieces = _pieces(size, m.split)
     udp = m.transport == "udp"
     rx_node, tx_node = nodes[m.receiver], nodes[m.sender]
+    base_port = MEDIA_CONN_PORT + MEDIA_CONN_STRIDE * m.flow_id
+    ledger = t.New[t.Ledger]()
     if udp:
         listener = ns.Socket.CreateSocket(rx_node, ns.UdpSocketFactory.GetTypeId())
     else:
@@ -223,40 +240,44 @@ def _media(ns, t, job, m, nodes, ip_of, host_tcp, keep):
     listener.Bind(ns.InetSocketAddress(ns.Ipv4Address.GetAny(), m.port).ConvertTo())
     rx_app = t.New[t.MediaReceiver]()
     rx = t.Raw(rx_app)
-    rx.udp = udp
-    rx.n_packets = len(size)
-    if not udp:
-        for e in np.cumsum(size + FRAMING_BYTES):
-            rx.end_byte.push_back(int(e))
+    rx.udp, rx.n_packets, rx.base_port, rx.ledger = udp, len(size), base_port, ledger
     rx.Setup(listener)
     rx_node.AddApplication(rx_app)
     rx.SetStartTime(ns.Seconds(0.0))
 
-    if udp:
-        sock = ns.Socket.CreateSocket(tx_node, ns.UdpSocketFactory.GetTypeId())
-    else:
-        sock = _tcp_socket(ns, t, tx_node, host_tcp[m.sender], sndbuf=m.sndbuf_bytes, nodelay=m.nodelay)
     tx_app = t.New[t.MediaSender]()
     tx = t.Raw(tx_app)
-    tx.udp = udp
-    tx.framing_bytes = FRAMING_BYTES
-    for a, s in zip(at, size):
+    tx.udp, tx.first_s, tx.base_port, tx.ledger = udp, job.t0_s + m.start_s, base_port, ledger
+    tx.scheduler = 1 if m.scheduler == "intelligent" else 0
+    tx.drop_bound_s = -1.0 if m.proactive_drop_s is None else float(m.proactive_drop_s)
+    for a, n, k in zip(at, size, pieces):
         tx.times_s.push_back(float(a))
-        tx.sizes.push_back(int(s))
-    tx.Setup(sock, ns.InetSocketAddress(ip_of[m.receiver], m.port).ConvertTo())
+        tx.sizes.push_back(int(n))
+        tx.pieces.push_back(int(k))
+        tx.wire.push_back(int(n + FRAMING_BYTES * k))
+    sockets = []
+    for _ in range(1 if udp else m.connections):
+        if udp:
+            sock = ns.Socket.CreateSocket(tx_node, ns.UdpSocketFactory.GetTypeId())
+        else:
+            sock = _tcp_socket(ns, t, tx_node, host_tcp[m.sender], sndbuf=m.sndbuf_bytes, nodelay=m.nodelay)
+        tx.AddConnection(sock)
+        sockets.append(sock)
+    tx.peer = ns.InetSocketAddress(ip_of[m.receiver], m.port).ConvertTo()
     tx_node.AddApplication(tx_app)
-    tx.first_s = job.t0_s + m.start_s
     tx.SetStartTime(ns.Seconds(0.0))            # connects first, as the testbed's sender does
     tx.SetStopTime(ns.Seconds(job.t0_s + m.stop_s + DRAIN_S))
-    probe = None
+    probes = []
     if not udp and job.tcp_state_period_s > 0:
-        probe_obj = t.New[t.TcpStateProbe]()
-        probe = t.Raw(probe_obj)
-        probe.flow_id, probe.connection, probe.mss = m.flow_id, 0, LINUX_SEGMENT_BYTES
-        t.AttachProbeAt(probe_obj, sock, job.tcp_state_period_s, job.t0_s + m.start_s)
-        keep.append(probe_obj)
-    parts = {"tx": tx, "rx": rx, "probe": probe, "packets": pk, "sock": sock, "listener": listener,
-             "apps": (tx_app, rx_app)}
+        for c, sock in enumerate(sockets):
+            probe_obj = t.New[t.TcpStateProbe]()
+            probe = t.Raw(probe_obj)
+            probe.flow_id, probe.connection, probe.mss = m.flow_id, c, LINUX_SEGMENT_BYTES
+            t.AttachProbeAt(probe_obj, sock, job.tcp_state_period_s, job.t0_s + m.start_s)
+            keep.append(probe_obj)
+            probes.append(probe)
+    parts = {"tx": tx, "rx": rx, "probes": probes, "packets": pk, "pieces": pieces,
+             "hold": (tx_app, rx_app, listener, ledger, sockets)}
     keep.append(parts)
     return parts
 
@@ -279,7 +300,7 @@ def _udp_pair(ns, t, node_tx, node_rx, to_ip, port: int, at_s, size_bytes, first
         tx.times_s.push_back(float(a))
         tx.sizes.push_back(int(n))
     tx.Setup(ns.Socket.CreateSocket(node_tx, ns.UdpSocketFactory.GetTypeId()),
-             ns.InetSocketAddress(to_ip, port).ConvertTo())
+             ns.InetSocketAddress(to_ip, port).ConvertTo())     # one socket: connection 0
     node_tx.AddApplication(tx_app)
     tx.SetStartTime(ns.Seconds(0.0))
     tx.SetStopTime(ns.Seconds(stop_s))
@@ -387,36 +408,48 @@ def _media_results(job: Job, m, parts: dict, out: Path) -> dict:
     n_sent = int(tx.packets_sent)
     at = pk["at_s"][:n_sent].astype(float)
     size = pk["size_bytes"][:n_sent].astype(np.int64)
+    conn = _vec(tx.conn_of, np.int16)[:n_sent]
+    skipped = _vec(tx.skipped, np.int16)[:n_sent] > 0
     send = job.t0_s + m.start_s + at
     seq = np.arange(n_sent, dtype=np.int64)
     frame_id = pk["frame_id"][:n_sent] if "frame_id" in pk else np.full(n_sent, -1)
     frame_type = pk["frame_type"][:n_sent] if "frame_type" in pk else np.full(n_sent, "")
     frame_last = pk["frame_last"][:n_sent] if "frame_last" in pk else np.ones(n_sent, bool)
     tag = f"ns3-{m.flow_id}"
-    write_part(out, "sent", {"flow_id": np.full(n_sent, m.flow_id, np.int32), "connection": np.zeros(n_sent, np.int16),
+    write_part(out, "sent", {"flow_id": np.full(n_sent, m.flow_id, np.int32), "connection": conn,
                              "seq": seq, "size_bytes": size.astype(np.int32), "send_time_s": send,
                              "frame_id": frame_id.astype(np.int64), "frame_type": [str(x) for x in frame_type],
-                             "frame_last": frame_last.astype(bool), "dropped": np.zeros(n_sent, bool)}, writer_id=tag)
+                             "frame_last": frame_last.astype(bool), "dropped": skipped}, writer_id=tag)
     recv = _vec(rx.recv_time_s, float)[:n_sent]
     got = ~np.isnan(recv)
-    write_part(out, "received", {"flow_id": np.full(int(got.sum()), m.flow_id, np.int32),
-                                 "connection": np.zeros(int(got.sum()), np.int16), "seq": seq[got],
-                                 "size_bytes": size[got].astype(np.int32), "send_time_s": send[got],
+    k = int(got.sum())
+    write_part(out, "received", {"flow_id": np.full(k, m.flow_id, np.int32),
+                                 "connection": np.where(conn[got] < 0, 0, conn[got]).astype(np.int16),
+                                 "seq": seq[got], "size_bytes": size[got].astype(np.int32), "send_time_s": send[got],
                                  "recv_time_s": recv[got]}, writer_id=tag)
     received_bytes = int(size[got].sum())
     last = float(send[-1]) if n_sent else job.t0_s + m.start_s
-    drained = m.transport == "udp" or int(tx.pending) == 0
-    sender = {"status": "completed" if drained and not tx.failed else ("drain-timeout" if not tx.failed else "connection-lost"),
-              "clock": "ns3-simulation", "transport": m.transport, "connections": 1, "split": 1, "scheduler": "blind",
-              "packets": n_sent, "dropped_packets": 0, "queue_full_packets": 0,
+    n_conn = int(tx.Connections())
+    drained = m.transport == "udp" or int(tx.Pending()) == 0
+    status = "connection-lost" if tx.failed else ("completed" if drained else "drain-timeout")
+    per_conn = [int(tx.PacketsOn(i)) for i in range(n_conn)] if m.transport == "tcp" else [int((~skipped).sum())]
+    pieces = parts["pieces"][:n_sent]
+    rows = sum(_write_probe(p, out, f"{tag}-{p.connection}")["rows"] for p in parts["probes"])
+    sender = {"status": status, "clock": "ns3-simulation", "transport": m.transport, "connections": n_conn,
+              "split": m.split, "scheduler": m.scheduler, "packets": n_sent,
+              "dropped_packets": int(tx.dropped_packets), "queue_full_packets": int(tx.queue_full_packets),
               "queued_bytes_at_end": int(tx.queued_at_end), "elapsed_s": last - (job.t0_s + m.start_s),
-              "duration_s": m.stop_s - m.start_s, "per_connection_packets": [n_sent],
-              "wire_bytes": int(size.sum()) + (FRAMING_BYTES * n_sent if m.transport == "tcp" else 0),
-              "tcp_info_end": _tcp_info_end(parts["probe"]), "tcp_state": _write_probe(parts["probe"], out, tag)}
-    receiver = {"status": "completed", "clock": "ns3-simulation", "received_packets": int(got.sum()),
-                "received_bytes": received_bytes, "bytes_in": int(rx.received_bytes), "duplicate_packets":
-                max(0, len(rx.order) - int(got.sum())) if m.transport == "udp" else 0,
-                "incomplete_packets": 0, "keepalive_packets": 0, "media_connections": 1,
+              "duration_s": m.stop_s - m.start_s, "per_connection_packets": per_conn,
+              "rtp_packets": int(tx.rtp_packets),
+              "wire_bytes": int((size[~skipped] + (FRAMING_BYTES * pieces[~skipped] if m.transport == "tcp" else 0)).sum()),
+              "tcp_info_end": [x for p in parts["probes"] for x in _tcp_info_end(p)],
+              "tcp_state": {"rows": rows, "connections": len(parts["probes"])}}
+    receiver = {"status": "completed", "clock": "ns3-simulation", "received_packets": k,
+                "received_bytes": received_bytes, "bytes_in": int(rx.received_bytes),
+                "duplicate_packets": 0, "foreign": int(rx.foreign),
+                "incomplete_packets": int(((_vec(rx.got_pieces, np.int64)[:n_sent] > 0) & ~got).sum())
+                if m.transport == "udp" else 0,
+                "keepalive_packets": 0, "media_connections": n_conn,
                 "first_recv_time_s": float(np.nanmin(recv)) if got.any() else None,
                 "last_recv_time_s": float(np.nanmax(recv)) if got.any() else None}
     return {f"tx:{m.flow_id}": sender, f"rx:{m.flow_id}": [receiver]}

@@ -131,12 +131,9 @@ def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=
     for m in plan.media:
         f = m.flow
         h = f.heuristics
-        for what, bad in (("split", h.split != 1), ("connections", h.connections != 1),
-                          ("scheduler", h.scheduler != "blind" and h.connections != 1),
-                          ("proactive_drop_s", h.proactive_drop_s is not None), ("keepalive", h.keepalive)):
-            if bad:
-                raise ParameterError(f"backend ns3: flow {m.name!r}: heuristics.{what} is not simulated yet; "
-                                     "run it on the testbed")
+        if h.keepalive:
+            raise ParameterError(f"backend ns3: flow {m.name!r}: heuristics.keepalive is not simulated yet; "
+                                 "run it on the testbed")
         tcp = f.tcp
         if tcp is not None and tcp.notsent_lowat_bytes is not None:
             raise ParameterError(f"backend ns3: flow {m.name!r}: tcp.notsent_lowat_bytes has no ns-3 counterpart")
@@ -149,7 +146,9 @@ def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=
             start_s=m.start_s, stop_s=m.stop_s, packets_file=packets_file,
             nodelay=True if tcp is None or tcp.nodelay is None else bool(tcp.nodelay),
             sndbuf_bytes=None if tcp is None else tcp.sndbuf_bytes,
-            rcvbuf_bytes=None if tcp is None else tcp.rcvbuf_bytes))
+            rcvbuf_bytes=None if tcp is None else tcp.rcvbuf_bytes,
+            split=int(h.split), connections=int(h.connections), scheduler=h.scheduler,
+            proactive_drop_s=h.proactive_drop_s))
     cross = [_cross_job(c) for c in plan.cross]
     return Job(seed=plan.seed, duration_s=plan.duration_s, t0_s=plan.lead_s, link=plan.link, hosts=hosts,
                out_dir=out_dir, media=media, cross=cross, tcp_state_period_s=plan.tcp_state_period_s,

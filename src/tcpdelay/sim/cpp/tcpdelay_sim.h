@@ -343,102 +343,230 @@ class TcpStateProbe : public Object {
 };
 
 // ------------------------------------------------------------------------------------------
-// Media: a source's packets at their times.
+// Media: a source's packets at their times (transport/sender.py, transport/receiver.py).
+//
+// TCP: N connections (Brosh et al. Sec. 7.2: parallel connections), each with its own
+// application queue written as far as its socket takes it; every packet is split into
+// `pieces[i]` RTP packets (split-N, Sec. 7.1), each framed by its 2-byte RFC 4571 length, so it
+// is `wire[i]` bytes on its connection. The connection of a packet is picked when it is due:
+// `blind` round robin, or `intelligent` (transport/scheduler.py): the least unsent data (its
+// application queue and what its socket holds unsent) among the connections not in recovery or
+// loss, ties round robin after the last one picked. Proactive drop (Sec. 8.1) skips a packet
+// whose connection's unsent bytes would take more than `drop_bound_s` to drain at cwnd per
+// RTT; a full application queue (`max_queue_bytes`) skips it too. The ledger is what the
+// receiver would read from the packets' headers: which packet ends where on which connection.
+// UDP: one socket; each piece one datagram carrying (seq, piece, pieces) in its first bytes.
+
+class Ledger : public Object {
+  public:
+    std::vector<std::vector<uint64_t>> end;   // per connection: stream offset just past each packet
+    std::vector<std::vector<uint32_t>> seq;   // per connection: those packets' seq
+    std::vector<uint64_t> queued;             // per connection: bytes queued so far
+    void Resize(size_t n) { end.resize(n); seq.resize(n); queued.resize(n, 0); }
+};
+
+class MediaSender;
+
+struct SenderConn {
+    MediaSender* owner = nullptr;
+    uint32_t index = 0;
+    Ptr<Socket> socket;
+    bool connected = false, failed = false;
+    uint64_t pending = 0, written = 0;
+    uint32_t packets = 0;
+    uint32_t cwnd = 0;
+    int16_t ca = 0;
+    double srtt_s = 0;
+    SequenceNumber32 next_tx;
+    void OnCa(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t v) { ca = (int16_t)v; }
+    void OnCwnd(uint32_t, uint32_t v) { cwnd = v; }
+    void OnRtt(Time, Time v) { srtt_s = v.GetSeconds(); }
+    void OnNextTx(SequenceNumber32, SequenceNumber32 v) { next_tx = v; }
+    uint64_t KernelUnsent() const {
+        Ptr<TcpSocketBase> tcp = DynamicCast<TcpSocketBase>(socket);
+        if (!tcp || !connected) return 0;
+        int32_t n = tcp->GetTxBuffer()->TailSequence() - next_tx;
+        return n > 0 ? (uint64_t)n : 0;
+    }
+    uint64_t Unsent() const { return pending + KernelUnsent(); }
+};
 
 class MediaSender : public Application {
   public:
     // configuration
     Address peer;
     bool udp = false;
-    uint32_t framing_bytes = 2;        // RFC 4571 length before each packet on TCP
     std::vector<double> times_s;       // each packet's time after the start
     std::vector<uint32_t> sizes;       // each packet's size (bytes)
+    std::vector<uint32_t> pieces;      // its RTP packets (split-N); empty: 1 each
+    std::vector<uint32_t> wire;        // TCP: its bytes on the connection, framing included
     double first_s = 0;                // the flow's start (absolute): packet i is due at first_s + times_s[i]
-    // state
-    Ptr<Socket> socket;
+    int scheduler = 0;                 // 0 blind, 1 intelligent
+    double drop_bound_s = -1;          // proactive drop (< 0: off)
+    uint64_t max_queue_bytes = 64ull << 20;
+    uint16_t base_port = 0;            // TCP: connection c is bound to base_port + c (how the receiver tells them apart)
+    Ptr<Ledger> ledger;
+    // state and results
+    std::vector<SenderConn*> conns;
+    std::vector<int16_t> conn_of;      // per packet emitted: its connection, -1 if skipped
+    std::vector<int16_t> skipped;      // per packet emitted: 0 sent, 1 proactive drop, 2 queue full
     size_t next = 0;
-    uint64_t pending = 0;              // bytes in the application queue (TCP)
-    uint64_t written = 0;              // bytes the socket took
-    uint64_t packets_sent = 0;
-    uint64_t queued_at_end = 0;
-    bool connected = false, failed = false;
-    double last_write_s = 0;
+    uint64_t packets_sent = 0, dropped_packets = 0, queue_full_packets = 0, queued_at_end = 0, rtp_packets = 0;
+    uint32_t rr = 0;
+    int last = -1;
+    bool failed = false;
 
-    void Setup(Ptr<Socket> s, Address to) { socket = s; peer = to; }
+    ~MediaSender() override { for (auto* c : conns) delete c; }
+
+    void AddConnection(Ptr<Socket> s) {
+        SenderConn* c = new SenderConn();
+        c->owner = this;
+        c->index = (uint32_t)conns.size();
+        c->socket = s;
+        conns.push_back(c);
+    }
+    void Setup(Ptr<Socket> s, Address to) { AddConnection(s); peer = to; }
 
     void StartApplication() override {
-        if (udp) {
-            socket->Connect(peer);
-            connected = true;
-        } else {
-            socket->SetConnectCallback(MakeCallback(&MediaSender::OnConnected, this),
-                                       MakeCallback(&MediaSender::OnConnectFailed, this));
-            socket->SetSendCallback(MakeCallback(&MediaSender::OnSendSpace, this));
-            socket->Connect(peer);
+        if (ledger) ledger->Resize(conns.size());
+        for (SenderConn* c : conns) {
+            if (udp) { c->socket->Connect(peer); c->connected = true; continue; }
+            if (base_port) c->socket->Bind(InetSocketAddress(Ipv4Address::GetAny(), base_port + c->index));
+            c->socket->SetConnectCallback(MakeCallback(&MediaSender::OnConnected, this),
+                                          MakeCallback(&MediaSender::OnConnectFailed, this));
+            c->socket->SetSendCallback(MakeCallback(&MediaSender::OnSendSpace, this));
+            c->socket->TraceConnectWithoutContext("CongState", MakeCallback(&SenderConn::OnCa, c));
+            c->socket->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&SenderConn::OnCwnd, c));
+            c->socket->TraceConnectWithoutContext("RTT", MakeCallback(&SenderConn::OnRtt, c));
+            c->socket->TraceConnectWithoutContext("NextTxSequence", MakeCallback(&SenderConn::OnNextTx, c));
+            c->socket->Connect(peer);
         }
         // connected when the application starts (as the testbed's sender, before the flow's
         // start); the packets come at their times
         if (!times_s.empty()) Simulator::Schedule(Seconds(first_s + times_s[0]) - Simulator::Now(), &MediaSender::Emit, this);
     }
     void StopApplication() override {
-        queued_at_end = pending;
-        if (socket) socket->Close();
+        for (SenderConn* c : conns) { queued_at_end += c->pending; c->socket->Close(); }
     }
-    void OnConnected(Ptr<Socket>) { connected = true; Flush(); }
-    void OnConnectFailed(Ptr<Socket>) { failed = true; }
-    void OnSendSpace(Ptr<Socket>, uint32_t) { Flush(); }
+    SenderConn* Of(Ptr<Socket> s) {
+        for (SenderConn* c : conns) if (c->socket == s) return c;
+        return nullptr;
+    }
+    void OnConnected(Ptr<Socket> s) { if (SenderConn* c = Of(s)) { c->connected = true; Flush(c); } }
+    void OnConnectFailed(Ptr<Socket> s) { if (SenderConn* c = Of(s)) c->failed = failed = true; }
+    void OnSendSpace(Ptr<Socket> s, uint32_t) { if (SenderConn* c = Of(s)) Flush(c); }
+
+    uint32_t Pick() {
+        uint32_t n = (uint32_t)conns.size();
+        if (scheduler == 0 || n == 1) { uint32_t i = rr; rr = (rr + 1) % n; return i; }
+        uint32_t start = (uint32_t)(last + 1) % n;
+        int best = -1;
+        uint64_t best_unsent = 0;
+        for (int pass = 0; pass < 2 && best < 0; pass++) {
+            for (uint32_t k = 0; k < n; k++) {
+                uint32_t i = (start + k) % n;
+                SenderConn* c = conns[i];
+                bool busy = c->ca == TcpSocketState::CA_RECOVERY || c->ca == TcpSocketState::CA_LOSS;
+                if (pass == 0 && busy) continue;
+                uint64_t u = c->Unsent();
+                if (best < 0 || u < best_unsent) { best = (int)i; best_unsent = u; }
+            }
+        }
+        last = best;
+        return (uint32_t)best;
+    }
+    double ImpliedDelay(SenderConn* c, uint64_t unsent) const {
+        if (c->cwnd == 0 || c->srtt_s <= 0) return 0.0;
+        return (double)unsent / ((double)c->cwnd / c->srtt_s);
+    }
 
     void Emit() {
         uint32_t size = sizes[next];
-        if (udp) {
-            uint8_t buf[65536];
-            std::memset(buf, 0, size);
-            uint64_t seq = next;
-            std::memcpy(buf, &seq, std::min<uint32_t>(8, size));
-            socket->Send(Create<Packet>(buf, size));
-        } else {
-            pending += size + framing_bytes;
-            Flush();
+        uint32_t np = pieces.empty() ? 1 : pieces[next];
+        uint32_t ci = udp ? 0 : Pick();
+        SenderConn* c = conns[ci];
+        int16_t skip = 0;
+        if (!udp) {
+            uint64_t unsent = c->Unsent();
+            if (drop_bound_s >= 0 && unsent > 0 && ImpliedDelay(c, unsent) > drop_bound_s) { skip = 1; dropped_packets++; }
+            else if (c->pending + size > max_queue_bytes) { skip = 2; queue_full_packets++; }
         }
+        conn_of.push_back(skip ? -1 : (int16_t)ci);
+        skipped.push_back(skip);
         packets_sent++;
+        if (!skip) {
+            if (udp) {
+                uint8_t buf[65536];
+                uint32_t base = size / np, extra = size % np, off = 0;
+                for (uint32_t k = 0; k < np; k++) {
+                    uint32_t piece = base + (k < extra ? 1 : 0);
+                    std::memset(buf, 0, piece);
+                    uint32_t sq = (uint32_t)next;
+                    std::memcpy(buf, &sq, 4);
+                    buf[4] = (uint8_t)k;
+                    buf[5] = (uint8_t)np;
+                    c->socket->Send(Create<Packet>(buf, piece));
+                    off += piece;
+                }
+            } else {
+                uint32_t bytes = wire.empty() ? size + 2 : wire[next];
+                c->pending += bytes;
+                if (ledger) {
+                    ledger->queued[ci] += bytes;
+                    ledger->end[ci].push_back(ledger->queued[ci]);
+                    ledger->seq[ci].push_back((uint32_t)next);
+                }
+                c->packets++;
+                Flush(c);
+            }
+            rtp_packets += np;
+        }
         next++;
         if (next < times_s.size()) {
             Simulator::Schedule(Seconds(times_s[next] - times_s[next - 1]), &MediaSender::Emit, this);
         }
     }
-    void Flush() {
-        if (udp || !connected) return;
-        while (pending > 0) {
-            uint32_t room = socket->GetTxAvailable();
+    void Flush(SenderConn* c) {
+        if (udp || !c->connected) return;
+        while (c->pending > 0) {
+            uint32_t room = c->socket->GetTxAvailable();
             if (room == 0) return;
-            uint32_t n = (uint32_t)std::min<uint64_t>(pending, std::min<uint32_t>(room, 65536));
-            int sent = socket->Send(Create<Packet>(n));
+            uint32_t n = (uint32_t)std::min<uint64_t>(c->pending, std::min<uint32_t>(room, 65536));
+            int sent = c->socket->Send(Create<Packet>(n));
             if (sent <= 0) return;
-            pending -= (uint64_t)sent;
-            written += (uint64_t)sent;
-            last_write_s = Simulator::Now().GetSeconds();
+            c->pending -= (uint64_t)sent;
+            c->written += (uint64_t)sent;
         }
     }
+    uint64_t Pending() const { uint64_t p = 0; for (auto* c : conns) p += c->pending; return p; }
+    uint32_t Connections() const { return (uint32_t)conns.size(); }
+    uint32_t PacketsOn(uint32_t i) const { return conns[i]->packets; }
+    Ptr<Socket> SocketOf(uint32_t i) const { return conns[i]->socket; }
 };
 
 class MediaReceiver : public Application {
   public:
     bool udp = false;
-    uint32_t framing_bytes = 2;
-    std::vector<uint64_t> end_byte;    // TCP: the stream offset just past each packet
     size_t n_packets = 0;
+    uint16_t base_port = 0;            // TCP: a connection from port base_port + c is connection c
+    Ptr<Ledger> ledger;
     // results
-    std::vector<double> recv_time_s;   // per packet; NaN if never read
+    std::vector<double> recv_time_s;   // per packet; NaN if never read (whole)
     std::vector<uint32_t> order;       // UDP: the seq of each datagram in arrival order
-    std::vector<double> arrival_s;     // UDP: its arrival time
+    std::vector<int16_t> got_pieces;   // UDP: pieces of each packet arrived
     uint64_t received_bytes = 0;
-    size_t next = 0;
+    uint64_t foreign = 0;
     Ptr<Socket> listener;
+    std::vector<Ptr<Socket>> accepted;
+    std::vector<int> conn_index;
+    std::vector<uint64_t> conn_bytes;
+    std::vector<size_t> conn_next;
 
     void Setup(Ptr<Socket> s) { listener = s; }
 
     void StartApplication() override {
         recv_time_s.assign(n_packets, std::nan(""));
+        got_pieces.assign(n_packets, 0);
         listener->SetRecvCallback(MakeCallback(&MediaReceiver::OnRecv, this));
         if (!udp) {
             listener->Listen();
@@ -447,24 +575,38 @@ class MediaReceiver : public Application {
         }
     }
     void StopApplication() override {}
-    void OnAccept(Ptr<Socket> s, const Address&) { s->SetRecvCallback(MakeCallback(&MediaReceiver::OnRecv, this)); }
+    void OnAccept(Ptr<Socket> s, const Address& from) {
+        int c = (int)InetSocketAddress::ConvertFrom(from).GetPort() - (int)base_port;
+        accepted.push_back(s);
+        conn_index.push_back(c);
+        if (c >= 0 && (size_t)c >= conn_bytes.size()) { conn_bytes.resize(c + 1, 0); conn_next.resize(c + 1, 0); }
+        s->SetRecvCallback(MakeCallback(&MediaReceiver::OnRecv, this));
+    }
     void OnRecv(Ptr<Socket> s) {
         double now = Simulator::Now().GetSeconds();
+        int c = -1;
+        for (size_t i = 0; i < accepted.size(); i++) if (accepted[i] == s) c = conn_index[i];
         Ptr<Packet> p;
         while ((p = s->Recv())) {
             uint32_t len = p->GetSize();
             if (len == 0) break;
             received_bytes += len;
             if (udp) {
-                uint64_t seq = 0;
-                uint8_t head[8] = {0};
-                p->CopyData(head, std::min<uint32_t>(8, len));
-                std::memcpy(&seq, head, 8);
-                order.push_back((uint32_t)seq);
-                arrival_s.push_back(now);
-                if (seq < n_packets && std::isnan(recv_time_s[seq])) recv_time_s[seq] = now;
+                uint8_t head[6] = {0};
+                p->CopyData(head, std::min<uint32_t>(6, len));
+                uint32_t seq = 0;
+                std::memcpy(&seq, head, 4);
+                order.push_back(seq);
+                if (seq >= n_packets) { foreign++; continue; }
+                uint8_t np = head[5] ? head[5] : 1;
+                if (++got_pieces[seq] == np && std::isnan(recv_time_s[seq])) recv_time_s[seq] = now;
+            } else if (c >= 0 && ledger && (size_t)c < ledger->end.size()) {
+                conn_bytes[c] += len;
+                const auto& end = ledger->end[c];
+                size_t& k = conn_next[c];
+                while (k < end.size() && conn_bytes[c] >= end[k]) recv_time_s[ledger->seq[c][k++]] = now;
             } else {
-                while (next < end_byte.size() && received_bytes >= end_byte[next]) recv_time_s[next++] = now;
+                foreign += len;
             }
         }
     }
