@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from tcpdelay.records import write_part
 from tcpdelay.sim.job import LINUX_DELACK_TIMEOUT_S, LINUX_MIN_RTO_S, LINUX_SEGMENT_BYTES, Job
@@ -126,8 +127,11 @@ def simulate(job: Job) -> dict:
     for c, parts in zip(job.cross, cross):
         results.update(_cross_results(job, c, parts, out))
     _write_queue(channel, out)
+    import resource
+
     result = {"results": results, "counters": _counters(channel, job), "events": events,
-              "simulated_s": end_s, "wall_s": time.monotonic() - wall0}
+              "simulated_s": end_s, "wall_s": time.monotonic() - wall0,
+              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     ns.Simulator.Destroy()
     (out / "result.json").write_text(json.dumps(result, default=_jsonable))
     return result
@@ -184,8 +188,7 @@ def _configure_link(ns, t, channel, job: Job) -> None:
         d.k, d.h = float(loss.get("k", 1.0)), float(loss.get("h", 0.0))
         d.rate_bps = int(round(spec["rate_bps"])) if spec.get("rate_bps") else 0
         if spec.get("trace_file"):
-            for v in np.loadtxt(spec["trace_file"], dtype=np.int64, ndmin=1):
-                d.trace_ms.push_back(int(v))
+            _fill(t, d.trace_ms, np.loadtxt(spec["trace_file"], dtype=np.int64, ndmin=1), np.uint64)
         if spec.get("queue_packets") is not None:
             d.queue_kind, d.queue_limit = 1, int(spec["queue_packets"])
         elif spec.get("queue_bytes") is not None:
@@ -250,11 +253,10 @@ def _media(ns, t, job, m, nodes, ip_of, host_tcp, keep):
     tx.udp, tx.first_s, tx.base_port, tx.ledger = udp, job.t0_s + m.start_s, base_port, ledger
     tx.scheduler = 1 if m.scheduler == "intelligent" else 0
     tx.drop_bound_s = -1.0 if m.proactive_drop_s is None else float(m.proactive_drop_s)
-    for a, n, k in zip(at, size, pieces):
-        tx.times_s.push_back(float(a))
-        tx.sizes.push_back(int(n))
-        tx.pieces.push_back(int(k))
-        tx.wire.push_back(int(n + FRAMING_BYTES * k))
+    _fill(t, tx.times_s, at, np.float64)
+    _fill(t, tx.sizes, size, np.uint32)
+    _fill(t, tx.pieces, pieces, np.uint32)
+    _fill(t, tx.wire, size + FRAMING_BYTES * pieces, np.uint32)
     sockets = []
     for _ in range(1 if udp else m.connections):
         if udp:
@@ -296,9 +298,8 @@ def _udp_pair(ns, t, node_tx, node_rx, to_ip, port: int, at_s, size_bytes, first
     tx_app = t.New[t.MediaSender]()
     tx = t.Raw(tx_app)
     tx.udp, tx.first_s = True, first_s
-    for a, n in zip(at_s, size_bytes):
-        tx.times_s.push_back(float(a))
-        tx.sizes.push_back(int(n))
+    _fill(t, tx.times_s, at_s, np.float64)
+    _fill(t, tx.sizes, size_bytes, np.uint32)
     tx.Setup(ns.Socket.CreateSocket(node_tx, ns.UdpSocketFactory.GetTypeId()),
              ns.InetSocketAddress(to_ip, port).ConvertTo())     # one socket: connection 0
     node_tx.AddApplication(tx_app)
@@ -368,8 +369,19 @@ def t_raw(ptr):
     return load()[1].Raw(ptr)
 
 
-def _vec(v, dtype) -> np.ndarray:
-    return np.array(list(v), dtype=dtype)
+def _vec(v, native, dtype=None) -> np.ndarray:
+    """A C++ std::vector as a NumPy array (one copy, no per-element calls); ``native`` must be its
+    element type (double: float64, int16_t: int16, ...), ``dtype`` what to return."""
+    n = int(v.size())
+    a = np.frombuffer(v.data(), dtype=native, count=n).copy() if n else np.empty(0, native)
+    return a if dtype is None else a.astype(dtype)
+
+
+def _fill(t, v, values, native) -> None:
+    """Fill a std::vector from ``values`` in one call."""
+    a = np.ascontiguousarray(values, dtype=native)
+    if len(a):
+        t.Fill[{np.float64: "double", np.uint32: "uint32_t", np.uint64: "uint64_t"}[native]](v, a, len(a))
 
 
 def _write_probe(probe, out: Path, tag: str) -> dict:
@@ -377,17 +389,18 @@ def _write_probe(probe, out: Path, tag: str) -> dict:
         return {"rows": 0}
     n = len(probe.t_s)
     ssth = _vec(probe.ssthresh_seg, np.int64)
-    pacing = _vec(probe.pacing, float)
+    pacing = _vec(probe.pacing, np.float64)
+    srtt = _vec(probe.srtt, np.float64)
     cols = {
         "flow_id": np.full(n, probe.flow_id, np.int32), "connection": np.full(n, probe.connection, np.int16),
-        "time_s": _vec(probe.t_s, float), "cwnd_segments": _vec(probe.cwnd_seg, np.int64),
-        "ssthresh_segments": [None if x < 0 else int(x) for x in ssth],
-        "srtt_s": [None if math.isnan(x) else x for x in _vec(probe.srtt, float)], "rttvar_s": [None] * n,
-        "delivery_rate_bps": [None] * n, "retransmits_total": _vec(probe.retx, np.int64),
-        "ca_state": _vec(probe.ca, np.int8), "bytes_acked": _vec(probe.acked, np.int64),
+        "time_s": _vec(probe.t_s, np.float64), "cwnd_segments": _vec(probe.cwnd_seg, np.int64),
+        "ssthresh_segments": pa.array(ssth, mask=ssth < 0),
+        "srtt_s": pa.array(srtt, mask=np.isnan(srtt)), "rttvar_s": pa.nulls(n, pa.float64()),
+        "delivery_rate_bps": pa.nulls(n, pa.float64()), "retransmits_total": _vec(probe.retx, np.int64),
+        "ca_state": _vec(probe.ca, np.int16, np.int8), "bytes_acked": _vec(probe.acked, np.int64),
         "mss_bytes": np.full(n, probe.mss, np.int32),
-        "pacing_rate_bps": [None if (math.isnan(x) or x == 0) else x for x in pacing],
-        "cc_state_0": [None] * n, "cc_state_1": [None] * n, "cc_state_2": [None] * n, "cc_state_3": [None] * n,
+        "pacing_rate_bps": pa.array(pacing, mask=np.isnan(pacing) | (pacing == 0)),
+        **{f"cc_state_{i}": pa.nulls(n, pa.uint64()) for i in range(4)},
     }
     write_part(out, "tcp_state", cols, writer_id=tag)
     return {"rows": n}
@@ -420,7 +433,7 @@ def _media_results(job: Job, m, parts: dict, out: Path) -> dict:
                              "seq": seq, "size_bytes": size.astype(np.int32), "send_time_s": send,
                              "frame_id": frame_id.astype(np.int64), "frame_type": [str(x) for x in frame_type],
                              "frame_last": frame_last.astype(bool), "dropped": skipped}, writer_id=tag)
-    recv = _vec(rx.recv_time_s, float)[:n_sent]
+    recv = _vec(rx.recv_time_s, np.float64)[:n_sent]
     got = ~np.isnan(recv)
     k = int(got.sum())
     write_part(out, "received", {"flow_id": np.full(k, m.flow_id, np.int32),
@@ -447,7 +460,7 @@ def _media_results(job: Job, m, parts: dict, out: Path) -> dict:
     receiver = {"status": "completed", "clock": "ns3-simulation", "received_packets": k,
                 "received_bytes": received_bytes, "bytes_in": int(rx.received_bytes),
                 "duplicate_packets": 0, "foreign": int(rx.foreign),
-                "incomplete_packets": int(((_vec(rx.got_pieces, np.int64)[:n_sent] > 0) & ~got).sum())
+                "incomplete_packets": int(((_vec(rx.got_pieces, np.int16)[:n_sent] > 0) & ~got).sum())
                 if m.transport == "udp" else 0,
                 "keepalive_packets": 0, "media_connections": n_conn,
                 "first_recv_time_s": float(np.nanmin(recv)) if got.any() else None,
@@ -461,8 +474,8 @@ def _cross_results(job: Job, c, parts: dict, out: Path) -> dict:
     if c.transport == "udp":
         tx, rx = parts["tx"], parts["rx"]
         sent = int(tx.packets_sent)
-        got = np.isfinite(_vec(rx.recv_time_s, float)[:sent])
-        seqs = _vec(rx.order, np.int64)
+        got = np.isfinite(_vec(rx.recv_time_s, np.float64)[:sent])
+        seqs = _vec(rx.order, np.uint32, np.int64)
         return {f"cross:{c.flow_id}": {"packets": sent, "bytes": sent * c.packet_size_bytes, "send_errors": 0,
                                        "duration_s": span, "rate_bps": sent * c.packet_size_bytes * 8 / span},
                 f"sink:{c.flow_id}": {"packets": int(len(seqs)), "bytes": int(rx.received_bytes),
@@ -502,8 +515,9 @@ def _write_queue(channel, out: Path) -> None:
         d = channel.dir[index]
         n = len(d.qs_time_s)
         if n:
-            write_part(out, "link_queue", {"direction": [key] * n, "time_s": _vec(d.qs_time_s, float),
-                                           "packets": _vec(d.qs_packets, np.int64), "bytes": _vec(d.qs_bytes, np.int64)},
+            write_part(out, "link_queue", {"direction": pa.array([key] * n), "time_s": _vec(d.qs_time_s, np.float64),
+                                           "packets": _vec(d.qs_packets, np.uint32, np.int64),
+                                           "bytes": _vec(d.qs_bytes, np.uint64, np.int64)},
                        writer_id=f"ns3-{key}")
 
 
@@ -518,6 +532,43 @@ def _counters(channel, job: Job) -> dict:
                     "bytes_out": int(d.delivered_bytes), "drops": drops, "peak_queue_packets": int(d.peak_packets),
                     "peak_queue_bytes": int(d.peak_bytes), "in_flight_packets": 0}
     return out
+
+
+def warm_up() -> float:
+    """Run a one-second job that uses every part once, so that cppyy compiles every binding the
+    simulations call (seconds of JIT on first use). The worker does this before it forks: its
+    children inherit the compiled code instead of compiling it again each. Returns the seconds."""
+    import shutil
+    import tempfile
+
+    from tcpdelay.sim.job import CrossJob, HostTcp, MediaJob
+
+    t0 = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="tcpdelay-ns3-warm-"))
+    try:
+        np.savez(work / "p.npz", at_s=np.arange(10) * 0.02, size_bytes=np.full(10, 200, np.int64))
+        tcp = HostTcp().__dict__
+        hosts = [{"name": "l", "side": "left", "tcp": tcp}, {"name": "r", "side": "right", "tcp": tcp}]
+        media = [MediaJob(0, "l", "r", "tcp", 20000, 0.0, 0.5, str(work / "p.npz"), connections=2,
+                          scheduler="intelligent", split=2, proactive_drop_s=1.0),
+                 MediaJob(1, "l", "r", "udp", 20001, 0.0, 0.5, str(work / "p.npz"), split=2)]
+        cross = [CrossJob(2, "bulk", "tcp", "l", "r", 30002, 0.0, 1.0, responses=[[3, 0]], starts_s=[0.0]),
+                 CrossJob(3, "web_onoff", "tcp", "l", "r", 30003, 0.0, 1.0, responses=[[1, 0.05]] * 3, schedule=1,
+                          offs_s=[0.05] * 3, segment_bytes=512),
+                 CrossJob(4, "page_load", "tcp", "l", "r", 30004, 0.0, 1.0, responses=[[0, 10_000]] * 2,
+                          starts_s=[0.1, 0.1]),
+                 CrossJob(5, "udp", "udp", "l", "r", 40000, 0.0, 1.0, rate_bps=1e5)]
+        trace = work / "t.trace"
+        trace.write_text("1\n2\n")
+        link = {"a_to_b": {"delay_s": 0.01, "rate_bps": 1e7, "queue_packets": 100,
+                           "loss": {"model": "gilbert_elliott", "p": 0.01, "r": 0.5},
+                           "outages": [{"at_s": 0.5, "duration_s": 0.1}]},
+                "b_to_a": {"delay_s": 0.01, "trace_file": str(trace), "loss": {"model": "bernoulli", "p": 0.01}}}
+        simulate(Job(seed=1, duration_s=1.0, t0_s=0.1, link=link, hosts=hosts, out_dir=str(work / "out"),
+                     media=media, cross=cross, tcp_state_period_s=0.1, queue_period_s=0.1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return time.monotonic() - t0
 
 
 def run_job_file(path: str | os.PathLike) -> dict:

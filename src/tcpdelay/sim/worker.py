@@ -10,7 +10,8 @@ Protocol (one JSON object per line): the client writes ``{"job": "<path of a job
 the worker answers ``{"job": ..., "exit": <child's exit status, or -signal>, "wall_s": ...}``
 when the child has ended (its records and ``result.json`` are in the job's ``out_dir``; a
 failed child leaves ``error.txt`` there when it could). The worker's first line is
-``{"ready": true, "import_s": ...}``. Only the protocol goes to the worker's stdout (ns-3's
+``{"ready": true, "import_s": ..., "warm_up_s": ...}`` (after importing ns-3 it runs a one-second
+simulation that uses every part, so that the bindings are compiled once, before any fork). Only the protocol goes to the worker's stdout (ns-3's
 own messages go to stderr).
 
 :class:`Ns3Worker` is the client; :func:`shared_worker` keeps one per process (a sweep's units
@@ -85,10 +86,12 @@ def main() -> int:
     os.dup2(2, 1)                                     # anything else printed goes to stderr
     t0 = time.monotonic()
     os.chdir(tempfile.mkdtemp(prefix="tcpdelay-ns3-"))  # ns-3 globs the current directory
-    from tcpdelay.sim.ns3_runtime import load
+    from tcpdelay.sim.ns3_runtime import load, warm_up
 
     load()
-    proto.write(json.dumps({"ready": True, "import_s": time.monotonic() - t0}) + "\n")
+    import_s = time.monotonic() - t0
+    warm_s = warm_up()      # compiled once here, inherited by every child
+    proto.write(json.dumps({"ready": True, "import_s": import_s, "warm_up_s": warm_s}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -126,6 +129,7 @@ class Ns3Worker:
             self.stop()
             raise SimulationError(f"the ns-3 worker did not start: {self.last_error() or line.strip() or 'no answer'}")
         self.import_s = float(hello.get("import_s", 0.0))
+        self.warm_up_s = float(hello.get("warm_up_s", 0.0))
 
     def _drain_stderr(self) -> None:
         for line in self.proc.stderr:

@@ -936,6 +936,9 @@ inline void UseSocketMaker(Ptr<FetchClient> client, SocketMaker* maker) {
 
 template <class T> Ptr<T> New() { return CreateObject<T>(); }
 
+// Fill a vector from a NumPy array in one call (Python hands over arrays, not elements).
+template <class T> void Fill(std::vector<T>& v, const T* p, size_t n) { v.assign(p, p + n); }
+
 // The object behind a Ptr: cppyy sets data members through a Ptr proxy on a copy, not on the
 // object, so Python configures and reads tcpdelay's objects through this.
 template <class T> T* Raw(Ptr<T> p) { return PeekPointer(p); }
