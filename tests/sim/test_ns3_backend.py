@@ -185,7 +185,11 @@ def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path):
     assert bad.returncode == 2 and "RACK" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_a_relative_output_directory_works(tmp_path):
+def test_a_relative_output_directory_works_and_the_worker_leaves_nothing(tmp_path):
+    import glob
+    import tempfile
+
+    leftovers = set(glob.glob(os.path.join(tempfile.gettempdir(), "tcpdelay-ns3-*")))
     sc = tmp_path / "s.toml"
     sc.write_text('duration_s = 5\n[path]\nrtt_s = 0.1\n[[flows]]\nprofile = "voip"\n')
     proc = subprocess.run([sys.executable, "-m", "tcpdelay", "run", "s.toml", "--backend", "ns3", "--out", "rel", "--json"],
@@ -193,6 +197,7 @@ def test_a_relative_output_directory_works(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["runs"][0]["status"] == "complete"
     assert (tmp_path / "rel" / "seed-1" / "received").is_dir()
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "tcpdelay-ns3-*"))) <= leftovers
 
 
 def test_parallel_connections_split_and_proactive_drop(worker, tmp_path):

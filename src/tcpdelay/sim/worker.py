@@ -85,10 +85,13 @@ def main() -> int:
     proto = os.fdopen(os.dup(1), "w", buffering=1)   # the protocol's own stdout
     os.dup2(2, 1)                                     # anything else printed goes to stderr
     t0 = time.monotonic()
-    os.chdir(tempfile.mkdtemp(prefix="tcpdelay-ns3-"))  # ns-3 globs the current directory
+    empty = tempfile.mkdtemp(prefix="tcpdelay-ns3-")
+    os.chdir(empty)                                   # ns-3 globs the current directory when imported
     from tcpdelay.sim.ns3_runtime import load, warm_up
 
     load()
+    os.chdir("/")                                     # nothing left behind, even if the worker is killed
+    os.rmdir(empty)
     import_s = time.monotonic() - t0
     warm_s = warm_up()      # compiled once here, inherited by every child
     proto.write(json.dumps({"ready": True, "import_s": import_s, "warm_up_s": warm_s}) + "\n")
