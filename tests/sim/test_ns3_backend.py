@@ -235,3 +235,26 @@ def test_parallel_connections_split_and_proactive_drop(worker, tmp_path):
     assert run["media"][0]["sender"]["dropped_packets"] == sum(dropped) > 0
     assert not set(got["seq"].to_pylist()) & {i for i, d in enumerate(dropped) if d}
     assert all(c == -1 for c, d in zip(sent["connection"].to_pylist(), dropped) if d)
+
+
+@pytest.mark.parametrize("profile", ["voip", "voip-low", "ivideo", "ivideo-low", "video", "video-low", "audio-16k",
+                                     "voip-onoff", "mpeg4-tes", "video-trace"])
+def test_every_media_profile_runs_with_its_frames(worker, tmp_path, profile):
+    flow = {"name": "m", "profile": profile, "transport": "tcp"}
+    if profile == "mpeg4-tes":
+        flow["rate_bps"] = 500e3
+    if profile == "video-trace":
+        trace = tmp_path / "frames.txt"
+        trace.write_text("".join(f"{'I' if k % 12 == 0 else 'P'} {9000 if k % 12 == 0 else 2500}\n" for k in range(300)))
+        flow["trace"] = str(trace)
+    data = _voip(0.0, duration_s=8)
+    data["flows"] = [flow]
+    totals = _run(data, tmp_path / "r")
+    assert totals["errors"] == [] and totals["packets_sent"] == totals["packets_received"] > 0
+    sent = read_records(tmp_path / "r", "sent")
+    if profile in ("mpeg4-tes", "video-trace"):          # frames: ids, types and each frame's last packet
+        assert set(sent["frame_type"].to_pylist()) >= {"I", "P"} and max(sent["frame_id"].to_pylist()) > 10
+        assert sum(sent["frame_last"].to_pylist()) == len(set(sent["frame_id"].to_pylist()))
+    if profile == "voip-onoff":                          # silences: gaps of about a second in the send times
+        t = np.asarray(sent["send_time_s"])
+        assert np.diff(t).max() > 0.3
