@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from pathlib import Path
 
 
 def tcpdelay(*args):
@@ -154,3 +155,12 @@ def test_the_library_names_its_parameter_and_the_cli_the_flag():
     assert name_the_flag(ctx, "one_way_s: x") == "--one-way-s: x"
     assert name_the_flag(ctx, "give --profile NAME") == "give --profile NAME"  # no parameter: unchanged
     assert name_the_flag(ctx, "frobnicate: x") == "frobnicate: x"
+
+
+@pytest.mark.parametrize("shard", ["3/2", "0/4", "two"])
+def test_a_bad_shard_is_one_line_and_exit_2(shard, tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    res = tcpdelay("sweep", str(root / "experiments" / "voip-random-loss.toml"), "--shard", shard,
+                   "--out", str(tmp_path / "o"))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "shard" in res.stderr
+    assert not (tmp_path / "o").exists()

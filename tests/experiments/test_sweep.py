@@ -252,3 +252,37 @@ def test_a_complete_run_keeps_its_records_in_packets_parquet(tmp_path, log):
         assert np.isnan(flow.delay_s[::10]).all()
     run_sweep(sc, tmp_path / "none", loss_runner, progress=False)
     assert not list((tmp_path / "none").rglob("packets.parquet"))
+
+
+def test_shards_are_disjoint_and_their_union_is_the_whole_sweep(tmp_path, log):
+    from tcpdelay.experiments.sweep import parse_shard
+
+    sc = scenario()
+    whole = run_sweep(sc, tmp_path / "whole", loss_runner, progress=False)
+    ran = []
+    for i in (1, 2, 3):
+        res = run_sweep(sc, tmp_path / f"shard{i}", loss_runner, progress=False, shard=parse_shard(f"{i}/3"))
+        done = sorted(str(p.parent.relative_to(tmp_path / f"shard{i}")) for p in (tmp_path / f"shard{i}").glob(f"cells/*/seed-*/{COMPLETE}"))
+        assert res.ran == len(done) == res.units == 4 and res.to_dict()["shard"] == f"{i}/3"
+        ran += done
+    assert sorted(ran) == sorted(str(p.parent.relative_to(tmp_path / "whole"))
+                                 for p in (tmp_path / "whole").glob(f"cells/*/seed-*/{COMPLETE}"))
+    assert len(ran) == len(set(ran)) == whole.ran == 12
+    for bad in ("0/3", "4/3", "3/2", "1/0", "a/b", "2"):
+        with pytest.raises(ParameterError, match="shard"):
+            parse_shard(bad)
+
+
+def test_random_order_runs_every_unit_in_a_seeded_shuffle(tmp_path, log):
+    sc = scenario()
+    orders = []
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        Path(os.environ["SWEEP_TEST_LOG"]).write_text("")
+        run_sweep(sc, tmp_path / name, loss_runner, progress=False, order="random", order_seed=seed)
+        orders.append(Path(os.environ["SWEEP_TEST_LOG"]).read_text().splitlines())
+    Path(os.environ["SWEEP_TEST_LOG"]).write_text("")
+    run_sweep(sc, tmp_path / "grid", loss_runner, progress=False)
+    grid_order = Path(os.environ["SWEEP_TEST_LOG"]).read_text().splitlines()
+    assert orders[0] == orders[1] != orders[2] and sorted(orders[0]) == sorted(grid_order) and orders[0] != grid_order
+    with pytest.raises(ParameterError, match="order"):
+        run_sweep(sc, tmp_path / "x", loss_runner, progress=False, order="backwards")

@@ -12,7 +12,9 @@ from rich.table import Table
 from tcpdelay.cli.common import emit, fmt_s, json_option
 from tcpdelay.experiments.scenario import Scenario, load_scenario
 from tcpdelay.experiments.tiny import tiny_form
-from tcpdelay.experiments.sweep import SweepResult, default_jobs, expand, run_sweep, units
+from tcpdelay.experiments.sweep import (
+    ORDERS, SweepResult, default_jobs, expand, parse_shard, run_sweep, shard_units, units,
+)
 from tcpdelay.results import markers
 
 
@@ -50,25 +52,28 @@ def _runner(backend: str = "testbed", scenario: Scenario | None = None):
     return run_scenario if backend == "testbed" else functools.partial(run_scenario, backend=backend)
 
 
-def _run_sweep(command: str, out: Path, scenario: Scenario, runner, *, jobs: int, flat: bool) -> SweepResult | None:
+def _run_sweep(command: str, out: Path, scenario: Scenario, runner, *, jobs: int, flat: bool,
+               **options) -> SweepResult | None:
     """:func:`run_sweep`; an output directory that cannot be written (full disk, read-only)
     before any run starts is one line on stderr and None (exit status 1). A run that fails on
     its own (the disk fills up during it) is recorded as failed and the others go on."""
     try:
-        return run_sweep(scenario, out, runner, jobs=jobs, console=Console(stderr=True), flat=flat)
+        return run_sweep(scenario, out, runner, jobs=jobs, console=Console(stderr=True), flat=flat, **options)
     except OSError as err:
         where = err.filename or out
         click.echo(f"tcpdelay {command}: error: --out {out}: cannot write {where}: {err.strerror or err}", err=True)
         return None
 
 
-def _unit_rows(scenario: Scenario, out: Path, flat: bool, failed: list[dict] = ()) -> list[dict]:
-    """One row per run: complete, failed (in this invocation, or by its failed.json) or missing.
-    A run that failed now is "failed" even when its failed.json could not be written."""
+def _unit_rows(scenario: Scenario, out: Path, flat: bool, failed: list[dict] = (),
+               shard: tuple[int, int] | None = None) -> list[dict]:
+    """One row per run (of the shard, with one): complete, failed (in this invocation, or by its
+    failed.json) or missing. A run that failed now is "failed" even when its failed.json could
+    not be written."""
     rows = []
     failed_now = {f["run_dir"]: f for f in failed}
     cells = expand(scenario.model_copy(update={"sweep": {}}) if flat else scenario)
-    for u in units(cells, out, flat=flat):
+    for u in shard_units(units(cells, out, flat=flat), shard):
         row = {"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir)}
         marks = markers.read_status(u.run_dir)
         if marks.status == "complete":
@@ -89,7 +94,7 @@ def _unit_rows(scenario: Scenario, out: Path, flat: bool, failed: list[dict] = (
 
 def _result(command: str, path: str, scenario: Scenario, res: SweepResult, jobs: int, flat: bool) -> dict:
     return {"command": command, "scenario_file": path, "scenario": scenario.name, **res.to_dict(),
-            "jobs": jobs, "runs": _unit_rows(scenario, res.out_dir, flat, res.failed)}
+            "jobs": jobs, "runs": _unit_rows(scenario, res.out_dir, flat, res.failed, res.shard)}
 
 
 def _human(res: dict):
@@ -158,17 +163,26 @@ def run_cmd(scenario_file, out_dir, tiny_s, backend, as_json):
 @click.option("--jobs", type=click.IntRange(min=1, max=64), default=None,
               help="Runs at once, each on its own testbed [default: a quarter of the CPU cores, at least 1]. "
                    "Emulation is real time: more jobs than the machine can serve distort the measurement.")
+@click.option("--shard", "shard_text", default=None, metavar="I/N",
+              help="Run only the I-th of N disjoint parts of the runs (1 <= I <= N), for batch schedulers: "
+                   "every N-th run of the grid, from the I-th; give each shard its own --out.")
+@click.option("--order", type=click.Choice(ORDERS), default="grid", show_default=True,
+              help="Run order: the grid's, or shuffled (--order-seed) so that a drift of the machine over "
+                   "time does not line up with a swept parameter.")
+@click.option("--order-seed", type=int, default=1, show_default=True, help="The shuffle's seed with --order random.")
 @backend_option
 @json_option
-def sweep_cmd(scenario_file, out_dir, jobs, backend, as_json):
+def sweep_cmd(scenario_file, out_dir, jobs, shard_text, order, order_seed, backend, as_json):
     """Run every cell of SCENARIO_FILE's [sweep] grid, each repetition once, with a progress
     bar. Cells and runs already complete in OUT are skipped, so an interrupted sweep resumes
     where it stopped. The testbed needs root and /dev/net/tun; ns-3 neither."""
+    shard = parse_shard(shard_text) if shard_text is not None else None
     scenario = load_scenario(scenario_file)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
     jobs = jobs or (default_jobs() if backend == "testbed" else 1)
     runner = _runner(backend, scenario)
-    res = _run_sweep("sweep", out, scenario, runner, jobs=jobs, flat=False)
+    res = _run_sweep("sweep", out, scenario, runner, jobs=jobs, flat=False, shard=shard, order=order,
+                     order_seed=order_seed)
     if res is None:
         return 1
     doc = _result("sweep", scenario_file, scenario, res, jobs, False)

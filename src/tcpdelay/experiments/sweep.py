@@ -157,11 +157,12 @@ class SweepResult:
     skipped: int = 0
     failed: list[dict] = field(default_factory=list)
     wall_s: float = 0.0
+    shard: tuple[int, int] | None = None
 
     def to_dict(self) -> dict:
         return {"out_dir": str(self.out_dir), "cells": self.cells, "units": self.units,
                 "ran": self.ran, "skipped": self.skipped, "failed": self.failed,
-                "wall_s": self.wall_s}
+                "wall_s": self.wall_s, "shard": None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"}
 
 
 def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, cell_id_: str) -> dict:
@@ -232,13 +233,56 @@ def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell], *
         (d / layout.SCENARIO_FILE).write_text(dump_scenario(c.scenario))
 
 
+ORDERS = ("grid", "random")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` (the I-th of N shards, 1 <= I <= N) as ``(I, N)``; anything else is one
+    :class:`ParameterError`."""
+    try:
+        i, n = (int(x) for x in str(text).split("/"))
+    except ValueError:
+        raise ParameterError(f"shard: {text!r} is not I/N (e.g. 1/4: the first of four shards)") from None
+    if not 1 <= n <= 100_000 or not 1 <= i <= n:
+        raise ParameterError(f"shard: {text!r}: I must be in 1..N and N in 1..100000")
+    return i, n
+
+
+def shard_units(all_units: list[Unit], shard: tuple[int, int] | None) -> list[Unit]:
+    """The units of shard ``(I, N)``: every N-th unit of the sweep in grid order, from the I-th.
+    The split depends only on the scenario, so the N shards are disjoint and cover the sweep
+    whichever machine runs which (Slurm array task, Kubernetes Indexed Job)."""
+    if shard is None:
+        return list(all_units)
+    i, n = shard
+    return [u for k, u in enumerate(all_units) if k % n == i - 1]
+
+
+def ordered(todo: list[Unit], order: str = "grid", seed: int = 1) -> list[Unit]:
+    """``todo`` in grid order, or shuffled with ``seed`` (``random``: as flent and Pantheon do,
+    so that a drift of the machine over time does not line up with a swept parameter)."""
+    if order not in ORDERS:
+        raise ParameterError(f"order: {order!r} is not one of {', '.join(ORDERS)}")
+    if order == "grid":
+        return list(todo)
+    import random
+
+    out = list(todo)
+    random.Random(seed).shuffle(out)
+    return out
+
+
 def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner, *, jobs: int = 1,
-              console: Console | None = None, progress: bool = True, flat: bool = False) -> SweepResult:
+              console: Console | None = None, progress: bool = True, flat: bool = False,
+              shard: tuple[int, int] | None = None, order: str = "grid", order_seed: int = 1) -> SweepResult:
     """Run every unit of ``scenario``'s sweep that is not complete yet, ``jobs`` at a time.
 
     ``flat`` runs the scenario as written, without its sweep, into ``OUT/seed-<s>/``
     (``tcpdelay run``). When one unit runs at a time and ``runner`` takes an ``on_progress``
     keyword, a second bar follows the unit's own time.
+
+    ``shard`` ``(I, N)`` runs only the I-th of N disjoint parts of the units (:func:`shard_units`);
+    ``order`` ``"random"`` shuffles the runs with ``order_seed`` (:func:`ordered`).
 
     A unit that fails is recorded (``failed.json``, and in the result) and the others go on;
     :class:`~tcpdelay.errors.EnvironmentNotSupported` (no root, no TUN: every unit would fail)
@@ -250,13 +294,14 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
     out.mkdir(parents=True, exist_ok=True)
     if flat:
         scenario = scenario.model_copy(update={"sweep": {}})
+    ordered([], order)                       # a bad order is refused before anything is written
     cells = expand(scenario)
-    todo_all = units(cells, out, flat=flat)
-    result = SweepResult(out_dir=out, cells=len(cells), units=len(todo_all))
+    todo_all = shard_units(units(cells, out, flat=flat), shard)
+    result = SweepResult(out_dir=out, cells=len(cells), units=len(todo_all), shard=shard)
     t_start = time.monotonic()
     with _Lock(out):
         prepare(scenario, out, cells, flat=flat)
-        todo = [u for u in todo_all if not u.complete]
+        todo = ordered([u for u in todo_all if not u.complete], order, order_seed)
         result.skipped = len(todo_all) - len(todo)
         console = console or Console(stderr=True)
         bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
