@@ -286,3 +286,46 @@ def test_random_order_runs_every_unit_in_a_seeded_shuffle(tmp_path, log):
     assert orders[0] == orders[1] != orders[2] and sorted(orders[0]) == sorted(grid_order) and orders[0] != grid_order
     with pytest.raises(ParameterError, match="order"):
         run_sweep(sc, tmp_path / "x", loss_runner, progress=False, order="backwards")
+
+
+def test_merging_the_shards_gives_the_whole_sweep_and_refuses_another(tmp_path, log):
+    from tcpdelay.experiments.sweep import parse_shard
+    from tcpdelay.results.merge import merge
+
+    sc = scenario()
+    for i in (1, 2):
+        run_sweep(sc, tmp_path / f"s{i}", loss_runner, progress=False, shard=parse_shard(f"{i}/2"))
+    whole = tmp_path / "whole"
+    run_sweep(sc, whole, loss_runner, progress=False)
+    res = merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
+    assert (res.copied, res.not_complete, res.runs, res.conflicts) == (12, 0, 12, [])
+
+    def files(d):
+        return sorted(str(p.relative_to(d)) for p in d.rglob("*") if not p.name.startswith("."))
+    assert files(tmp_path / "m") == files(whole)
+    for p in (whole).glob("cells/*/seed-*/result.json"):
+        assert (tmp_path / "m" / p.relative_to(whole)).read_text() == p.read_text()
+    # resuming the merged directory measures nothing: every run is there
+    Path(os.environ["SWEEP_TEST_LOG"]).write_text("")
+    again = run_sweep(sc, tmp_path / "m", loss_runner, progress=False)
+    assert again.ran == 0 and again.skipped == 12
+    assert merge([tmp_path / "s1"], tmp_path / "m").already == 12
+    other = scenario(sweep={"path.loss.p": [0.03]})
+    run_sweep(other, tmp_path / "o", loss_runner, progress=False)
+    with pytest.raises(ParameterError, match="another sweep"):
+        merge([tmp_path / "s1", tmp_path / "o"], tmp_path / "m2")
+    with pytest.raises(ParameterError, match="not a sweep directory"):
+        merge([tmp_path / "nothing"], tmp_path / "m3")
+    # as a user runs it
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "tcpdelay", "sweep", "merge", *map(str, args)],
+                              capture_output=True, text=True, timeout=120)
+    ok = cli(tmp_path / "s1", tmp_path / "s2", "--out", tmp_path / "m4", "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["copied"] == 12
+    bad = cli(tmp_path / "s1", tmp_path / "o", "--out", tmp_path / "m5")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "another sweep" in bad.stderr
+    assert cli(tmp_path / "s1").returncode == 2       # no --out

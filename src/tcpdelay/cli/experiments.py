@@ -157,7 +157,8 @@ def run_cmd(scenario_file, out_dir, tiny_s, backend, as_json):
 
 
 @click.command("sweep")
-@click.argument("scenario_file", type=click.Path(dir_okay=False))
+@click.argument("scenario_file", type=click.Path())
+@click.argument("merge_dirs", nargs=-1, type=click.Path(file_okay=False), metavar="")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output directory [default: out/<scenario name>]; cells/<cell id>/seed-<s>/ per run.")
 @click.option("--jobs", type=click.IntRange(min=1, max=64), default=None,
@@ -172,10 +173,20 @@ def run_cmd(scenario_file, out_dir, tiny_s, backend, as_json):
 @click.option("--order-seed", type=int, default=1, show_default=True, help="The shuffle's seed with --order random.")
 @backend_option
 @json_option
-def sweep_cmd(scenario_file, out_dir, jobs, shard_text, order, order_seed, backend, as_json):
+def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order_seed, backend, as_json):
     """Run every cell of SCENARIO_FILE's [sweep] grid, each repetition once, with a progress
     bar. Cells and runs already complete in OUT are skipped, so an interrupted sweep resumes
-    where it stopped. The testbed needs root and /dev/net/tun; ns-3 neither."""
+    where it stopped. The testbed needs root and /dev/net/tun; ns-3 neither.
+
+    `tcpdelay sweep merge DIR... --out OUT` merges sweep directories of one scenario (the
+    shards of --shard, run apart) into OUT, laid out as if run in one place."""
+    if scenario_file == "merge":
+        return _merge(merge_dirs, out_dir, as_json)
+    if merge_dirs:
+        raise click.UsageError(f"unexpected extra arguments {' '.join(merge_dirs)} (one SCENARIO_FILE; "
+                               "to merge sweep directories: tcpdelay sweep merge DIR... --out OUT)")
+    if Path(scenario_file).is_dir():
+        raise click.UsageError(f"SCENARIO_FILE: {scenario_file} is a directory, not a scenario file")
     shard = parse_shard(shard_text) if shard_text is not None else None
     scenario = load_scenario(scenario_file)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
@@ -188,6 +199,23 @@ def sweep_cmd(scenario_file, out_dir, jobs, shard_text, order, order_seed, backe
     doc = _result("sweep", scenario_file, scenario, res, jobs, False)
     emit(doc, as_json, _human(doc))
     return 1 if res.failed else 0
+
+
+def _merge(dirs, out_dir, as_json) -> int:
+    from tcpdelay.errors import ParameterError
+    from tcpdelay.results.merge import merge
+
+    if not out_dir:
+        raise ParameterError("sweep merge: give --out (the directory to merge into)")
+    res = merge(list(dirs), out_dir).to_dict()
+
+    def show(console: Console) -> None:
+        console.print(f"merged {len(res['sources'])} directories into {res['out_dir']}: {res['copied']} runs copied, "
+                      f"{res['already_complete']} already there, {res['not_complete']} of {res['runs']} complete nowhere")
+        for c in res["conflicts"]:
+            console.print(f"[yellow]conflict[/yellow] {c}")
+    emit({"command": "sweep merge", **res}, as_json, show)
+    return 0
 
 
 COMMANDS = [run_cmd, sweep_cmd]
