@@ -329,3 +329,21 @@ def test_merging_the_shards_gives_the_whole_sweep_and_refuses_another(tmp_path, 
     bad = cli(tmp_path / "s1", tmp_path / "o", "--out", tmp_path / "m5")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "another sweep" in bad.stderr
     assert cli(tmp_path / "s1").returncode == 2       # no --out
+
+
+def test_a_sweep_writes_its_tidy_table(tmp_path, log, monkeypatch):
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("SWEEP_TEST_FAIL_P", "0.05")
+    sc = scenario()
+    run_sweep(sc, tmp_path / "t", loss_runner, progress=False)
+    table = pq.read_table(tmp_path / "t" / "runs.parquet").to_pylist()
+    csv = pacsv.read_csv(tmp_path / "t" / "runs.csv")
+    assert len(table) == csv.num_rows == 12 and csv.column_names == list(table[0])
+    assert {r["param:path.loss.p"] for r in table} == {0.01, 0.02, 0.05}
+    assert {r["param:flows[0].transport"] for r in table} == {"tcp", "udp"}
+    bad = [r for r in table if r["param:path.loss.p"] == 0.05]
+    assert all(r["status"] == "failed" and "cannot run" in r["error"] for r in bad)
+    assert all(r["status"] == "complete" and r["wall_s"] is not None for r in table if r["param:path.loss.p"] != 0.05)
+    assert [(r["cell_id"], r["seed"]) for r in table][:2] == [(table[0]["cell_id"], 1), (table[0]["cell_id"], 2)]

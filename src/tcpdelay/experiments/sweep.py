@@ -346,6 +346,10 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
             else:
                 _run_parallel(todo, runner, jobs, bar, task, done)
             bar.update(task, description=scenario.name or "sweep")
+        if not flat:
+            from tcpdelay.results.tidy import write_tidy
+
+            write_tidy(out)        # runs.parquet / runs.csv: a row per run, for pandas users
     result.wall_s = time.monotonic() - t_start
     return result
 

@@ -98,4 +98,7 @@ def merge(sources: list[str | os.PathLike], out_dir: str | os.PathLike) -> Merge
                 shutil.rmtree(dst)      # an unfinished or failed attempt in OUT: the complete run replaces it
             os.replace(tmp, dst)
             res.copied += 1
+    from tcpdelay.results.tidy import write_tidy
+
+    write_tidy(out)
     return res
