@@ -164,3 +164,17 @@ def test_a_bad_shard_is_one_line_and_exit_2(shard, tmp_path):
                    "--out", str(tmp_path / "o"))
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "shard" in res.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_dry_run_plans_every_run_and_writes_nothing(tmp_path):
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    res = tcpdelay("sweep", str(root / "experiments" / "voip-random-loss.toml"), "--dry-run", "--nodes", "2",
+                   "--shard", "1/3", "--out", str(tmp_path / "o"), "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["units"] == 4 and doc["shard"] == "1/3" and not (tmp_path / "o").exists()    # 12 runs, a third
+    assert [r["status"] for r in doc["runs"]] == ["planned"] * 4
+    # 20-s runs + 5 s each, 4 of them over 2 nodes x 1 job: 50 s
+    assert doc["estimate"]["busy_s"] == 4 * 25.0 and doc["estimate"]["wall_s"] == 50.0

@@ -13,7 +13,7 @@ from tcpdelay.cli.common import emit, fmt_s, json_option
 from tcpdelay.experiments.scenario import Scenario, load_scenario
 from tcpdelay.experiments.tiny import tiny_form
 from tcpdelay.experiments.sweep import (
-    ORDERS, SweepResult, default_jobs, expand, parse_shard, run_sweep, shard_units, units,
+    ORDERS, SweepResult, default_jobs, estimate_unit_s, expand, ordered, parse_shard, run_sweep, shard_units, units,
 )
 from tcpdelay.results import markers
 
@@ -171,9 +171,15 @@ def run_cmd(scenario_file, out_dir, tiny_s, backend, as_json):
               help="Run order: the grid's, or shuffled (--order-seed) so that a drift of the machine over "
                    "time does not line up with a swept parameter.")
 @click.option("--order-seed", type=int, default=1, show_default=True, help="The shuffle's seed with --order random.")
+@click.option("--dry-run", is_flag=True,
+              help="Run nothing, write nothing: list the runs (status planned, or complete where OUT has them) "
+                   "and estimate the wall time on --nodes nodes.")
+@click.option("--nodes", type=click.IntRange(min=1, max=100_000), default=1, show_default=True,
+              help="With --dry-run: nodes to estimate the wall time for (each running --jobs runs at once).")
 @backend_option
 @json_option
-def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order_seed, backend, as_json):
+def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order_seed, dry_run, nodes, backend,
+              as_json):
     """Run every cell of SCENARIO_FILE's [sweep] grid, each repetition once, with a progress
     bar. Cells and runs already complete in OUT are skipped, so an interrupted sweep resumes
     where it stopped. The testbed needs root and /dev/net/tun; ns-3 neither.
@@ -191,6 +197,8 @@ def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order
     scenario = load_scenario(scenario_file)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
     jobs = jobs or (default_jobs() if backend == "testbed" else 1)
+    if dry_run:
+        return _dry_run(scenario_file, scenario, out, jobs, nodes, shard, order, order_seed, backend, as_json)
     runner = _runner(backend, scenario)
     res = _run_sweep("sweep", out, scenario, runner, jobs=jobs, flat=False, shard=shard, order=order,
                      order_seed=order_seed)
@@ -199,6 +207,46 @@ def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order
     doc = _result("sweep", scenario_file, scenario, res, jobs, False)
     emit(doc, as_json, _human(doc))
     return 1 if res.failed else 0
+
+
+def _hours(s: float) -> str:
+    return f"{s / 3600:.1f} h" if s >= 5400 else f"{s / 60:.0f} min" if s >= 90 else f"{s:.0f} s"
+
+
+def _dry_run(path, scenario, out, jobs, nodes, shard, order, order_seed, backend, as_json) -> int:
+    """The sweep's usual JSON, every run ``planned`` (or ``complete`` where OUT has it), and an
+    estimate of the wall time: the runs to do, ``jobs`` at a time on each of ``nodes`` nodes."""
+    import math
+
+    cells = expand(scenario)
+    all_units = shard_units(units(cells, out), shard)
+    todo = ordered([u for u in all_units if not u.complete], order, order_seed)
+    per_unit = {u.cell.id: estimate_unit_s(u.cell.scenario, backend) for u in todo}
+    busy_s = sum(per_unit[u.cell.id] for u in todo)
+    slots = jobs * nodes
+    wall_s = max(busy_s / slots, max(per_unit.values(), default=0.0)) if todo else 0.0
+    runs = [{"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir),
+             "status": "planned", "estimate_s": per_unit[u.cell.id]} for u in todo]
+    runs += [{"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir),
+              "status": "complete"} for u in all_units if u.complete]
+    doc = {"command": "sweep", "dry_run": True, "scenario_file": path, "scenario": scenario.name, "out_dir": str(out),
+           "cells": len(cells), "units": len(all_units), "ran": 0, "skipped": len(all_units) - len(todo),
+           "failed": [], "wall_s": 0.0, "shard": None if shard is None else f"{shard[0]}/{shard[1]}", "jobs": jobs,
+           "backend": backend, "nodes": nodes, "estimate": {"runs": len(todo), "busy_s": busy_s, "wall_s": wall_s,
+                                                            "per_node_runs": math.ceil(len(todo) / nodes)},
+           "runs": runs}
+
+    def show(console: Console) -> None:
+        console.print(f"sweep {scenario.name or path}: {len(todo)} runs to do of {len(all_units)}"
+                      + (f" (shard {doc['shard']})" if shard else "") + f", order {order}; on {nodes} node(s) x "
+                      f"{jobs} at a time ({backend}): about {_hours(wall_s)} ({_hours(busy_s)} of runs; a rough "
+                      f"estimate: docs/cli.md)")
+        for r in runs[:20]:
+            console.print(f"  {r['status']:8} seed {r['seed']}  {' '.join(f'{k}={v}' for k, v in r['overrides'].items()) or '-'}")
+        if len(runs) > 20:
+            console.print(f"  ... and {len(runs) - 20} more (--json lists them all)")
+    emit(doc, as_json, show)
+    return 0
 
 
 def _merge(dirs, out_dir, as_json) -> int:

@@ -272,6 +272,35 @@ def ordered(todo: list[Unit], order: str = "grid", seed: int = 1) -> list[Unit]:
     return out
 
 
+#: Seconds a testbed run costs beyond its duration (building and tearing down the namespaces,
+#: the emulator, the processes; the lead of a timed link): measured on this project's sweeps, e.g.
+#: 18 video runs of 90 s in 1691 s.
+TESTBED_OVERHEAD_S = 5.0
+#: ns-3 simulates about this many bits of bottleneck traffic per second of wall time
+#: (benchmarks/ns3_backend.py: 25 bulk flows at 30 Mb/s for 300 s in ~20 s), and a run costs this
+#: much beyond, for its records and metrics (the full §5.1 grid: 420 runs in 23 min, ~0.5 s of them
+#: simulating).
+NS3_BITS_PER_WALL_S = 4e8
+NS3_OVERHEAD_S = 2.5
+
+
+def estimate_unit_s(scenario: Scenario, backend: str = "testbed") -> float:
+    """A rough wall time of one run of ``scenario`` (seconds): its duration plus the testbed's
+    set-up, or for ns-3 the traffic it simulates (the bottleneck's rate when TCP cross traffic
+    fills it, else the media's rates) at :data:`NS3_BITS_PER_WALL_S`."""
+    if backend == "testbed":
+        return scenario.duration_s + TESTBED_OVERHEAD_S
+    rate = scenario.path.direction("forward").rate_bps
+    bulk = any(getattr(c, "kind", "") in ("bulk", "web_onoff", "page_load") and c.count for c in scenario.cross)
+    media = 0.0
+    for f in scenario.flows:
+        size, interval = f.cbr or (1448, 0.02)        # a frame-sized source: about a packet a frame
+        media += f.count * (f.rate_bps or size * 8 / interval)
+    bits_s = rate if (bulk and rate) else media + sum(getattr(c, "rate_bps", 0) * c.count for c in scenario.cross
+                                                      if getattr(c, "kind", "") == "udp")
+    return scenario.duration_s * bits_s / NS3_BITS_PER_WALL_S + NS3_OVERHEAD_S
+
+
 def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner, *, jobs: int = 1,
               console: Console | None = None, progress: bool = True, flat: bool = False,
               shard: tuple[int, int] | None = None, order: str = "grid", order_seed: int = 1) -> SweepResult:
