@@ -50,6 +50,22 @@ def _mean_std(xs: list) -> tuple[float | None, float | None]:
     return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
 
 
+def path_label(overrides: dict) -> str:
+    """The cell's swept keys other than the variant, e.g. ``rtt 10 ms, loss 0.01 %`` ('' when
+    the sweep varies only the variant)."""
+    parts = []
+    for k, v in overrides.items():
+        if k == "streams[0].tcp.congestion_control":
+            continue
+        if k == "path.rtt_s":
+            parts.append(f"RTT {v * 1e3:g} ms")
+        elif k.endswith(".loss"):
+            parts.append("no loss" if v.get("model") == "none" else f"loss {v.get('p', 0) * 100:g} %")
+        else:
+            parts.append(f"{k}={v}")
+    return ", ".join(parts)
+
+
 def evaluate(sweep_dir: Path) -> list[dict]:
     """One row per cell (variant): each measure's mean and standard deviation over its trials."""
     cells: dict[str, dict] = {}
@@ -59,12 +75,12 @@ def evaluate(sweep_dir: Path) -> list[dict]:
             continue
         s = m["streams"][0]
         c = cells.setdefault(r["cell_id"], {"cell_id": r["cell_id"], "variant": variant_label(r["overrides"]),
-                                            "trials": []})
+                                            "path": path_label(r["overrides"]), "trials": []})
         c["trials"].append({"seed": r["seed"], **{k: s.get(k) for k in MEASURES},
                             "underflow_s": s.get("underflow_s"), "startup_s": s.get("startup_s")})
     out = []
     for c in cells.values():
-        row = {"cell_id": c["cell_id"], "variant": c["variant"], "trials": len(c["trials"])}
+        row = {"cell_id": c["cell_id"], "variant": c["variant"], "path": c["path"], "trials": len(c["trials"])}
         for k in MEASURES + ("underflow_s",):
             row[f"{k}_mean"], row[f"{k}_std"] = _mean_std([t[k] for t in c["trials"]])
         row["per_trial"] = c["trials"]
@@ -74,7 +90,8 @@ def evaluate(sweep_dir: Path) -> list[dict]:
 
 def cwnd_series(sweep_dir: Path, trials: int = 3) -> pa.Table:
     """The server's cwnd over time (s from its first sample, bytes = segments x MSS) of the first
-    ``trials`` runs of each cell, from the runs' ``tcp_state`` records, else ``cwnd.parquet``."""
+    ``trials`` runs of each variant (of its first cell in grid order, when the sweep varies the path
+    too), from the runs' ``tcp_state`` records, else ``cwnd.parquet``."""
     from tcpdelay.records import read_records
 
     rows = {"variant": [], "seed": [], "time_s": [], "cwnd_bytes": []}
@@ -83,13 +100,14 @@ def cwnd_series(sweep_dir: Path, trials: int = 3) -> pa.Table:
     for r in runs(sweep_dir):
         if not (r["dir"] / "tcp_state").is_dir():
             continue
-        if per_cell.get(r["cell_id"], 0) >= trials:
+        label = variant_label(r["overrides"])
+        if per_cell.get(label, 0) >= trials:
             continue
         t = read_records(r["dir"], "tcp_state").to_pydict()
         if not t["time_s"]:
             continue
         have = True
-        per_cell[r["cell_id"]] = per_cell.get(r["cell_id"], 0) + 1
+        per_cell[label] = per_cell.get(label, 0) + 1
         t0 = min(t["time_s"])
         n = len(t["time_s"])
         rows["variant"] += [variant_label(r["overrides"])] * n
@@ -149,9 +167,9 @@ def main() -> None:
     def fmt(m, s):
         return "—" if m is None else f"{m:.1f} ± {s:.1f}"
     print(f"{a.sweep_dir.name}: mean ± std over trials")
-    print(f"{'variant':<14} {'trials':>6} {'discards':>16} {'underflows':>14} {'frozen s':>14} {'retransmits':>16}")
+    print(f"{'path':<22} {'variant':<14} {'trials':>6} {'discards':>16} {'underflows':>14} {'frozen s':>14} {'retransmits':>16}")
     for r in rows:
-        print(f"{r['variant']:<14} {r['trials']:>6} {fmt(r['picture_discards_mean'], r['picture_discards_std']):>16} "
+        print(f"{r['path'] or '-':<22} {r['variant']:<14} {r['trials']:>6} {fmt(r['picture_discards_mean'], r['picture_discards_std']):>16} "
               f"{fmt(r['underflow_events_mean'], r['underflow_events_std']):>14} "
               f"{fmt(r['underflow_s_mean'], r['underflow_s_std']):>14} "
               f"{fmt(r['retransmits_mean'], r['retransmits_std']):>16}")
