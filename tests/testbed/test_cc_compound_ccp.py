@@ -91,7 +91,11 @@ def test_compound_delay_window_grows_below_gamma_and_shrinks_above():
     assert grew and all(diff < 40 for _, _, diff in grew), rounds
     assert shrank_above and all(after < before for before, after, _ in shrank_above), rounds
     assert max(s["cc"][0] for s in got["ctcp40"] if s["cc"]) >= 2
-    assert all(s["cwnd"] >= s["cc"][3] for s in got["ctcp40"] if s["cc"] and s["ca_state"] == "open")
+    # cwnd = loss window + dwnd. The sampler reads TCP_INFO and the BPF map one after the other, so
+    # an ACK in between may grow the loss window by a segment or two: never by more, and rarely.
+    open_ = [s for s in got["ctcp40"] if s["cc"] and s["ca_state"] == "open"]
+    assert open_ and all(s["cwnd"] >= s["cc"][3] - 2 for s in open_)
+    assert sum(s["cwnd"] >= s["cc"][3] for s in open_) >= 0.95 * len(open_)
 
     first_loss = next(i for i, s in enumerate(got["ctcp"]) if s["retrans"] > 0)
     later = [s["cc"] for s in got["ctcp"][first_loss:] if s["cc"]]
