@@ -13,14 +13,10 @@
 using namespace ns3;
 using namespace tcpdelay_sim;
 
-static Ptr<Socket> TcpSocketOn(Ptr<Node> n) {
-    Ptr<Socket> s = Socket::CreateSocket(n, TcpSocketFactory::GetTypeId());
-    s->SetAttribute("SndBufSize", UintegerValue(4194304));
-    s->SetAttribute("RcvBufSize", UintegerValue(6291456));
-    s->SetAttribute("InitialCwnd", UintegerValue(10));
-    s->SetAttribute("TcpNoDelay", BooleanValue(true));
-    s->SetAttribute("Sack", BooleanValue(true));
-    return s;
+static Ptr<Socket> TcpSocketOn(Ptr<Node> n) {   // the hosts' settings, as the backend makes them
+    SocketMaker m;
+    m.node = n;
+    return m.Make();
 }
 
 int main(int argc, char** argv) {

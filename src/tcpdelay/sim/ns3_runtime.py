@@ -200,15 +200,20 @@ def _configure_link(ns, t, channel, job: Job) -> None:
         d.jitter_rng = t.NewUniform(3 * index + 2)
 
 
-def _tcp_socket(ns, t, node, tcp: dict, *, sndbuf: int | None = None, rcvbuf: int | None = None,
-                nodelay: bool = True):
-    s = ns.Socket.CreateSocket(node, ns.TcpSocketFactory.GetTypeId())
-    s.SetAttribute("SndBufSize", ns.UintegerValue(int(sndbuf or tcp["sndbuf_bytes"])))
-    s.SetAttribute("RcvBufSize", ns.UintegerValue(int(rcvbuf or tcp["rcvbuf_bytes"])))
-    s.SetAttribute("InitialCwnd", ns.UintegerValue(int(tcp["initcwnd_segments"])))
-    s.SetAttribute("TcpNoDelay", ns.BooleanValue(bool(nodelay)))
-    s.SetAttribute("Sack", ns.BooleanValue(bool(tcp["sack"])))
-    return s
+def _socket_maker(t, node, tcp: dict, *, sndbuf: int | None = None, rcvbuf: int | None = None,
+                  nodelay: bool = True, segment: int | None = None):
+    """A ``SocketMaker`` (cpp/tcpdelay_sim.h) for ``node`` with the host's TCP settings, these
+    overrides on top: the one place a simulated socket's settings are applied."""
+    m = t.SocketMaker()
+    m.node = node
+    m.sndbuf, m.rcvbuf = int(sndbuf or tcp["sndbuf_bytes"]), int(rcvbuf or tcp["rcvbuf_bytes"])
+    m.initcwnd, m.sack, m.nodelay = int(tcp["initcwnd_segments"]), bool(tcp["sack"]), bool(nodelay)
+    m.segment = int(segment or 0)
+    return m
+
+
+def _tcp_socket(t, node, tcp: dict, **over):
+    return _socket_maker(t, node, tcp, **over).Make()
 
 
 # --------------------------------------------------------------------------- flows
@@ -239,7 +244,7 @@ def _media(ns, t, job, m, nodes, ip_of, host_tcp, keep):
     if udp:
         listener = ns.Socket.CreateSocket(rx_node, ns.UdpSocketFactory.GetTypeId())
     else:
-        listener = _tcp_socket(ns, t, rx_node, host_tcp[m.receiver], rcvbuf=m.rcvbuf_bytes)
+        listener = _tcp_socket(t, rx_node, host_tcp[m.receiver], rcvbuf=m.rcvbuf_bytes)
     listener.Bind(ns.InetSocketAddress(ns.Ipv4Address.GetAny(), m.port).ConvertTo())
     rx_app = t.New[t.MediaReceiver]()
     rx = t.Raw(rx_app)
@@ -262,7 +267,7 @@ def _media(ns, t, job, m, nodes, ip_of, host_tcp, keep):
         if udp:
             sock = ns.Socket.CreateSocket(tx_node, ns.UdpSocketFactory.GetTypeId())
         else:
-            sock = _tcp_socket(ns, t, tx_node, host_tcp[m.sender], sndbuf=m.sndbuf_bytes, nodelay=m.nodelay)
+            sock = _tcp_socket(t, tx_node, host_tcp[m.sender], sndbuf=m.sndbuf_bytes, nodelay=m.nodelay)
         tx.AddConnection(sock)
         sockets.append(sock)
     tx.peer = ns.InetSocketAddress(ip_of[m.receiver], m.port).ConvertTo()
@@ -319,9 +324,7 @@ def _cross(ns, t, job, c, nodes, ip_of, host_tcp, keep):
         keep.append(parts)
         return parts
     srv_tcp, cli_tcp = host_tcp[c.server], host_tcp[c.client]
-    listener = _tcp_socket(ns, t, nodes[c.server], srv_tcp)
-    if c.segment_bytes:
-        listener.SetAttribute("SegmentSize", ns.UintegerValue(int(c.segment_bytes)))
+    listener = _tcp_socket(t, nodes[c.server], srv_tcp, segment=c.segment_bytes)
     listener.Bind(ns.InetSocketAddress(ns.Ipv4Address.GetAny(), c.port).ConvertTo())
     server_app = t.New[t.ResponseServer]()
     server = t.Raw(server_app)
@@ -339,11 +342,7 @@ def _cross(ns, t, job, c, nodes, ip_of, host_tcp, keep):
     nodes[c.server].AddApplication(server_app)
     server.SetStartTime(ns.Seconds(0.0))
 
-    maker = t.SocketMaker()
-    maker.node = nodes[c.client]
-    maker.sndbuf, maker.rcvbuf = int(cli_tcp["sndbuf_bytes"]), int(cli_tcp["rcvbuf_bytes"])
-    maker.initcwnd, maker.sack = int(cli_tcp["initcwnd_segments"]), bool(cli_tcp["sack"])
-    maker.segment = int(c.segment_bytes or 0)
+    maker = _socket_maker(t, nodes[c.client], cli_tcp, segment=c.segment_bytes)
     client_app = t.New[t.FetchClient]()
     client = t.Raw(client_app)
     client.server = ns.InetSocketAddress(ip_of[c.server], c.port).ConvertTo()

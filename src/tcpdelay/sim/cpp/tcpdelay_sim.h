@@ -9,7 +9,8 @@
 // * MediaSender / MediaReceiver: a media flow's packets at their times over TCP (each framed
 //   by its RFC 4571 length, 2 bytes) or UDP (one datagram each), the application queue written
 //   as far as the socket takes it; the receiver notes when each packet's last byte was read.
-// * BulkSender / ByteSink: a TCP transfer as large and as long as asked, and its receiver.
+// * ResponseServer / FetchClient: TCP cross traffic as request/response, as the testbed's.
+// * SocketMaker: a TCP socket with a host's settings (the one place they are applied).
 // * TcpStateProbe: a TCP socket's state every period (the columns of tcp_state records).
 #pragma once
 
@@ -218,8 +219,6 @@ class EmulatedChannel : public PointToPointChannel {
         Simulator::Schedule(Seconds(sample_period_s), &EmulatedChannel::SampleNow, this);
     }
 };
-
-inline Ptr<EmulatedChannel> NewEmulatedChannel() { return CreateObject<EmulatedChannel>(); }
 
 // Two routers joined by an emulated channel; their devices send at `rate` (far above the link's).
 struct Trunk {
@@ -613,87 +612,6 @@ class MediaReceiver : public Application {
 };
 
 // ------------------------------------------------------------------------------------------
-// Bulk TCP: as many bytes as asked (0: as many as TCP takes) until stop. Its send buffer
-// follows the congestion window as Linux's autotuning does (tcp_sndbuf_expand: room for about
-// two windows of payload, at least tcp_wmem's default 16 kB, at most max_buffer; it only grows),
-// so an
-// unlimited transfer does not leave megabytes queued behind it when it stops.
-
-class BulkSender : public Application {
-  public:
-    Address peer;
-    uint64_t size_bytes = 0;   // 0 = unlimited
-    uint32_t max_buffer = 4194304;
-    Ptr<Socket> socket;
-    uint64_t written = 0;
-    bool connected = false, failed = false, done = false;
-    double connected_s = -1, done_s = -1;
-
-    void Setup(Ptr<Socket> s, Address to) { socket = s; peer = to; }
-    void StartApplication() override {
-        socket->SetConnectCallback(MakeCallback(&BulkSender::OnConnected, this),
-                                   MakeCallback(&BulkSender::OnConnectFailed, this));
-        socket->SetSendCallback(MakeCallback(&BulkSender::OnSendSpace, this));
-        socket->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&BulkSender::OnCwnd, this));
-        Autotune(0);
-        socket->Connect(peer);
-    }
-    void OnCwnd(uint32_t, uint32_t cwnd) { Autotune(cwnd); }
-    uint32_t buffer = 0;
-    void Autotune(uint32_t cwnd) {   // grows only, as Linux's (it shrinks only under memory pressure)
-        uint32_t want = std::min(max_buffer, std::max<uint32_t>(2 * cwnd, 16384));
-        if (want <= buffer) return;
-        buffer = want;
-        Ptr<TcpSocketBase> tcp = DynamicCast<TcpSocketBase>(socket);
-        if (tcp) tcp->GetTxBuffer()->SetMaxBufferSize(buffer);
-    }
-    void StopApplication() override { if (socket) socket->Close(); }
-    void OnConnected(Ptr<Socket>) { connected = true; connected_s = Simulator::Now().GetSeconds(); Fill(); }
-    void OnConnectFailed(Ptr<Socket>) { failed = true; }
-    void OnSendSpace(Ptr<Socket>, uint32_t) { Fill(); }
-    void Fill() {
-        if (!connected || done) return;
-        for (;;) {
-            uint32_t room = socket->GetTxAvailable();
-            if (room == 0) return;
-            uint64_t want = size_bytes ? size_bytes - written : room;
-            uint32_t n = (uint32_t)std::min<uint64_t>(want, std::min<uint32_t>(room, 65536));
-            if (n == 0) break;
-            int sent = socket->Send(Create<Packet>(n));
-            if (sent <= 0) return;
-            written += (uint64_t)sent;
-            if (size_bytes && written >= size_bytes) break;
-        }
-        if (size_bytes && written >= size_bytes) { done = true; done_s = Simulator::Now().GetSeconds(); socket->Close(); }
-    }
-};
-
-class ByteSink : public Application {
-  public:
-    Ptr<Socket> listener;
-    uint64_t bytes = 0;
-    double first_s = -1, last_s = -1;
-    void Setup(Ptr<Socket> s) { listener = s; }
-    void StartApplication() override {
-        listener->Listen();
-        listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
-                                    MakeCallback(&ByteSink::OnAccept, this));
-    }
-    void StopApplication() override {}
-    void OnAccept(Ptr<Socket> s, const Address&) { s->SetRecvCallback(MakeCallback(&ByteSink::OnRecv, this)); }
-    void OnRecv(Ptr<Socket> s) {
-        Ptr<Packet> p;
-        while ((p = s->Recv())) {
-            if (p->GetSize() == 0) break;
-            if (first_s < 0) first_s = Simulator::Now().GetSeconds();
-            bytes += p->GetSize();
-            last_s = Simulator::Now().GetSeconds();
-        }
-    }
-};
-
-
-// ------------------------------------------------------------------------------------------
 // TCP cross traffic as request/response (src/tcpdelay/traffic/response_server.py): a client on
 // the receiving side connects to a server on the sending side and asks; the server answers
 // each connection, in the order they come, with the next of its responses:
@@ -912,18 +830,18 @@ inline Ptr<ExponentialRandomVariable> NewExponential(double mean, int64_t stream
     return e;
 }
 
-// A TCP socket of `node` with a host's settings (what Python's _tcp_socket sets), for
-// connections opened during the simulation.
+// A TCP socket of `node` with a host's settings: every TCP socket of a simulation is made by
+// one (Python's _tcp_socket for those made before the run, FetchClient's during it).
 struct SocketMaker {
     Ptr<Node> node;
     uint32_t sndbuf = 4194304, rcvbuf = 6291456, initcwnd = 10, segment = 0;
-    bool sack = true;
+    bool sack = true, nodelay = true;
     Ptr<Socket> Make() {
         Ptr<Socket> s = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
         s->SetAttribute("SndBufSize", UintegerValue(sndbuf));
         s->SetAttribute("RcvBufSize", UintegerValue(rcvbuf));
         s->SetAttribute("InitialCwnd", UintegerValue(initcwnd));
-        s->SetAttribute("TcpNoDelay", BooleanValue(true));
+        s->SetAttribute("TcpNoDelay", BooleanValue(nodelay));
         s->SetAttribute("Sack", BooleanValue(sack));
         if (segment) s->SetAttribute("SegmentSize", UintegerValue(segment));
         return s;
