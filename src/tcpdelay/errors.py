@@ -14,3 +14,9 @@ class ParameterError(TcpdelayError, ValueError):
 
 class EnvironmentNotSupported(TcpdelayError):
     """The machine lacks something the command needs (root, /dev/net/tun, a kernel feature)."""
+
+
+class TestbedError(TcpdelayError):
+    """Building or running the testbed failed (a command, the emulator, a setting read back)."""
+
+    __test__ = False

@@ -18,7 +18,7 @@ from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec
 from tcpdelay.testbed import bpf_cc
 from tcpdelay.testbed.netns import unavailable_reason
 from tcpdelay.testbed.spec import parse_spec
-from tcpdelay.testbed.testbed import TestbedError
+from tcpdelay.errors import TestbedError
 from tcpdelay.traffic import bulk_transfer
 
 pytestmark = [pytest.mark.testbed, pytest.mark.skipif(unavailable_reason() is not None,

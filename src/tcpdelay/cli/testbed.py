@@ -21,7 +21,7 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import runs
 from tcpdelay.testbed.spec import PRESETS, parse_spec
-from tcpdelay.testbed.testbed import TestbedError
+from tcpdelay.errors import TestbedError
 
 
 @click.group("testbed")

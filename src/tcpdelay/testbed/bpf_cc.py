@@ -23,7 +23,7 @@ from typing import Mapping
 
 from tcpdelay.testbed.congestion import PREFIX
 from tcpdelay.testbed.emulator import REPO_ROOT
-from tcpdelay.testbed.testbed import TestbedError
+from tcpdelay.errors import TestbedError
 
 LOADER = "tcpdelay-cc-load"
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.testbed.testbed import TestbedError
+from tcpdelay.errors import TestbedError
 
 ACCESS_LOG = "access.log"
 ERROR_LOG = "error.log"

@@ -36,7 +36,7 @@ import traceback
 from typing import Any, Callable, Sequence
 
 from tcpdelay import timing
-from tcpdelay.errors import TcpdelayError
+from tcpdelay.errors import TestbedError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import runs
 from tcpdelay.testbed import tcp_settings as tcps
@@ -45,12 +45,6 @@ from tcpdelay.testbed.spec import HostSpec, TestbedSpec
 
 PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
-
-
-class TestbedError(TcpdelayError):
-    """Building or running the testbed failed (a command, the emulator, a setting read back)."""
-
-    __test__ = False
 
 
 def _die_with_parent() -> None:  # preexec_fn: runs in the child between fork and exec

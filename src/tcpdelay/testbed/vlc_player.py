@@ -42,7 +42,7 @@ import threading
 import time
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.testbed.testbed import TestbedError
+from tcpdelay.errors import TestbedError
 
 _COUNTERS = {
     "input bytes read": "input_bytes", "demux bytes read": "demux_bytes", "demux corrupted": "demux_corrupted",
