@@ -1,6 +1,6 @@
 # The two set-up commands (see README):
 #   make run   — install, then run the main job `tcpdelay evaluate` with its defaults
-#   make test  — install with the dev and sim (ns-3) extras, then run every test
+#   make test  — install with the dev, sim (ns-3) and cluster (Ray) extras, then run every test
 # Everything else here is a helper of those two.
 
 PYTHON ?= python3
@@ -29,7 +29,7 @@ $(VENV)/.stamp-install: pyproject.toml | $(BIN)/python
 	@touch $@
 
 $(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,sim]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,sim,cluster]'
 	@touch $@ $(VENV)/.stamp-install
 
 install: $(VENV)/.stamp-install

@@ -178,3 +178,28 @@ def test_a_dry_run_plans_every_run_and_writes_nothing(tmp_path):
     assert [r["status"] for r in doc["runs"]] == ["planned"] * 4
     # 20-s runs + 5 s each, 4 of them over 2 nodes x 1 job: 50 s
     assert doc["estimate"]["busy_s"] == 4 * 25.0 and doc["estimate"]["wall_s"] == 50.0
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:        # a port nobody listens on (bound, then released)
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--engine", "spark"], "--engine"),
+    (["--address", "127.0.0.1:6379"], "--address: only with --engine ray"),
+    (["--engine", "ray", "--address", "not an address"], "not a Ray cluster address"),
+    (["--engine", "ray", "--address", "CLOSED"], "no Ray cluster answers"),
+])
+def test_a_bad_engine_or_address_is_one_line_and_exit_2(extra, fragment, tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    extra = [f"127.0.0.1:{_closed_port()}" if a == "CLOSED" else a for a in extra]
+    res = tcpdelay("sweep", str(root / "experiments" / "voip-random-loss.toml"), *extra, "--backend", "ns3",
+                   "--out", str(tmp_path / "o"))
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.strip().splitlines() if not ln.startswith("tcpdelay: note:")]
+    assert len(lines) == 1 and fragment in lines[0], res.stderr
+    assert not (tmp_path / "o").exists()

@@ -13,7 +13,7 @@ from tcpdelay.cli.common import emit, fmt_s, json_option
 from tcpdelay.experiments.scenario import Scenario, load_scenario
 from tcpdelay.experiments.tiny import tiny_form
 from tcpdelay.experiments.sweep import (
-    ORDERS, SweepResult, default_jobs, estimate_unit_s, expand, ordered, parse_shard, run_sweep, shard_units, units,
+    ENGINES, ORDERS, SweepResult, default_jobs, estimate_unit_s, expand, ordered, parse_shard, run_sweep, shard_units, units,
 )
 from tcpdelay.results import markers
 
@@ -31,16 +31,18 @@ def backend_option(f):
                              "ns-3 simulation of the same scenario (docs/ns3.md).")(f)
 
 
-def _runner(backend: str = "testbed", scenario: Scenario | None = None):
-    """The backend's cell runner, after checking that it can run here and — for a simulator —
-    that it can run every cell of ``scenario`` (before anything is written)."""
+def _runner(backend: str = "testbed", scenario: Scenario | None = None, *, here: bool = True):
+    """The backend's cell runner, after checking that it can run here (``here``; not when the
+    runs happen on other nodes: each node checks its own) and — for a simulator — that it can run
+    every cell of ``scenario`` (before anything is written)."""
     import functools
 
     from tcpdelay.experiments.backends import get_backend
     from tcpdelay.experiments.run import plan_run, run_scenario
 
     runner = get_backend(backend)
-    runner.check()
+    if here:
+        runner.check()
     if scenario is not None and backend != "testbed":
         notes: list[str] = []
         for cell in expand(scenario):
@@ -176,10 +178,16 @@ def run_cmd(scenario_file, out_dir, tiny_s, backend, as_json):
                    "and estimate the wall time on --nodes nodes.")
 @click.option("--nodes", type=click.IntRange(min=1, max=100_000), default=1, show_default=True,
               help="With --dry-run: nodes to estimate the wall time for (each running --jobs runs at once).")
+@click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
+              help="What runs the units: this machine (--jobs at once), or Ray (each unit a task on a "
+                   "node of the cluster at --address, its files shipped back; docs/scale-out.md).")
+@click.option("--address", default=None, metavar="ADDR",
+              help="With --engine ray: the cluster to join (auto, HOST:PORT or ray://HOST:PORT) "
+                   "[default: start Ray on this machine, with --jobs testbed slots].")
 @backend_option
 @json_option
-def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order_seed, dry_run, nodes, backend,
-              as_json):
+def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order_seed, dry_run, nodes, engine,
+              address, backend, as_json):
     """Run every cell of SCENARIO_FILE's [sweep] grid, each repetition once, with a progress
     bar. Cells and runs already complete in OUT are skipped, so an interrupted sweep resumes
     where it stopped. The testbed needs root and /dev/net/tun; ns-3 neither.
@@ -194,17 +202,23 @@ def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order
     if Path(scenario_file).is_dir():
         raise click.UsageError(f"SCENARIO_FILE: {scenario_file} is a directory, not a scenario file")
     shard = parse_shard(shard_text) if shard_text is not None else None
+    if address is not None and engine != "ray":
+        raise click.UsageError("--address: only with --engine ray")
+    if engine == "ray":
+        from tcpdelay.experiments.ray_engine import check_address
+
+        check_address(address)
     scenario = load_scenario(scenario_file)
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
     jobs = jobs or (default_jobs() if backend == "testbed" else 1)
     if dry_run:
         return _dry_run(scenario_file, scenario, out, jobs, nodes, shard, order, order_seed, backend, as_json)
-    runner = _runner(backend, scenario)
+    runner = _runner(backend, scenario, here=engine == "local" or address is None)
     res = _run_sweep("sweep", out, scenario, runner, jobs=jobs, flat=False, shard=shard, order=order,
-                     order_seed=order_seed)
+                     order_seed=order_seed, engine=engine, address=address, testbed=backend == "testbed")
     if res is None:
         return 1
-    doc = _result("sweep", scenario_file, scenario, res, jobs, False)
+    doc = {**_result("sweep", scenario_file, scenario, res, jobs, False), "engine": engine}
     emit(doc, as_json, _human(doc))
     return 1 if res.failed else 0
 

@@ -219,6 +219,7 @@ def write_metrics(run_dir: Path, plan: RunPlan, totals: dict) -> dict:
         from tcpdelay.results.runs import summarize_run
 
         metrics = jsonable(summarize_run(run_dir))
+        metrics.pop("results", None)   # where the run was measured (a node's temporary directory on Ray)
         write_json(run_dir / METRICS_FILE, metrics)
         names = {m.flow_id: m.name for m in plan.media}
         totals["flows"] = [

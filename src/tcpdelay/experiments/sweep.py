@@ -301,9 +301,14 @@ def estimate_unit_s(scenario: Scenario, backend: str = "testbed") -> float:
     return scenario.duration_s * bits_s / NS3_BITS_PER_WALL_S + NS3_OVERHEAD_S
 
 
+ENGINES = ("local", "ray")
+
+
 def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner, *, jobs: int = 1,
               console: Console | None = None, progress: bool = True, flat: bool = False,
-              shard: tuple[int, int] | None = None, order: str = "grid", order_seed: int = 1) -> SweepResult:
+              shard: tuple[int, int] | None = None, order: str = "grid", order_seed: int = 1,
+              engine: str = "local", address: str | None = None, testbed: bool = True,
+              on_started: Callable[[Unit, str, int], None] | None = None) -> SweepResult:
     """Run every unit of ``scenario``'s sweep that is not complete yet, ``jobs`` at a time.
 
     ``flat`` runs the scenario as written, without its sweep, into ``OUT/seed-<s>/``
@@ -313,17 +318,36 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
     ``shard`` ``(I, N)`` runs only the I-th of N disjoint parts of the units (:func:`shard_units`);
     ``order`` ``"random"`` shuffles the runs with ``order_seed`` (:func:`ordered`).
 
+    ``engine`` ``"ray"`` runs each unit as a Ray task (:mod:`tcpdelay.experiments.ray_engine`) on
+    the cluster at ``address`` (or a Ray instance started here, with ``jobs`` testbed slots);
+    ``testbed`` says whether the units need a node's ``testbed`` resource (the testbed backend) or
+    one CPU (ns-3, models); ``on_started(unit, node, pid)`` hears where each unit started.
+
     A unit that fails is recorded (``failed.json``, and in the result) and the others go on;
     :class:`~tcpdelay.errors.EnvironmentNotSupported` (no root, no TUN: every unit would fail)
     stops the sweep. An interrupt stops it too; what completed stays complete.
     """
     if not isinstance(jobs, int) or jobs < 1:
         raise ParameterError(f"jobs: {jobs!r} must be an integer >= 1")
+    if engine not in ENGINES:
+        raise ParameterError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
+    ordered([], order)                       # a bad order is refused before anything is written
+    if engine == "ray":                      # the cluster joined (or refused) before anything is written
+        from tcpdelay.experiments import ray_engine
+
+        with ray_engine.Connection(address, jobs, testbed):
+            return _sweep(scenario, out_dir, runner, jobs, console, progress, flat, shard, order, order_seed,
+                          ray_units=True, testbed=testbed, on_started=on_started)
+    return _sweep(scenario, out_dir, runner, jobs, console, progress, flat, shard, order, order_seed)
+
+
+def _sweep(scenario: Scenario, out_dir, runner: CellRunner, jobs: int, console: Console | None, progress: bool,
+           flat: bool, shard: tuple[int, int] | None, order: str, order_seed: int, *, ray_units: bool = False,
+           testbed: bool = True, on_started=None) -> SweepResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if flat:
         scenario = scenario.model_copy(update={"sweep": {}})
-    ordered([], order)                       # a bad order is refused before anything is written
     cells = expand(scenario)
     todo_all = shard_units(units(cells, out, flat=flat), shard)
     result = SweepResult(out_dir=out, cells=len(cells), units=len(todo_all), shard=shard)
@@ -349,7 +373,12 @@ def run_sweep(scenario: Scenario, out_dir: str | os.PathLike, runner: CellRunner
                     bar.console.print(f"[red]failed[/red] {unit.label}: {err}")
                 bar.advance(task)
 
-            if jobs == 1 or len(todo) <= 1:
+            if ray_units:
+                if todo:
+                    from tcpdelay.experiments.ray_engine import run_on_ray
+
+                    run_on_ray(todo, runner, testbed=testbed, bar=bar, task=task, done=done, on_started=on_started)
+            elif jobs == 1 or len(todo) <= 1:
                 follow = progress and "on_progress" in inspect.signature(runner).parameters
                 for unit in todo:
                     bar.update(task, description=unit.label)

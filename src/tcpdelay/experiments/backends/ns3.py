@@ -84,6 +84,9 @@ class Ns3Backend(Backend):
             return _failed(plan, started, f"the ns-3 simulation failed: {why}")
         for f in sim_dir.glob("flow-*.npz"):   # the packets are in the records now
             f.unlink()
+        # the job as it ran, its paths relative to the run directory (which may be moved, or come
+        # back from another node)
+        job_file.write_text(json.dumps(_relative(sim_job.to_dict(), str(rd)), indent=1))
         result = json.loads((rd / "result.json").read_text())
         if job.on_progress:
             job.on_progress(plan.duration_s, plan.duration_s)
@@ -93,6 +96,16 @@ class Ns3Backend(Backend):
         return BackendOutcome(results=results, counters=result["counters"], t0_monotonic_s=plan.lead_s,
                               link_start_monotonic_s=0.0, started_unix_s=started, clock="ns3-simulation",
                               clock_source="ns-3 simulated time (s)")
+
+
+def _relative(obj, root: str):
+    if isinstance(obj, dict):
+        return {k: _relative(v, root) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_relative(v, root) for v in obj]
+    if isinstance(obj, str) and (obj == root or obj.startswith(root + "/")):
+        return "." + obj[len(root):]
+    return obj
 
 
 def _failed(plan: RunPlan, started: float, why: str) -> BackendOutcome:
