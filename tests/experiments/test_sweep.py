@@ -347,3 +347,14 @@ def test_a_sweep_writes_its_tidy_table(tmp_path, log, monkeypatch):
     assert all(r["status"] == "failed" and "cannot run" in r["error"] for r in bad)
     assert all(r["status"] == "complete" and r["wall_s"] is not None for r in table if r["param:path.loss.p"] != 0.05)
     assert [(r["cell_id"], r["seed"]) for r in table][:2] == [(table[0]["cell_id"], 1), (table[0]["cell_id"], 2)]
+
+
+def test_the_wall_time_estimate_schedules_whole_runs():
+    from tcpdelay.experiments.sweep import estimate_wall_s
+
+    assert estimate_wall_s([305.0] * 840, 100) == 9 * 305.0        # 9 rounds, not 8.4
+    assert estimate_wall_s([305.0] * 840, 1) == 840 * 305.0
+    assert estimate_wall_s([10.0, 1.0, 1.0, 1.0], 2) == 10.0         # the long run alone on one slot
+    assert estimate_wall_s([], 4) == 0.0
+    with pytest.raises(ParameterError):
+        estimate_wall_s([1.0], 0)

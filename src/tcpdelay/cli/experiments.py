@@ -13,7 +13,8 @@ from tcpdelay.cli.common import emit, fmt_s, json_option
 from tcpdelay.experiments.scenario import Scenario, load_scenario
 from tcpdelay.experiments.tiny import tiny_form
 from tcpdelay.experiments.sweep import (
-    ENGINES, ORDERS, SweepResult, default_jobs, estimate_unit_s, expand, ordered, parse_shard, run_sweep, shard_units, units,
+    ENGINES, ORDERS, SweepResult, default_jobs, estimate_unit_s, estimate_wall_s, expand, ordered, parse_shard,
+    run_sweep, shard_units, units,
 )
 from tcpdelay.results import markers
 
@@ -237,8 +238,7 @@ def _dry_run(path, scenario, out, jobs, nodes, shard, order, order_seed, backend
     todo = ordered([u for u in all_units if not u.complete], order, order_seed)
     per_unit = {u.cell.id: estimate_unit_s(u.cell.scenario, backend) for u in todo}
     busy_s = sum(per_unit[u.cell.id] for u in todo)
-    slots = jobs * nodes
-    wall_s = max(busy_s / slots, max(per_unit.values(), default=0.0)) if todo else 0.0
+    wall_s = estimate_wall_s([per_unit[u.cell.id] for u in todo], jobs * nodes)
     runs = [{"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir),
              "status": "planned", "estimate_s": per_unit[u.cell.id]} for u in todo]
     runs += [{"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir),

@@ -301,6 +301,20 @@ def estimate_unit_s(scenario: Scenario, backend: str = "testbed") -> float:
     return scenario.duration_s * bits_s / NS3_BITS_PER_WALL_S + NS3_OVERHEAD_S
 
 
+def estimate_wall_s(unit_s: list[float], slots: int) -> float:
+    """The wall time of runs lasting ``unit_s`` seconds on ``slots`` slots (nodes x jobs), each run
+    given to the slot that frees first, the longest first (Graham's LPT rule: within 4/3 of the
+    best schedule): 840 runs of 305 s on 100 slots take 9 rounds, not 8.4."""
+    import heapq
+
+    if slots < 1:
+        raise ParameterError(f"slots: {slots!r} must be >= 1")
+    free = [0.0] * min(slots, max(len(unit_s), 1))
+    for d in sorted(unit_s, reverse=True):
+        heapq.heapreplace(free, free[0] + d)
+    return max(free)
+
+
 ENGINES = ("local", "ray")
 
 
