@@ -229,3 +229,40 @@ def test_run_keeps_the_names_importers_use():
                  "plan_run"):
         assert getattr(run, name) is getattr(plan_mod, name)
     assert run.RunFailed is RunFailed and run.part_name is part_name
+
+
+def test_access_links_give_every_flow_hosts_and_links_of_their_own():
+    """papers/004 Fig 1: each source and sink reaches the bottleneck through its own link; the
+    [access] keys apply to every host, [access.left]/[access.right] override per side, both ways."""
+    sc = parse_scenario({
+        "name": "a", "duration_s": 10, "path": {"rtt_s": 0.05, "rate_bps": 1e7},
+        "access": {"delay_s": 0.01, "rate_bps": 1e7, "right": {"rate_bps": 1e6,
+                                                                "loss": {"model": "bernoulli", "p": 0.01}}},
+        "flows": [{"profile": "voip", "count": 3, "transport": "udp"}],
+        "cross": [{"kind": "bulk", "count": 1}]})
+    plan = plan_run(sc, 7)
+    senders = {m.sender for m in plan.media} | {c.server for c in plan.cross}
+    sinks = {m.receiver for m in plan.media} | {c.client for c in plan.cross}
+    assert len(senders) == 4 and len(sinks) == 4 and len(plan.hosts) == 8
+    for h in plan.hosts:
+        up, down = h["access"]["a_to_b"], h["access"]["b_to_a"]
+        assert up == down and up["delay_s"] == 0.01
+        if h["side"] == "left":
+            assert up["rate_bps"] == 1e7 and up["loss"] == {"model": "none"}
+        else:
+            assert up["rate_bps"] == 1e6 and up["loss"] == {"model": "bernoulli", "p": 0.01}
+    assert len({h["access_seed"] for h in plan.hosts}) == 8
+    assert plan_run(sc, 7).hosts == plan.hosts and plan_run(sc, 8).hosts != plan.hosts
+    spec = plan.testbed_spec(7)                     # the testbed reads them back
+    assert spec.topology == "dumbbell" and all(h.access is not None for h in spec.hosts)
+
+
+def test_access_outages_make_a_timed_link_and_without_access_nothing_changes():
+    base = {"name": "a", "duration_s": 10, "path": {"rtt_s": 0.05}, "flows": [{"profile": "voip", "count": 2}]}
+    plain = plan_run(parse_scenario(base), 1)
+    assert len(plain.hosts) == 2 and all("access" not in h for h in plain.hosts) and not plain.timed_link
+    handoffs = parse_scenario({**base, "access": {"right": {"outages": [{"at_s": 2.0, "duration_s": 1.0}]}}})
+    plan = plan_run(handoffs, 1)
+    assert plan.timed_link
+    sink = next(h for h in plan.hosts if h["side"] == "right")
+    assert sink["access"]["b_to_a"]["outages"] == [{"at_s": 2.0 + plan.lead_s, "duration_s": 1.0}]

@@ -244,3 +244,24 @@ def test_a_directory_given_as_a_file_says_so(tmp_path):
     res = _cli("sweep", str(f), "--out", str(tmp_path / "out"))
     assert res.returncode == 2 and res.stderr.splitlines() == [
         "tcpdelay: error: tcpdelay sweep: s.toml: flows[0].trace: 'traces' is a directory, not a trace file"]
+
+
+def test_access_table_keys_limits_and_trace_files(tmp_path):
+    from tcpdelay.errors import ParameterError
+    from tcpdelay.experiments.scenario import load_scenario
+
+    ok = parse_scenario({"duration_s": 5, "flows": [{"profile": "voip"}],
+                         "access": {"delay_s": 0.01, "queue_packets": 30, "left": {"queue_bytes": 30000}}})
+    left, right = ok.access.side("left"), ok.access.side("right")
+    assert (left.queue_bytes, left.queue_packets, left.delay_s) == (30000, None, 0.01)
+    assert (right.queue_packets, right.delay_s) == (30, 0.01)
+    for bad, fragment in [({"bogus": 1}, "access: unknown key .bogus"), ({"delay_s": -1}, "access.delay_s"),
+                          ({"right": {"loss": {"model": "bernoulli", "p": 2}}}, "access.right.loss")]:
+        with pytest.raises(ParameterError, match=fragment):
+            parse_scenario({"duration_s": 5, "flows": [{"profile": "voip"}], "access": bad})
+    (tmp_path / "t.trace").write_text("1\n2\n")
+    (tmp_path / "s.toml").write_text('duration_s = 5\n[[flows]]\nprofile = "voip"\n[access.right]\ntrace = "t.trace"\n')
+    assert load_scenario(tmp_path / "s.toml").access.right.trace == str((tmp_path / "t.trace").resolve())
+    (tmp_path / "m.toml").write_text('duration_s = 5\n[[flows]]\nprofile = "voip"\n[access]\ntrace = "nope.trace"\n')
+    with pytest.raises(ParameterError, match="access.trace"):
+        load_scenario(tmp_path / "m.toml")

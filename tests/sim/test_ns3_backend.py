@@ -258,3 +258,29 @@ def test_every_media_profile_runs_with_its_frames(worker, tmp_path, profile):
     if profile == "voip-onoff":                          # silences: gaps of about a second in the send times
         t = np.asarray(sent["send_time_s"])
         assert np.diff(t).max() > 0.3
+
+
+ACCESS = {"name": "access", "duration_s": 10, "seed": 1,
+          "path": {"rtt_s": 0.05, "rate_bps": 10e6, "queue_packets": 30},
+          "access": {"delay_s": 0.01, "rate_bps": 1e6, "right": {"loss": {"model": "bernoulli", "p": 0.05}}},
+          "flows": [{"name": "v", "profile": "voip", "count": 2, "transport": "udp"}]}
+
+
+def test_access_links_are_simulated_per_host(tmp_path):
+    """papers/004's topology: each flow's sender and receiver reach the bottleneck through their
+    own emulated link; the delay is the three links' plus two serializations at 1 Mb/s, the
+    sinks' loss is their own, counted per host as on the testbed."""
+    _run(ACCESS, tmp_path)
+    run = json.loads((tmp_path / "run.json").read_text())["run"]
+    access = run["link_counters"]["access"]
+    assert set(access) == {"ltx0", "ltx1", "rrx0", "rrx1"}
+    sent = 10 / 0.02
+    for host in ("ltx0", "ltx1"):
+        assert access[host]["a_to_b"]["packets_in"] == sent and access[host]["a_to_b"]["drops"]["total"] == 0
+    losses = [access[h]["b_to_a"]["drops"]["loss"] for h in ("rrx0", "rrx1")]
+    assert all(0.02 * sent < n < 0.09 * sent for n in losses) and losses[0] != losses[1]   # own loss processes
+    flows = json.loads((tmp_path / "metrics.json").read_text())["flows"]
+    serialization = 2 * (200 * 8 / 1e6)          # a 172-byte packet + IP/UDP headers, twice at 1 Mb/s
+    for f in flows:
+        assert f["delay"]["mean_s"] == pytest.approx(0.045 + serialization, abs=0.002)
+        assert f["packets"]["loss_rate"] == pytest.approx(losses[f["flow_id"]] / sent, abs=0.01)

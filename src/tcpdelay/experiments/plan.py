@@ -154,9 +154,10 @@ def _direction_spec(d: DirectionSpec, lead_s: float) -> dict:
 
 
 def timed_link(scenario: Scenario) -> bool:
-    """Whether the link's behaviour depends on time since the link started (outages, a
-    delivery trace): then t0 is :data:`LEAD_S` after the link's start."""
-    return _timed(scenario.path.direction("forward"), scenario.path.direction("reverse"))
+    """Whether a link's behaviour depends on time since the links started (outages, a delivery
+    trace, on the path or an access link): then t0 is :data:`LEAD_S` after the links' start."""
+    access = (scenario.access.side("left"), scenario.access.side("right")) if scenario.access else ()
+    return _timed(scenario.path.direction("forward"), scenario.path.direction("reverse"), *access)
 
 
 def _timed(*directions: DirectionSpec) -> bool:
@@ -170,16 +171,24 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
     hosts: list[dict] = []
     sinks: dict[str, str] = {}
 
+    # With access links every flow has hosts of its own (each with its own link); without, the
+    # senders with the same TCP settings share a host and each side has one sink.
+    own_hosts = scenario.access is not None
+
     def sender_host(side: str, tcp: Tcp | None) -> str:
         settings = host_tcp_settings(tcp) if tcp is not None else {}
-        key = (side, json.dumps(settings, sort_keys=True))
+        key = (side, json.dumps(settings, sort_keys=True), len(hosts) if own_hosts else 0)
         if key not in groups:
-            name = f"{side[0]}tx{sum(1 for s, _ in groups if s == side)}"
+            name = f"{side[0]}tx{sum(1 for s, *_ in groups if s == side)}"
             groups[key] = name
             hosts.append({"name": name, "side": side, "tcp": settings})
         return groups[key]
 
     def sink_host(side: str) -> str:
+        if own_hosts:
+            name = f"{side[0]}rx{sum(1 for h in hosts if h['name'].startswith(side[0] + 'rx'))}"
+            hosts.append({"name": name, "side": side, "tcp": {}})
+            return name
         if side not in sinks:
             sinks[side] = f"{side[0]}rx"
             hosts.append({"name": sinks[side], "side": side, "tcp": {}})
@@ -188,7 +197,7 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
     forward, reverse = scenario.path.direction("forward"), scenario.path.direction("reverse")
     plan = RunPlan(hosts=hosts, link={"a_to_b": _direction_spec(forward, lead_s), "b_to_a": _direction_spec(reverse, lead_s)},
                    name=scenario.name, seed=seed, duration_s=scenario.duration_s,
-                   timed_link=_timed(forward, reverse), lead_s=lead_s,
+                   timed_link=timed_link(scenario), lead_s=lead_s,
                    tcp_state_period_s=DEFAULT_TCP_STATE_PERIOD_S if scenario.tcp_state_period_s is None
                    else scenario.tcp_state_period_s)
     flow_id = 0
@@ -239,6 +248,11 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
         flow_id += 1
     if len([h for h in hosts if h["side"] == "left"]) > 200 or len([h for h in hosts if h["side"] == "right"]) > 200:
         raise ParameterError("the scenario needs more than 200 hosts on one side")
+    if scenario.access is not None:
+        for h in hosts:
+            d = _direction_spec(scenario.access.side(h["side"]), lead_s)
+            h["access"] = {"a_to_b": d, "b_to_a": d}
+            h["access_seed"] = derive_seed(seed, "access", h["name"])
     return plan
 
 

@@ -142,21 +142,40 @@ class Path(Direction):
         """``forward`` or ``reverse`` with the path-wide keys filled in: the link's own
         :class:`~tcpdelay.link.DirectionSpec` (the scenario's ``trace`` is its ``trace_file``;
         outages in seconds from the run's start, see :meth:`~tcpdelay.link.DirectionSpec.later`)."""
-        own: Direction = getattr(self, which)
-        out: dict[str, Any] = {}
-        if self.rtt_s is not None:
-            out["delay_s"] = self.rtt_s / 2
-        for level in (self, own):
-            given = level.model_dump(exclude_none=True, exclude={"rtt_s", "forward", "reverse"})
-            # rate/trace and queue_packets/queue_bytes are each one choice: a level that makes
-            # it replaces the other's choice.
-            for group in (("rate_bps", "trace"), ("queue_packets", "queue_bytes")):
-                if any(k in given for k in group):
-                    for k in group:
-                        out.pop("trace_file" if k == "trace" else k, None)
-            for key in given:
-                out["trace_file" if key == "trace" else key] = getattr(level, key)
-        return DirectionSpec(**out)
+        out: dict[str, Any] = {"delay_s": self.rtt_s / 2} if self.rtt_s is not None else {}
+        return _resolved(out, (self, getattr(self, which)), {"rtt_s", "forward", "reverse"})
+
+
+def _resolved(out: dict[str, Any], levels: tuple[Direction, ...], exclude: set[str]) -> DirectionSpec:
+    """``out`` with each level's keys laid over it in turn (the scenario's ``trace`` is the link's
+    ``trace_file``): the link's :class:`~tcpdelay.link.DirectionSpec`."""
+    for level in levels:
+        given = level.model_dump(exclude_none=True, exclude=exclude)
+        # rate/trace and queue_packets/queue_bytes are each one choice: a level that makes it
+        # replaces the other's choice.
+        for group in (("rate_bps", "trace"), ("queue_packets", "queue_bytes")):
+            if any(k in given for k in group):
+                for k in group:
+                    out.pop("trace_file" if k == "trace" else k, None)
+        for key in given:
+            out["trace_file" if key == "trace" else key] = getattr(level, key)
+    return DirectionSpec(**out)
+
+
+class Access(Direction):
+    """Every host's own access link into its side's router (papers/004 Fig 1: each source and
+    each sink reaches the shared bottleneck through a link of its own). Keys here apply to every
+    access link; ``left`` (the side that sends forward flows) and ``right`` override them per
+    side; each applies to both directions of a link (papers/004's packet errors hit the sinks'
+    links both ways). With ``[access]`` every flow gets a sending host and a receiving host of
+    its own, each with its own link and loss process."""
+
+    left: Direction = Field(default_factory=Direction)
+    right: Direction = Field(default_factory=Direction)
+
+    def side(self, which: Literal["left", "right"]) -> DirectionSpec:
+        """The access link of a host on side ``which`` (the same both ways)."""
+        return _resolved({}, (self, getattr(self, which)), {"left", "right"})
 
 
 # --------------------------------------------------------------------------- TCP and heuristics
@@ -439,6 +458,8 @@ class Scenario(_Strict):
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
     seeds: tuple[Annotated[int, Field(ge=0, le=2**63 - 1)], ...] | None = None
     path: Path = Field(default_factory=Path)
+    #: Per-host access links (papers/004's topology); unset: hosts reach the bottleneck directly.
+    access: Access | None = None
     flows: tuple[Flow, ...] = ()
     cross: tuple[Cross, ...] = ()
     #: Streams a client pulls (papers/003's video over HTTP); a scenario has flows, streams or both.
@@ -570,6 +591,10 @@ def _resolve_files(scenario: Scenario, base_dir: FsPath | None, source: str) -> 
     fix(path, "path")
     for d in ("forward", "reverse"):
         fix(path.get(d, {}), f"path.{d}")
+    access = data.get("access") or {}
+    fix(access, "access")
+    for side in ("left", "right"):
+        fix(access.get(side, {}), f"access.{side}")
     for i, f in enumerate(data["flows"]):
         fix(f, f"flows[{i}]")
     return _validate(data, source)

@@ -6,10 +6,11 @@ ns-3 aborts the process.
 
 The network (docs/ns3.md): every host has its own point-to-point access link to its side's
 router (10 Gb/s, no delay, a queue that never fills: the testbed's hosts reach the emulator
-through veth pairs); the two routers are joined by an :class:`EmulatedChannel` whose directions
-are the plan's link tables, the emulator's model re-implemented in C++
-(``cpp/tcpdelay_sim.h``). No queue discipline is installed (ns-3 would add FqCoDel): the only
-queue that fills is the emulated link's.
+through veth pairs) or, when the plan gives the host an ``access`` link (papers/004's topology),
+an :class:`EmulatedChannel` of its own with those settings (``a_to_b`` host -> router); the two
+routers are joined by an :class:`EmulatedChannel` whose directions are the plan's link tables,
+the emulator's model re-implemented in C++ (``cpp/tcpdelay_sim.h``). No queue discipline is
+installed (ns-3 would add FqCoDel): the only queues that fill are the emulated links'.
 
 Outputs in ``job.out_dir``: the record datasets ``sent/``, ``received/``, ``tcp_state/`` and
 ``link_queue/`` (:mod:`tcpdelay.records`), and ``result.json``: every part's answer by part key
@@ -88,9 +89,17 @@ def simulate(job: Job) -> dict:
     access.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", ns.StringValue(ACCESS_QUEUE))
     address = ns.Ipv4AddressHelper()
     ip_of: dict[str, object] = {}
+    access_links: dict[str, object] = {}     # host -> its emulated access channel
     for i, h in enumerate(job.hosts):
         router = routers.Get(0 if h["side"] == "left" else 1)
-        devs = access.Install(nodes[h["name"]], router)
+        if h.get("access"):
+            own = t.ConnectEmulated(nodes[h["name"]], router, TRUNK_RATE)
+            devs = own.devices
+            access_links[h["name"]] = t.Raw(own.channel)
+            # random streams of their own: the bottleneck's are 1..5, host i's from 10 + 6 i
+            _configure_channel(t, access_links[h["name"]], h["access"], 10 + 6 * i)
+        else:
+            devs = access.Install(nodes[h["name"]], router)
         address.SetBase(ns.Ipv4Address(f"10.{1 if h['side'] == 'left' else 2}.{i}.0"), ns.Ipv4Mask("255.255.255.0"))
         ifs = address.Assign(devs)
         t.RemoveQdiscs(devs)
@@ -129,7 +138,10 @@ def simulate(job: Job) -> dict:
     _write_queue(channel, out)
     import resource
 
-    result = {"results": results, "counters": _counters(channel, job), "events": events,
+    counters = _counters(channel, job)
+    if access_links:
+        counters["access"] = {name: _counters(ch, job) for name, ch in access_links.items()}
+    result = {"results": results, "counters": counters, "events": events,
               "simulated_s": end_s, "wall_s": time.monotonic() - wall0,
               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     ns.Simulator.Destroy()
@@ -176,9 +188,15 @@ def _congestion_attrs(ns, job: Job) -> None:
 
 
 def _configure_link(ns, t, channel, job: Job) -> None:
+    _configure_channel(t, channel, job.link, 0)
+
+
+def _configure_channel(t, channel, link: dict, stream_base: int) -> None:
+    """An :class:`EmulatedChannel`'s two directions from link tables (``a_to_b``: device 0 ->
+    device 1); its random streams are ``stream_base`` + 1, 2 (a_to_b) and + 4, 5 (b_to_a)."""
     for index, key in ((0, "a_to_b"), (1, "b_to_a")):
         d = channel.dir[index]
-        spec = job.link.get(key, {})
+        spec = link.get(key, {})
         d.delay_ns = round(float(spec.get("delay_s", 0.0)) * 1e9)
         d.jitter_ns = round(float(spec.get("jitter_s", 0.0)) * 1e9)
         d.reorder = bool(spec.get("reorder", False))
@@ -196,8 +214,8 @@ def _configure_link(ns, t, channel, job: Job) -> None:
         for o in sorted(spec.get("outages", []), key=lambda o: o["at_s"]):
             d.outage_start_ns.push_back(round(o["at_s"] * 1e9))
             d.outage_end_ns.push_back(round((o["at_s"] + o["duration_s"]) * 1e9))
-        d.loss_rng = t.NewUniform(3 * index + 1)
-        d.jitter_rng = t.NewUniform(3 * index + 2)
+        d.loss_rng = t.NewUniform(stream_base + 3 * index + 1)
+        d.jitter_rng = t.NewUniform(stream_base + 3 * index + 2)
 
 
 def _socket_maker(t, node, tcp: dict, *, sndbuf: int | None = None, rcvbuf: int | None = None,

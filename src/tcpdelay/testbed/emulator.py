@@ -41,7 +41,7 @@ def find_binary() -> str:
 
 
 def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], state_dir: str) -> dict:
-    """The emulator's JSON configuration for ``spec``; ``a``/``b`` are (netns, tun) pairs."""
+    """The emulator's JSON configuration for ``spec``'s bottleneck; ``a``/``b`` are (netns, tun) pairs."""
     reserved = {"a", "b", "ready_file", "counters_file", "a_to_b", "b_to_a", "seed", "realtime", "events_file", "mtu"}
     clash = reserved & set(spec.emulator_options)
     if clash:
@@ -62,14 +62,38 @@ def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], s
     }
 
 
+def access_config(spec: TestbedSpec, index: int, host: tuple[str, str], router: tuple[str, str],
+                  state_dir: str) -> dict:
+    """The configuration of the ``index``-th host's access link (``spec.hosts[index].access``):
+    ``a`` the host's (netns, tun), ``b`` its router's; files named ``access-<host>.*``; no
+    events file (the bottleneck's alone records events)."""
+    hs = spec.hosts[index]
+    name = f"access-{hs.name}"
+    seed = hs.access_seed if hs.access_seed is not None else (spec.seed + 1 + index) % 2**63
+    return {
+        **{k: v for k, v in spec.emulator_options.items() if k not in ("events_format",)},
+        "a": {"netns": host[0], "tun": host[1]},
+        "b": {"netns": router[0], "tun": router[1]},
+        "seed": seed,
+        "realtime": spec.realtime,
+        "ready_file": os.path.join(state_dir, f"{name}.ready"),
+        "counters_file": os.path.join(state_dir, f"{name}.counters.json"),
+        "events_file": None,
+        "mtu": spec.mtu_bytes,
+        "a_to_b": hs.access.a_to_b.settings(),
+        "b_to_a": hs.access.b_to_a.settings(),
+    }
+
+
 class LinkProcess:
     """A running ``tcpdelay-link``; :meth:`stop` ends it and returns its final counters."""
 
-    def __init__(self, config: dict, state_dir: str, binary: str | None = None, ready_timeout_s: float = 15.0):
+    def __init__(self, config: dict, state_dir: str, binary: str | None = None, ready_timeout_s: float = 15.0,
+                 *, name: str = "link", wait: bool = True):
         self.config = config
         self.binary = binary or find_binary()
-        self.config_path = os.path.join(state_dir, "link.json")
-        self.log_path = os.path.join(state_dir, "link.log")
+        self.config_path = os.path.join(state_dir, f"{name}.json")
+        self.log_path = os.path.join(state_dir, f"{name}.log")
         self.counters_path = config["counters_file"]
         with open(self.config_path, "w") as f:
             json.dump(config, f, indent=2)
@@ -82,8 +106,15 @@ class LinkProcess:
         self.pid = self.proc.pid
         self.final_counters: dict | None = None
         self._stopping = False
+        self.ready_timeout_s = ready_timeout_s
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Return once the emulator runs (its ready file exists); stop it and raise if it died or
+        took longer than ``ready_timeout_s`` (several started at once are waited for in turn)."""
         try:
-            self._wait_ready(config["ready_file"], ready_timeout_s)
+            self._wait_ready(self.config["ready_file"], self.ready_timeout_s)
         except BaseException:
             self.stop()
             raise

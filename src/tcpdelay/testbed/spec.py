@@ -119,11 +119,19 @@ def preset(name: str) -> TcpSettings:
 
 
 class HostSpec(_Model):
-    """A host: its own network namespace on the ``left`` or ``right`` side of the bottleneck."""
+    """A host: its own network namespace on the ``left`` or ``right`` side of the bottleneck.
+
+    ``access`` gives the host its own emulated link into its side's router (papers/004 Fig 1:
+    each source and sink has an access link into the shared bottleneck): ``a_to_b`` is host ->
+    router, ``b_to_a`` router -> host; one emulator process per access link, seeded with
+    ``access_seed`` (default: the testbed's seed + 1 + the host's index). Without it the host
+    is attached to its side's bridge by a veth pair (no emulation)."""
 
     name: str
     side: Literal["left", "right"]
     tcp: TcpSettings = Field(default_factory=TcpSettings)
+    access: LinkSpec | None = None
+    access_seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
 
     @model_validator(mode="after")
     def _name(self) -> "HostSpec":
@@ -193,8 +201,9 @@ class TestbedSpec(_Model):
 
     @property
     def topology(self) -> str:
-        """``pair`` (TUNs in the two hosts) or ``dumbbell`` (TUNs in two router namespaces)."""
-        return "pair" if len(self.hosts) == 2 else "dumbbell"
+        """``pair`` (TUNs in the two hosts) or ``dumbbell`` (TUNs in two router namespaces; always
+        when a host has an access link)."""
+        return "pair" if len(self.hosts) == 2 and not any(h.access for h in self.hosts) else "dumbbell"
 
 
 def parse_spec(data: dict) -> TestbedSpec:

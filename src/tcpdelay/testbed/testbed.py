@@ -40,7 +40,7 @@ from tcpdelay.errors import TestbedError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import runs
 from tcpdelay.testbed import tcp_settings as tcps
-from tcpdelay.testbed.emulator import LinkProcess, emulator_config, find_binary
+from tcpdelay.testbed.emulator import LinkProcess, access_config, emulator_config, find_binary
 from tcpdelay.testbed.spec import HostSpec, TestbedSpec
 
 PR_SET_PDEATHSIG = 1
@@ -253,6 +253,10 @@ class Testbed:
         self.routers: dict[str, str] = {}
         self.link: LinkProcess | None = None
         self.final_counters: dict | None = None
+        #: Each access link's emulator, by host name (hosts with ``access``), and their last counters.
+        self.access: dict[str, LinkProcess] = {}
+        self.final_access_counters: dict[str, dict | None] = {}
+        self._access_ends: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}
         self.subnet: str | None = None
         self._procs: list[subprocess.Popen] = []
         self._calls: list[CallHandle] = []
@@ -329,10 +333,25 @@ class Testbed:
         except nsutil.CommandFailed as err:
             raise TestbedError(str(err)) from None
 
+    def access_counters(self) -> dict[str, dict]:
+        """Each access link's counters now, by host (``a_to_b`` = host -> router, ``b_to_a`` =
+        router -> host); after :meth:`close`, their last counters."""
+        if not self.access:
+            return {k: v for k, v in self.final_access_counters.items() if v is not None}
+        try:
+            return {name: link.counters() for name, link in self.access.items()}
+        except nsutil.CommandFailed as err:
+            raise TestbedError(str(err)) from None
+
     def emulator_died(self) -> str | None:
-        """How the link emulator ended if it ended on its own while the testbed is open (it
-        should live until :meth:`close`), else ``None``."""
-        return self.link.died() if self.link else None
+        """How the link emulator (or an access link's) ended if it ended on its own while the
+        testbed is open (they should live until :meth:`close`), else ``None``."""
+        if self.link and self.link.died():
+            return self.link.died()
+        for name, link in self.access.items():
+            if link.died():
+                return f"{link.died()} (the access link of {name})"
+        return None
 
     def emulator_cpu_s(self) -> float | None:
         return self.link.cpu_s() if self.link else None
@@ -351,6 +370,9 @@ class Testbed:
             "routers": self.routers,
             "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address,
                                "ifname": h.ifname, "tcp": h.tcp_applied} for h in self.hosts.values()},
+            **({"access_links": {name: {"emulator_pid": link.pid, "host_tun": self._access_ends[name][0][1],
+                                        "router_tun": self._access_ends[name][1][1]}
+                                 for name, link in self.access.items()}} if self.access else {}),
             **cc,
         }
 
@@ -452,6 +474,9 @@ class Testbed:
                 ], netns=r)
                 for i, hs in enumerate(host_specs[side]):
                     h = self.hosts[hs.name]
+                    if hs.access is not None:
+                        self._access_tuns(r, h, side, i, f"{side_net[other[side]]}.0/24", cc_via[h.name])
+                        continue
                     port = f"td{rid}p{i}"
                     nsutil.ip("link", "add", port, "netns", r, "mtu", mtu, "type", "veth",
                               "peer", "name", h.ifname, "netns", h.netns, "mtu", mtu)
@@ -476,6 +501,34 @@ class Testbed:
             cfg = emulator_config(spec, (tun_ns["left"], tun["left"]), (tun_ns["right"], tun["right"]), self.state_dir)
             self.link = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s)
             self._record_process(self.link.pid)
+            index = {hs.name: k for k, hs in enumerate(spec.hosts)}
+            for name, (host_end, router_end) in self._access_ends.items():   # started together, then waited for
+                cfg = access_config(spec, index[name], host_end, router_end, self.state_dir)
+                self.access[name] = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s,
+                                                name=f"access-{name}", wait=False)
+                self._record_process(self.access[name].pid)
+            for link in self.access.values():
+                link.wait_ready()
+
+    def _access_tuns(self, router: str, h: Host, side: str, i: int, dst: str, cc_via: str | None) -> None:
+        """A host's access link: a TUN in the host (its address, the route to the other side) and
+        one in its side's router (a route to the host), joined later by an emulator process."""
+        mtu, qlen = str(self.spec.mtu_bytes), str(self.spec.txqueuelen_packets)
+        rtun = f"td{self.run_id}{side[0]}{i}"
+        metrics = tcps.route_metrics(self.kernel_tcp(h.spec.tcp), cc_via)
+        nsutil.ip_batch([
+            f"tuntap add dev {h.ifname} mode tun",
+            f"link set dev {h.ifname} mtu {mtu} txqueuelen {qlen} up",
+            f"addr add {h.address}/32 dev {h.ifname}",
+            " ".join(["route add", dst, "dev", h.ifname, "src", h.address, *metrics]),
+        ], netns=h.netns)
+        nsutil.ip_batch([
+            f"tuntap add dev {rtun} mode tun",
+            f"link set dev {rtun} mtu {mtu} txqueuelen {qlen} up",
+            f"route add {h.address}/32 dev {rtun}",
+        ], netns=router)
+        h.routes = [dst]
+        self._access_ends[h.name] = ((h.netns, h.ifname), (router, rtun))
 
     # -- congestion controls ------------------------------------------------------------------
 
@@ -564,6 +617,11 @@ class Testbed:
                 with contextlib.suppress(Exception):
                     self.final_counters = self.link.stop()
                 self.link = None
+            for name, link in self.access.items():
+                self.final_access_counters[name] = None
+                with contextlib.suppress(Exception):
+                    self.final_access_counters[name] = link.stop()
+            self.access = {}
             if self.run_id is not None:
                 runs.remove_run(self.run_id, list(self._namespaces))
             if self._cc_loader is not None:  # after the namespaces: no socket still uses them

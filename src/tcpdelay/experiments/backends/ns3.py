@@ -133,11 +133,13 @@ def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=
             tcp = host_tcp(h.get("tcp") or {})
         except ParameterError as err:
             raise ParameterError(f"backend ns3: host {h['name']}: {err}") from None
-        hosts.append({"name": h["name"], "side": h["side"], "tcp": asdict(tcp)})
-    for key in ("a_to_b", "b_to_a"):
-        d = plan.link.get(key, {})
-        if d.get("pcap_file"):
-            raise ParameterError(f"backend ns3: link {key}.pcap_file: no packet capture in the simulation")
+        hosts.append({"name": h["name"], "side": h["side"], "tcp": asdict(tcp),
+                      **({"access": h["access"]} if h.get("access") else {})})
+    links = [("link", plan.link)] + [(f"host {h['name']}: access", h["access"]) for h in plan.hosts if h.get("access")]
+    for where, link in links:
+        for key in ("a_to_b", "b_to_a"):
+            if link.get(key, {}).get("pcap_file"):
+                raise ParameterError(f"backend ns3: {where} {key}.pcap_file: no packet capture in the simulation")
     if plan.streams:
         raise ParameterError("backend ns3: pulled streams (http_video: nginx and a player) run on the testbed only")
     media = []

@@ -115,6 +115,9 @@ class TestbedBackend(Backend):
                     results[f"httpd:{flow_id}"] = served
                 try:
                     counters = tb.link_counters()
+                    access = tb.access_counters()        # each host's access link, by host
+                    if access:
+                        counters = {**counters, "access": access}
                 except Exception:  # noqa: BLE001 - the emulator is gone: the run failed already
                     if not lost:
                         raise

@@ -1,0 +1,98 @@
+"""What per-host access links cost on the testbed (docs/testbed.md): one emulator process per
+access link, so N flows with papers/004's topology run 2N + 1 emulators.
+
+    sudo .venv/bin/python benchmarks/testbed_access_links.py [--flows 5 10 20 40] [--duration-s 10]
+
+For each N: N VoIP flows over UDP (64 kb/s each), each from a sender of its own to a sink of its
+own, every host on a 10-Mb/s 10-ms access link, the shared bottleneck 100 Mb/s 25 ms (papers/004's
+wired setting); a real scenario run. Prints per N: the testbed's build time (namespaces, devices,
+2N + 1 emulators ready), the emulators' resident memory and CPU over the run, and the media
+packets' one-way delay against the configured 45 ms (the three links) plus serialization: mean,
+p99 and max of (measured - configured). What "faithful" means for papers/004's runs (the delay
+error small against its 100-ms real-time threshold) is decided in its reproduction.
+
+Wall times and CPU are this machine's and vary with its load: rerun on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def scenario(n: int, duration_s: float) -> dict:
+    return {"name": f"access-{n}", "duration_s": duration_s, "seed": 1,
+            "path": {"rate_bps": 100e6, "delay_s": 0.025, "queue_packets": 150},
+            "access": {"rate_bps": 10e6, "delay_s": 0.01},
+            "flows": [{"name": "voip", "profile": "voip", "transport": "udp", "count": n}]}
+
+
+def measure(n: int, duration_s: float) -> dict:
+    from tcpdelay.experiments.plan import plan_run
+    from tcpdelay.experiments.scenario import parse_scenario
+    from tcpdelay.results.packets import load_flows
+    from tcpdelay.testbed import Testbed
+
+    sc = parse_scenario(scenario(n, duration_s))
+    spec = plan_run(sc, 1).testbed_spec(1)
+    t = time.monotonic()
+    with Testbed(spec) as tb:                       # the build alone
+        build_s = time.monotonic() - t
+        rss = [_rss_bytes(link.pid) for link in [tb.link, *tb.access.values()]]
+    from tcpdelay.experiments.run import run_scenario
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rd = Path(tmp)
+        run_scenario(sc, 1, rd)
+        env = json.loads((rd / "environment.json").read_text())
+        flows, _meta = load_flows(rd)
+        err = []
+        for f in flows:
+            ok = np.isfinite(f.recv_time_s)
+            wire = f.size_bytes[ok] + 28                 # IP/UDP headers on the packet
+            configured = 0.045 + wire * 8 / 10e6 * 2 + wire * 8 / 100e6   # 3 links + serializations
+            err.append(f.recv_time_s[ok] - f.send_time_s[ok] - configured)
+        err = np.concatenate(err) if err else np.array([np.nan])
+        run = json.loads((rd / "run.json").read_text())["run"]
+    cpu = env.get("emulator_cpu_s")
+    return {"flows": n, "emulators": 2 * n + 1, "build_s": build_s, "rss_mb_total": sum(rss) / 2**20,
+            "emulator_cpu_s": cpu, "delay_err_mean_ms": 1e3 * float(np.mean(err)),
+            "delay_err_p99_ms": 1e3 * float(np.percentile(err, 99)), "delay_err_max_ms": 1e3 * float(np.max(err)),
+            "received": int(sum(np.isfinite(f.recv_time_s).sum() for f in flows)),
+            "lost_parts": run.get("lost") or []}
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--flows", type=int, nargs="+", default=[5, 10, 20, 40])
+    ap.add_argument("--duration-s", type=float, default=10.0)
+    args = ap.parse_args()
+    print(f"{'flows':>5} {'emulators':>9} {'build s':>8} {'RSS MB':>7} {'delay - configured, ms: mean':>29} "
+          f"{'p99':>6} {'max':>7}")
+    for n in args.flows:
+        r = measure(n, args.duration_s)
+        print(f"{r['flows']:>5} {r['emulators']:>9} {r['build_s']:>8.2f} {r['rss_mb_total']:>7.1f} "
+              f"{r['delay_err_mean_ms']:>29.3f} {r['delay_err_p99_ms']:>6.3f} {r['delay_err_max_ms']:>7.3f}"
+              + (f"  lost: {r['lost_parts']}" if r["lost_parts"] else ""))
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
