@@ -141,6 +141,10 @@ pub struct Config {
     pub counters_file: Option<String>,
     pub events_file: Option<String>,
     pub events_format: EventFormat,
+    /// Each direction's queue length sampled every `queue_sample_ns` into this CSV file
+    /// (`time_s,direction,packets,bytes`): the queue-length trace (papers/004 Figs 24-26).
+    pub queue_file: Option<String>,
+    pub queue_sample_ns: u64,
     pub mtu: u32,
     pub max_packets: u32,
     pub spin_us: u32,
@@ -165,6 +169,8 @@ struct RawConfig {
     counters_file: Option<String>,
     events_file: Option<String>,
     events_format: Option<String>,
+    queue_file: Option<String>,
+    queue_sample_s: Option<Num>,
     mtu: Option<Num>,
     max_packets: Option<Num>,
     spin_us: Option<Num>,
@@ -446,12 +452,22 @@ impl Config {
         let ready_file = non_empty_path(&mut e, "ready_file", raw.ready_file);
         let counters_file = non_empty_path(&mut e, "counters_file", raw.counters_file);
         let events_file = non_empty_path(&mut e, "events_file", raw.events_file);
+        let queue_file = non_empty_path(&mut e, "queue_file", raw.queue_file);
+        let queue_sample_ns = match raw.queue_sample_s.map(|n| n.0) {
+            None => 10_000_000,
+            Some(x) if (0.0001..=60.0).contains(&x) => (x * 1e9).round() as u64,
+            Some(x) => {
+                e.push(format!("queue_sample_s: must be a number of seconds in [0.0001, 60], got {x}"));
+                10_000_000
+            }
+        };
         let a_to_b = e.take(direction("a_to_b", raw.a_to_b, mtu));
         let b_to_a = e.take(direction("b_to_a", raw.b_to_a, mtu));
         for (key, p) in [
             ("ready_file", ready_file.as_ref()),
             ("counters_file", counters_file.as_ref()),
             ("events_file", events_file.as_ref()),
+            ("queue_file", queue_file.as_ref()),
             ("a_to_b.pcap_file", a_to_b.as_ref().and_then(|d| d.pcap_file.as_ref())),
             ("b_to_a.pcap_file", b_to_a.as_ref().and_then(|d| d.pcap_file.as_ref())),
         ] {
@@ -469,6 +485,8 @@ impl Config {
             counters_file,
             events_file,
             events_format,
+            queue_file,
+            queue_sample_ns,
             mtu,
             max_packets,
             spin_us,
@@ -521,6 +539,8 @@ impl Config {
             "counters_file": self.counters_file,
             "events_file": self.events_file,
             "events_format": match self.events_format { EventFormat::Csv => "csv", EventFormat::Jsonl => "jsonl" },
+            "queue_file": self.queue_file,
+            "queue_sample_s": self.queue_sample_ns as f64 / 1e9,
             "mtu": self.mtu,
             "max_packets": self.max_packets,
             "spin_us": self.spin_us,
@@ -610,6 +630,8 @@ fn flag_table() -> Vec<(String, String, Kind, &'static str)> {
         ("counters-file".into(), "counters_file".into(), Kind::Str, "counters JSON, written on SIGUSR1 and at exit"),
         ("events-file".into(), "events_file".into(), Kind::Str, "event stream file"),
         ("events-format".into(), "events_format".into(), Kind::Str, "csv (default) or jsonl"),
+        ("queue-file".into(), "queue_file".into(), Kind::Str, "queue-length trace (CSV: time_s,direction,packets,bytes)"),
+        ("queue-sample-s".into(), "queue_sample_s".into(), Kind::Num, "the trace's sampling period, seconds (default 0.01)"),
         ("mtu".into(), "mtu".into(), Kind::Num, "largest packet in bytes (default 1500)"),
         ("max-packets".into(), "max_packets".into(), Kind::Num, "packets held at most, both directions (default 200000)"),
         ("spin-us".into(), "spin_us".into(), Kind::Num, "busy-wait this long before a due time (default 300)"),
@@ -951,10 +973,12 @@ mod tests {
             (with("realtime", json!("maybe")), "realtime: invalid type: string \"maybe\", expected a boolean"),
             (with("mtu", json!(40)), "mtu: must be a whole number of bytes in [68, 65535], got 40"),
             (with("events_format", json!("xml")), "events_format: must be csv or jsonl, got \"xml\""),
+            (with("queue_sample_s", json!(0.0)), "queue_sample_s: must be a number of seconds in [0.0001, 60], got 0"),
+            (with("queue_sample_s", json!(61)), "queue_sample_s: must be a number of seconds in [0.0001, 60], got 61"),
             (with("a.tun", json!("a-very-long-device-name")), "a.tun: must be 1 to 15 characters without '/' or spaces, got \"a-very-long-device-name\""),
             (with("b.netns", json!("x/y")), "b.netns: must be a namespace name (no '/' or spaces) or an absolute path, got \"x/y\""),
             (with("counters_file", json!("/nonexistent-dir-tdl/c.json")), "counters_file: directory /nonexistent-dir-tdl does not exist"),
-            (with("bogus", json!(1)), "bogus: unknown field `bogus`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`"),
+            (with("bogus", json!(1)), "bogus: unknown field `bogus`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `queue_file`, `queue_sample_s`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`"),
             (json!([1]), "config: expected a table/object, got [1]"),
             (with("a_to_b", json!([0.05])), "a_to_b: expected a table/object, got [0.05]"),
             (with("a_to_b.loss", json!(["bernoulli", 0.1])), "a_to_b.loss: expected a table/object, got [\"bernoulli\",0.1]"),
@@ -1088,7 +1112,7 @@ mod tests {
         }
         assert_eq!(lines.len(), 11, "{got}");
         // A structural mistake (an unknown key) is reported alone: the file does not parse.
-        assert_eq!(error_of(json!({"speed": 3, "mtu": 10})), "speed: unknown field `speed`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`");
+        assert_eq!(error_of(json!({"speed": 3, "mtu": 10})), "speed: unknown field `speed`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `queue_file`, `queue_sample_s`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`");
     }
 
     #[test]

@@ -88,8 +88,9 @@ impl DirCounters {
         self.drops[r.index()] += 1;
     }
 
-    /// JSON object; queue peaks and the current occupancy come from the link.
-    pub fn to_json(&self, peak_queue_packets: u64, peak_queue_bytes: u64, in_flight_packets: usize) -> Value {
+    /// JSON object; the queue's peaks, its time-average length since the start (`mean`:
+    /// packets, bytes) and the current occupancy come from the link.
+    pub fn to_json(&self, peak_queue_packets: u64, peak_queue_bytes: u64, mean: (f64, f64), in_flight_packets: usize) -> Value {
         let mut drops = serde_json::Map::new();
         let mut total = 0;
         for r in DropReason::ALL {
@@ -105,6 +106,8 @@ impl DirCounters {
             "drops": drops,
             "peak_queue_packets": peak_queue_packets,
             "peak_queue_bytes": peak_queue_bytes,
+            "mean_queue_packets": round3(mean.0),
+            "mean_queue_bytes": round3(mean.1),
             "in_flight_packets": in_flight_packets,
             "lateness_us": {
                 "max": round3(self.lateness.max_us()),
@@ -153,12 +156,14 @@ mod tests {
         c.drop(DropReason::Queue);
         c.drop(DropReason::Queue);
         c.drop(DropReason::Loss);
-        let v = c.to_json(5, 7500, 0);
+        let v = c.to_json(5, 7500, (1.25, 1875.0), 0);
         assert_eq!(v["drops"]["queue"], 2);
         assert_eq!(v["drops"]["loss"], 1);
         assert_eq!(v["drops"]["outage"], 0);
         assert_eq!(v["drops"]["total"], 3);
         assert_eq!(v["peak_queue_packets"], 5);
+        assert_eq!(v["mean_queue_packets"], 1.25);
+        assert_eq!(v["mean_queue_bytes"], 1875.0);
         for k in ["packets_in", "packets_out", "bytes_in", "bytes_out", "peak_queue_bytes"] {
             assert!(v.get(k).is_some(), "{k}");
         }

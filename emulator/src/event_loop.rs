@@ -45,6 +45,13 @@ pub struct Emulator {
     pub dirs: [Direction; 2],
     pub pool: PacketPool,
     pub events: Option<EventWriter<BackgroundWriter>>,
+    /// The queue-length trace (`queue_file`), sampled every `queue_sample_ns`: written lazily,
+    /// when the loop next runs past a sample time, from the queue's known schedule (a queue
+    /// changes only at an arrival, before which every due sample is written, and at
+    /// transmission starts it already knows), so sampling adds no wake-ups.
+    pub queue_out: Option<BackgroundWriter>,
+    queue_sample_ns: u64,
+    next_sample_ns: u64,
     pub mtu: u32,
     pub counters_file: Option<String>,
     pub realtime_active: bool,
@@ -75,6 +82,9 @@ impl Emulator {
             dirs,
             pool: PacketPool::new(slot, cfg.max_packets as usize),
             events,
+            queue_out: None,
+            queue_sample_ns: cfg.queue_sample_ns.max(1),
+            next_sample_ns: 0,
             mtu: cfg.mtu,
             counters_file: cfg.counters_file.clone(),
             realtime_active,
@@ -109,6 +119,7 @@ impl Emulator {
         while !self.stop && self.fatal.is_none() {
             let now = self.now();
             self.deliver_all(now);
+            self.sample_queues(now);
             let next = match (self.dirs[0].line.next_due(), self.dirs[1].line.next_due()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -229,8 +240,26 @@ impl Emulator {
         }
     }
 
+    /// Writes every queue sample due by `now` (each direction's length at the sample's time).
+    #[inline]
+    fn sample_queues(&mut self, now: u64) {
+        if self.next_sample_ns > now {
+            return;
+        }
+        let Some(w) = self.queue_out.as_mut() else { return };
+        while self.next_sample_ns <= now {
+            let t = self.next_sample_ns;
+            for dir in self.dirs.iter() {
+                let (p, b) = dir.link.queue.len_at(t);
+                let _ = writeln!(w, "{:.6},{},{},{}", t as f64 / 1e9, dir.name, p, b);
+            }
+            self.next_sample_ns += self.queue_sample_ns;
+        }
+    }
+
     #[inline]
     fn arrive(&mut self, d: usize, now: u64, slot: u32, size: u32) {
+        self.sample_queues(now); // before this arrival changes the queue
         let dir = &mut self.dirs[d];
         let id = dir.next_id;
         dir.next_id += 1;
@@ -298,6 +327,11 @@ impl Emulator {
         if let Some(ev) = self.events.as_mut() {
             let _ = ev.flush();
         }
+        if self.queue_out.is_some() {
+            let now = self.now();
+            self.sample_queues(now);
+            let _ = self.queue_out.as_mut().map(|w| w.flush());
+        }
         for d in self.dirs.iter_mut() {
             if let Some(p) = d.pcap.as_mut() {
                 let _ = p.flush();
@@ -307,11 +341,15 @@ impl Emulator {
 
     /// Counters of both directions as JSON.
     pub fn counters_json(&self) -> Value {
-        let dir = |d: &Direction| d.counters.to_json(d.link.queue.peak_packets(), d.link.queue.peak_bytes(), d.line.len());
+        let now = self.now();
+        let dir = |d: &Direction| {
+            let q = &d.link.queue;
+            d.counters.to_json(q.peak_packets(), q.peak_bytes(), q.mean_until(now), d.line.len())
+        };
         json!({
             "a_to_b": dir(&self.dirs[0]),
             "b_to_a": dir(&self.dirs[1]),
-            "elapsed_s": (self.now() as f64 / 1e9 * 1e6).round() / 1e6,
+            "elapsed_s": (now as f64 / 1e9 * 1e6).round() / 1e6,
             "realtime": self.realtime_active,
             // What bounds how punctually packets leave: see docs/emulator.md "Timing".
             "timing": {

@@ -3,6 +3,7 @@
 //! the process (parent-death signal, timer slack, SCHED_FIFO when permitted),
 //! open the output files and run the event loop until SIGTERM/SIGINT.
 
+use std::io::Write;
 use std::fs::File;
 use std::process::exit;
 use tcpdelay_link::config::{self, Config, DirectionConfig};
@@ -147,7 +148,14 @@ fn main() {
             clock_resolution_ns / 1000
         );
     }
+    let queue_out = cfg.queue_file.as_ref().map(|p| {
+        let mut w = create("queue_file", p);
+        w.write_all(b"time_s,direction,packets,bytes\n")
+            .unwrap_or_else(|e| usage_error(&format!("queue_file: cannot write {p}: {e}")));
+        w
+    });
     let mut emu = Emulator::new(dirs, &cfg, events, realtime_active);
+    emu.queue_out = queue_out;
     emu.timer_slack_ns = timer_slack_ns;
     emu.clock_resolution_ns = clock_resolution_ns;
     let ready = cfg.ready_file.clone();

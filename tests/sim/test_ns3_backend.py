@@ -279,7 +279,9 @@ def test_access_links_are_simulated_per_host(tmp_path):
         assert access[host]["a_to_b"]["packets_in"] == sent and access[host]["a_to_b"]["drops"]["total"] == 0
     losses = [access[h]["b_to_a"]["drops"]["loss"] for h in ("rrx0", "rrx1")]
     assert all(0.02 * sent < n < 0.09 * sent for n in losses) and losses[0] != losses[1]   # own loss processes
-    flows = json.loads((tmp_path / "metrics.json").read_text())["flows"]
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["queue"]["a_to_b"]["samples"] > 0           # the bottleneck's queue over the run
+    flows = metrics["flows"]
     serialization = 2 * (200 * 8 / 1e6)          # a 172-byte packet + IP/UDP headers, twice at 1 Mb/s
     for f in flows:
         assert f["delay"]["mean_s"] == pytest.approx(0.045 + serialization, abs=0.002)

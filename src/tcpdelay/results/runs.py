@@ -15,7 +15,7 @@ from tcpdelay.records import read_run_metadata
 from tcpdelay.results.layout import FLOWS_FILE, METRICS_FILE, RUN_METADATA
 from tcpdelay.results.packets import load_flows
 
-__all__ = ["flow_rows", "media_flow_names", "read_metrics", "run_metadata", "summarize_run"]
+__all__ = ["flow_rows", "media_flow_names", "queue_metrics", "read_metrics", "run_metadata", "summarize_run"]
 
 
 def run_metadata(run_dir: str | os.PathLike) -> dict:
@@ -71,10 +71,30 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
     out = summarize_flows(flows, meta, opts)
     if streams:
         out["streams"] = streams
+    queue = queue_metrics(run_dir, meta)
+    if queue:
+        out["queue"] = queue
     out["results"] = str(run_dir)
     if sent_dir is not None:
         out["sent_results"] = str(sent_dir)
     return out
+
+
+def queue_metrics(run_dir: str | os.PathLike, meta: dict | None = None) -> dict:
+    """The bottleneck's average and peak queue per direction over the run's window (its
+    ``link_queue`` records; :func:`tcpdelay.metrics.queue.queue_summary`); {} without records."""
+    from tcpdelay.metrics.queue import queue_summary
+    from tcpdelay.records import read_records
+
+    table = read_records(run_dir, "link_queue")
+    if table.num_rows == 0:
+        return {}
+    run = (meta if meta is not None else read_run_metadata(run_dir)).get("run", {})
+    t0_link_s = (run.get("t0_monotonic_s") or 0.0) - (run.get("emulator_start_monotonic_s") or 0.0)
+    duration_s = run.get("duration_s") or 0.0
+    cols = table.to_pydict()
+    return queue_summary(cols["direction"], cols["time_s"], cols["packets"], cols["bytes"],
+                         max(t0_link_s, 0.0), max(t0_link_s, 0.0) + duration_s)
 
 
 def stream_metrics(run_dir: str | os.PathLike) -> list[dict]:

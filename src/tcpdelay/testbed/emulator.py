@@ -42,11 +42,14 @@ def find_binary() -> str:
 
 def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], state_dir: str) -> dict:
     """The emulator's JSON configuration for ``spec``'s bottleneck; ``a``/``b`` are (netns, tun) pairs."""
-    reserved = {"a", "b", "ready_file", "counters_file", "a_to_b", "b_to_a", "seed", "realtime", "events_file", "mtu"}
+    reserved = {"a", "b", "ready_file", "counters_file", "a_to_b", "b_to_a", "seed", "realtime", "events_file", "mtu",
+                "queue_file", "queue_sample_s"}
     clash = reserved & set(spec.emulator_options)
     if clash:
         raise ParameterError(f"emulator_options may not set {', '.join(sorted(clash))}: "
-                             "the testbed sets them (from TestbedSpec.link, seed, realtime, events_file, mtu_bytes)")
+                             "the testbed sets them (from TestbedSpec.link, seed, realtime, events_file, queue_file, "
+                             "queue_sample_s, mtu_bytes)")
+    queue = {"queue_file": spec.queue_file, "queue_sample_s": spec.queue_sample_s} if spec.queue_file else {}
     return {
         **spec.emulator_options,
         "a": {"netns": a[0], "tun": a[1]},
@@ -56,10 +59,27 @@ def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], s
         "ready_file": os.path.join(state_dir, "link.ready"),
         "counters_file": os.path.join(state_dir, "counters.json"),
         "events_file": spec.events_file,
+        **queue,
         "mtu": spec.mtu_bytes,
         "a_to_b": spec.link.a_to_b.settings(),
         "b_to_a": spec.link.b_to_a.settings(),
     }
+
+
+def read_queue_trace(path: str):
+    """The emulator's queue-length trace (``queue_file``) as ``link_queue`` record columns
+    (direction, time_s on the link's clock, packets, bytes); empty columns when it is missing."""
+    import numpy as np
+
+    try:
+        rows = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=None, encoding="ascii",
+                             names=("time_s", "direction", "packets", "bytes"), ndmin=1)
+    except (OSError, ValueError):
+        rows = None
+    if rows is None or rows.size == 0:
+        return {"direction": [], "time_s": [], "packets": [], "bytes": []}
+    return {"direction": [str(d) for d in rows["direction"]], "time_s": rows["time_s"].astype(float),
+            "packets": rows["packets"].astype(np.int64), "bytes": rows["bytes"].astype(np.int64)}
 
 
 def access_config(spec: TestbedSpec, index: int, host: tuple[str, str], router: tuple[str, str],

@@ -162,6 +162,10 @@ class TestbedSpec(_Model):
     #: leaves the machine's idle policy alone. The kernel drops the request when the process ends.
     cpu_dma_latency_us: int | None = Field(default=0, ge=0, le=2_000_000_000)
     events_file: str | None = None
+    #: The bottleneck's queue-length trace: each direction's length (packets, bytes) every
+    #: ``queue_sample_s`` into this CSV file (docs/emulator.md); None: no trace.
+    queue_file: str | None = None
+    queue_sample_s: float = Field(default=0.01, ge=0.0001, le=60.0)
     #: Further top-level keys of the emulator's configuration (docs/emulator.md), passed as
     #: given, e.g. ``{"spin_us": 50, "events_format": "jsonl"}``; the emulator validates them.
     emulator_options: dict[str, Any] = Field(default_factory=dict)

@@ -31,6 +31,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from tcpdelay.errors import ParameterError
@@ -66,6 +67,10 @@ class TestbedBackend(Backend):
 
         plan, rd = job.plan, job.run_dir
         spec = plan.testbed_spec(plan.seed)
+        # the bottleneck's queue over time, as the link_queue records (read after the emulator ends)
+        queue_csv = Path(rd).resolve() / "link_queue.csv"
+        spec = spec.model_copy(update={"queue_file": str(queue_csv),
+                                       "queue_sample_s": plan.tcp_state_period_s or 0.01})
         mover = RecordMover(rd)
         handles: dict[str, Any] = {}
         results: dict[str, Any] = {}
@@ -130,8 +135,20 @@ class TestbedBackend(Backend):
                 mover.stop.set()
                 mover.join()
                 consolidate(rd)
+        _queue_records(Path(spec.queue_file), rd)
         return BackendOutcome(results=results, counters=counters, t0_monotonic_s=t0,
                               link_start_monotonic_s=t_emu, started_unix_s=started, lost=lost)
+
+
+def _queue_records(csv: Path, rd) -> None:
+    """The emulator's queue trace (written until it stopped) as the run's ``link_queue`` records
+    (time on the link's clock, as ns-3's); the CSV goes once they are written."""
+    from tcpdelay.records import write_part
+    from tcpdelay.testbed.emulator import read_queue_trace
+
+    if csv.exists():
+        write_part(rd, "link_queue", read_queue_trace(str(csv)), writer_id="emulator")
+        csv.unlink()
 
 
 # --------------------------------------------------------------------------- in the hosts
