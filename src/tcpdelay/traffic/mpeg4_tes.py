@@ -20,9 +20,9 @@ implements the same construction with documented, adjustable parameters:
    per type well; Matrawy et al. used the empirical histogram instead). The marginal is exactly
    lognormal, so the mean frame size, and hence the mean rate, is exact in expectation.
 
-Default parameters (:data:`DEFAULT_MODELS`): mean sizes I : P : B = 4 : 2 : 1, ``cv`` 0.25,
-0.45, 0.5 and ``h`` 0.05, 0.1, 0.1 — values typical of MPEG-4 Part 2 traces, not fitted to a
-particular one. Means are scaled so that the mean video rate (frame bytes, RTP headers not
+Default parameters (:data:`DEFAULT_MODELS`): fitted to a real MPEG-4 Part 2 trace that tcpdelay
+makes with Debian's ffmpeg (:mod:`tcpdelay.traffic.mpeg4_tes_fit`, ``data/video/``), as Matrawy
+et al. fitted theirs to one trace; other models can be given. Means are scaled so that the mean video rate (frame bytes, RTP headers not
 counted) is ``mean_rate_bps`` for the GOP pattern (default 12 frames, ``IBBPBBPBBPBB``).
 Frames are emitted at ``k / fps``, each cut into packets of at most ``max_packet_bytes`` (RTP
 header included) sent together.
@@ -60,10 +60,15 @@ class TesFrameModel:
                                  "in (0, 0.5]")
 
 
+#: The three models fitted to tcpdelay's MPEG-4 Part 2 trace (:mod:`tcpdelay.traffic.mpeg4_tes_fit`:
+#: ffmpeg's ``mpeg4`` encoder, 1 Mb/s, CIF, 25 fps, GOP IBBPBBPBBPBB, three synthetic scenes of
+#: 200 s): mean sizes I : P : B = 7.3 : 2.0 : 1, cv 0.30 / 0.21 / 0.36, and the innovation
+#: half-widths that give the trace's lag-1 autocorrelations of successive frames of a type (0.97,
+#: 0.44, 0.65). ``tests/traffic/test_mpeg4_tes_fit.py`` checks they are the fit of the committed trace.
 DEFAULT_MODELS: Mapping[str, TesFrameModel] = {
-    "I": TesFrameModel(relative_mean=4.0, cv=0.25, innovation_half_width=0.05),
-    "P": TesFrameModel(relative_mean=2.0, cv=0.45, innovation_half_width=0.1),
-    "B": TesFrameModel(relative_mean=1.0, cv=0.5, innovation_half_width=0.1),
+    "I": TesFrameModel(relative_mean=7.275, cv=0.295, innovation_half_width=0.0178),
+    "P": TesFrameModel(relative_mean=1.992, cv=0.211, innovation_half_width=0.2943),
+    "B": TesFrameModel(relative_mean=1.0, cv=0.356, innovation_half_width=0.1839),
 }
 
 
