@@ -244,3 +244,24 @@ def test_the_newreno_clone_matches_kernel_reno_at_one_percent_loss():
         reno += _goodput_bps("reno", seed, 6.0)
         newreno += _goodput_bps("newreno", seed, 6.0)
     assert reno > 0 and abs(newreno - reno) <= 0.05 * reno, (newreno, reno)
+
+
+def test_two_testbeds_at_once_run_the_same_variant_each_under_its_own_name():
+    """A sweep with --jobs 2 opens two testbeds that may name the same BPF variant: the kernel
+    knows one congestion control per name, so the second registers its own, named after its run,
+    and both carry traffic with it; each name goes with its testbed."""
+    spec = parse_spec({"hosts": [{"name": "left0", "side": "left", "tcp": {"congestion_control": "vegas"}},
+                                 {"name": "right0", "side": "right"}],
+                       "link": {"a_to_b": {"delay_s": 0.005}, "b_to_a": {"delay_s": 0.005}}})
+    with Testbed(spec) as first, Testbed(spec) as second:
+        names = [tb.kernel_name("vegas") for tb in (first, second)]
+        assert names[0] == "tdvegas" and names[1] == f"tdvegas_{second.run_id[:6]}"
+        assert set(names) <= set(bpf_cc.kernel_algorithms())
+        for tb in (first, second):
+            left, right = tb.hosts["left0"], tb.hosts["right0"]
+            rx = right.spawn(bulk_transfer.receive, 5001)
+            tx = left.call(bulk_transfer.send, right.address, 5001, size_bytes=500_000, timeout_s=30,
+                           congestion_control=tb.kernel_name("vegas"))
+            assert rx.result(timeout_s=30)["bytes"] == tx["bytes"] == 500_000
+        second_name = names[1]
+    assert _gone(names[0]) and _gone(second_name)

@@ -222,6 +222,12 @@ def instance_name(v: Variant, params: Mapping[str, float]) -> str:
     return f"{v.base_name[:NAME_MAX - 4]}_{hashlib.sha1(text.encode()).hexdigest()[:3]}"
 
 
+def run_instance_name(kernel_name: str, run_id: str) -> str:
+    """A run's own name for an instance whose usual name another run holds: ``kernel_name[:8]``,
+    ``_`` and the 6-character run id (at most 15 characters, unique among live runs)."""
+    return f"{kernel_name[:NAME_MAX - 7]}_{run_id[:6]}"
+
+
 def choice_key(name: str, params: Mapping[str, float] | None) -> str:
     """A choice as one string (``vegas`` or ``vegas(alpha=1,beta=3)``), for grouping and messages."""
     if not params:

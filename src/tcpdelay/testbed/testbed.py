@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import os
 import pickle
 import random
@@ -555,7 +556,15 @@ class Testbed:
                     from tcpdelay.testbed.bpf_cc import Loader
 
                     self._cc_loader = Loader().__enter__()
-                self._cc_loader.load(alg.bpf_object, alg.kernel_name, alg.values)
+                try:
+                    self._cc_loader.load(alg.bpf_object, alg.kernel_name, alg.values)
+                except TestbedError as err:
+                    if "registered already" not in str(err):
+                        raise
+                    # another testbed on this machine runs the same instance (a sweep with --jobs
+                    # > 1): this one registers its own, named after the run
+                    alg = dataclasses.replace(alg, kernel_name=congestion.run_instance_name(alg.kernel_name, self.run_id))
+                    self._cc_loader.load(alg.bpf_object, alg.kernel_name, alg.values)
                 loaded.add(alg.kernel_name)
             self.congestion[key] = alg
 
