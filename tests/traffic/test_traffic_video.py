@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.traffic import Mpeg4TesSource, VideoTraceSource, parse_trace
-from tcpdelay.traffic.mpeg4_tes import gop_pattern, stitch, tes_background
+from tcpdelay.traffic.mpeg4_tes import TesFrameModel, gop_pattern, stitch, tes_background
 from tcpdelay.traffic.source import split_frame
 from tcpdelay.traffic.video_trace import parse_trace_lines, write_trace
 
@@ -94,7 +94,10 @@ def test_tes_gop_pattern_is_exact_and_frames_are_packetized():
 
 
 def test_tes_mean_rate_and_type_means_within_tolerance():
-    src = Mpeg4TesSource(mean_rate_bps=1e6, fps=25.0)
+    # models given (not the defaults, which are fitted to a trace: test_mpeg4_tes_fit.py)
+    models = {"I": TesFrameModel(4.0, 0.25, 0.05), "P": TesFrameModel(2.0, 0.45, 0.1),
+              "B": TesFrameModel(1.0, 0.5, 0.1)}
+    src = Mpeg4TesSource(mean_rate_bps=1e6, fps=25.0, models=models)
     types, sizes = src.frames(240_000, seed=2)
     rate = sizes.mean() * 8 * 25
     # over 20 seeds the std of this estimate at 120 000 frames was 0.7 %; at 240 000 about 0.5 %:
