@@ -15,10 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
-
 from tcpdelay.traffic.mpeg4_tes import DEFAULT_MODELS, Mpeg4TesSource
-from tcpdelay.traffic.mpeg4_tes_fit import fit_models, frame_statistics, load_trace
+from tcpdelay.traffic.mpeg4_tes_fit import fit_models, frame_statistics, load_trace, source_statistics
 
 
 def main() -> int:
@@ -29,28 +27,14 @@ def main() -> int:
     want = frame_statistics(types, sizes)
     rate = sizes.sum() * 8 / (len(sizes) / 25)
     src = Mpeg4TesSource(mean_rate_bps=rate, fps=25, gop="IBBPBBPBBPBB")
-    means = src.mean_frame_bytes()
-    first = {t: [] for t in "IPB"}
-    for seed in range(2000):
-        g_types, g_sizes = src.frames(12, seed=seed)
-        for t in "IPB":
-            first[t].append(g_sizes[np.flatnonzero(g_types == t)[0]])
-    lag = {}
-    for t in "IPB":
-        num = den = 0.0
-        for seed in range(200):
-            g_types, g_sizes = src.frames(1200, seed=10_000 + seed)
-            d = g_sizes[g_types == t] - means[t]
-            num, den = num + float(d[:-1] @ d[1:]), den + float(d @ d)
-        lag[t] = num / den
+    got = source_statistics(src)
     print(f"trace: {len(sizes)} frames, {rate / 1e6:.3f} Mb/s, GOP {''.join(types[:12])}")
     print(f"{'type':4} {'frames':>6} {'mean B: trace':>14} {'model':>8} {'cv: trace':>10} {'model':>6} "
           f"{'lag-1: trace':>13} {'model':>6}   model (relative mean, cv, h)")
     for t in "IPB":
-        x = np.array(first[t], dtype=float)
         m = DEFAULT_MODELS[t]
-        print(f"{t:4} {want[t].count:>6} {want[t].mean_bytes:>14.0f} {x.mean():>8.0f} {want[t].cv:>10.3f} "
-              f"{x.std() / x.mean():>6.3f} {want[t].lag1:>13.3f} {lag[t]:>6.3f}   "
+        print(f"{t:4} {want[t].count:>6} {want[t].mean_bytes:>14.0f} {got[t].mean_bytes:>8.0f} {want[t].cv:>10.3f} "
+              f"{got[t].cv:>6.3f} {want[t].lag1:>13.3f} {got[t].lag1:>6.3f}   "
               f"({m.relative_mean}, {m.cv}, {m.innovation_half_width})")
     if args.refit:
         print("refit:", fit_models(types, sizes))

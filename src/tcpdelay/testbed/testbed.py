@@ -448,15 +448,7 @@ class Testbed:
             for side in ("left", "right"):
                 h = self.hosts[host_specs[side][0].name]
                 tun_ns[side] = h.netns
-                dst = f"{side_net[other[side]]}.0/24"
-                metrics = tcps.route_metrics(self.kernel_tcp(h.spec.tcp), cc_via[h.name])
-                nsutil.ip_batch([
-                    f"tuntap add dev {h.ifname} mode tun",
-                    f"link set dev {h.ifname} mtu {mtu} txqueuelen {qlen} up",
-                    f"addr add {h.address}/32 dev {h.ifname}",
-                    " ".join(["route add", dst, "dev", h.ifname, "src", h.address, *metrics]),
-                ], netns=h.netns)
-                h.routes = [dst]
+                self._host_tun(h, f"{side_net[other[side]]}.0/24", cc_via[h.name])
         else:
             for side in ("left", "right"):
                 r = self._add_ns("lr" if side == "left" else "rr")
@@ -511,11 +503,10 @@ class Testbed:
             for link in self.access.values():
                 link.wait_ready()
 
-    def _access_tuns(self, router: str, h: Host, side: str, i: int, dst: str, cc_via: str | None) -> None:
-        """A host's access link: a TUN in the host (its address, the route to the other side) and
-        one in its side's router (a route to the host), joined later by an emulator process."""
+    def _host_tun(self, h: Host, dst: str, cc_via: str | None) -> None:
+        """A TUN device in host ``h`` holding its address, and its route to ``dst`` (the other
+        side) through it, with the host's route metrics (initcwnd, congestion control ...)."""
         mtu, qlen = str(self.spec.mtu_bytes), str(self.spec.txqueuelen_packets)
-        rtun = f"td{self.run_id}{side[0]}{i}"
         metrics = tcps.route_metrics(self.kernel_tcp(h.spec.tcp), cc_via)
         nsutil.ip_batch([
             f"tuntap add dev {h.ifname} mode tun",
@@ -523,12 +514,19 @@ class Testbed:
             f"addr add {h.address}/32 dev {h.ifname}",
             " ".join(["route add", dst, "dev", h.ifname, "src", h.address, *metrics]),
         ], netns=h.netns)
+        h.routes = [dst]
+
+    def _access_tuns(self, router: str, h: Host, side: str, i: int, dst: str, cc_via: str | None) -> None:
+        """A host's access link: a TUN in the host (:meth:`_host_tun`) and one in its side's router
+        (a route to the host), joined later by an emulator process."""
+        self._host_tun(h, dst, cc_via)
+        rtun = f"td{self.run_id}{side[0]}{i}"
+        mtu, qlen = str(self.spec.mtu_bytes), str(self.spec.txqueuelen_packets)
         nsutil.ip_batch([
             f"tuntap add dev {rtun} mode tun",
             f"link set dev {rtun} mtu {mtu} txqueuelen {qlen} up",
             f"route add {h.address}/32 dev {rtun}",
         ], netns=router)
-        h.routes = [dst]
         self._access_ends[h.name] = ((h.netns, h.ifname), (router, rtun))
 
     # -- congestion controls ------------------------------------------------------------------

@@ -146,3 +146,32 @@ def fit_models(types, sizes) -> dict:
     return {t: TesFrameModel(relative_mean=round(s.mean_bytes / base, 3), cv=round(s.cv, 3),
                              innovation_half_width=round(fit_h(s.lag1, s.cv), 4))
             for t, s in stats.items()}
+
+
+def source_statistics(src, *, marginal_runs: int = 2000, corr_runs: int = 200, corr_frames: int = 1200,
+                      seed: int = 0) -> dict[str, FrameStats]:
+    """A source's frame statistics per type, estimated as a long correlated run cannot give them
+    quickly (its mean converges slowly when successive frames are correlated): the mean and cv
+    from the first frame of each type of ``marginal_runs`` independent runs (each TES sequence
+    starts from a uniform draw: exactly the stationary law), the lag-1 autocorrelation pooled over
+    ``corr_runs`` runs of ``corr_frames`` frames about the known mean."""
+    means = src.mean_frame_bytes()
+    first: dict[str, list[int]] = {t: [] for t in means}
+    for k in range(marginal_runs):
+        types, sizes = src.frames(len(src.pattern), seed=seed + k)
+        for t in means:
+            first[t].append(int(sizes[np.flatnonzero(types == t)[0]]))
+    num = {t: 0.0 for t in means}
+    den = {t: 0.0 for t in means}
+    for k in range(corr_runs):
+        types, sizes = src.frames(corr_frames, seed=seed + marginal_runs + k)
+        for t in means:
+            d = sizes[types == t] - means[t]
+            num[t] += float(d[:-1] @ d[1:])
+            den[t] += float(d @ d)
+    out = {}
+    for t in means:
+        x = np.asarray(first[t], dtype=float)
+        out[t] = FrameStats(count=marginal_runs, mean_bytes=float(x.mean()), cv=float(x.std() / x.mean()),
+                            lag1=num[t] / den[t])
+    return out
