@@ -11,13 +11,14 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import ray
 
-from tcpdelay.experiments.ray_engine import pack_dir, unpack_into
+from tcpdelay.experiments.ray_engine import WORK_PREFIX, pack_dir, unpack_into
 from tcpdelay.experiments.run import run_scenario
 from tcpdelay.experiments.scenario import parse_scenario
 from tcpdelay.experiments.sweep import run_sweep
@@ -119,6 +120,8 @@ def test_a_worker_killed_mid_unit_is_retried_and_nothing_else_is_lost(cluster, n
     assert retried == ["path.loss.p=0.01 seed=1"] and attempts[retried[0]][0] == killed_pid
     assert res.ran == 4 and not res.failed
     assert_same_sweep(tmp_path / "ray", ns3_local, records_equal=identical)
+    # the killed attempt's temporary directory was removed by a later unit on the node
+    assert not list(Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}{killed_pid}-*"))
 
 
 def fails_on_high_loss(scenario, seed, run_dir):

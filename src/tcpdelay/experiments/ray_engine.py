@@ -144,6 +144,19 @@ def unpack_into(data: bytes, run_dir: Path) -> None:
     os.rename(incoming, run_dir)
 
 
+#: A unit's temporary directory on its node: ``<tmp>/tcpdelay-ray-<worker pid>-<random>``.
+WORK_PREFIX = "tcpdelay-ray-"
+
+
+def _remove_stale_work_dirs() -> None:
+    """Remove the temporary directories of units whose worker died (killed mid-unit): their pid
+    is in the name and no longer runs."""
+    for d in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*-*"):
+        pid = d.name[len(WORK_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def _node_name() -> str:
     return socket.gethostname()
 
@@ -159,7 +172,8 @@ def _unit_task(runner, scenario, seed: int, cell_id: str, key: str, progress, te
         from tcpdelay.testbed import runs
 
         runs.clean()
-    tmp = Path(tempfile.mkdtemp(prefix="tcpdelay-ray-"))
+    _remove_stale_work_dirs()
+    tmp = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     try:
         run_dir = tmp / "run"
         error = None
