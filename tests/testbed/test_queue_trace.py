@@ -16,9 +16,9 @@ from tcpdelay.testbed.emulator import read_queue_trace
 
 pytestmark = pytest.mark.testbed
 
-N, PAYLOAD, RATE_BPS = 40, 1000, 1e6
+N, PAYLOAD, RATE_BPS = 40, 1000, 2e5       # 41 ms a packet: a burst that takes milliseconds to arrive is one burst
 WIRE = PAYLOAD + 28                              # IP + UDP headers, as the TUN sees the packet
-SERIALIZATION_S = WIRE * 8 / RATE_BPS            # 8.224 ms
+SERIALIZATION_S = WIRE * 8 / RATE_BPS            # 41.12 ms
 
 
 def burst(address: str) -> None:
@@ -30,7 +30,7 @@ def burst(address: str) -> None:
 
 def test_a_burst_queues_and_drains_as_hand_computed(tmp_path):
     trace = tmp_path / "queue.csv"
-    spec = TestbedSpec(link=LinkSpec.symmetric(rate_bps=RATE_BPS), queue_file=str(trace), queue_sample_s=0.001)
+    spec = TestbedSpec(link=LinkSpec.symmetric(rate_bps=RATE_BPS), queue_file=str(trace), queue_sample_s=0.005)
     with Testbed(spec) as tb:
         tb.hosts["left0"].call(burst, tb.hosts["right0"].address)
         import time
@@ -46,9 +46,9 @@ def test_a_burst_queues_and_drains_as_hand_computed(tmp_path):
     cols = read_queue_trace(str(trace))
     fwd = np.array([d == "a_to_b" for d in cols["direction"]])
     t, packets = cols["time_s"][fwd], cols["packets"][fwd]
-    assert np.all(np.diff(t) == pytest.approx(0.001, abs=1e-6)) and t[0] == 0.0
+    assert np.all(np.diff(t) == pytest.approx(0.005, abs=1e-6)) and t[0] == 0.0
     assert packets.max() == N - 1
-    assert packets.sum() * 0.001 == pytest.approx(area_s, rel=0.03)        # the trace's area: the same
+    assert packets.sum() * 0.005 == pytest.approx(area_s, rel=0.03)        # the trace's area: the same
     # once it starts draining, the length falls by one per serialization time
     start = t[np.argmax(packets)]
     for k in (5, 10, 20, 30):
