@@ -9,7 +9,7 @@ says what each unit needs and puts what comes back where a local sweep would hav
   ``ray start --resources '{"testbed": 1}'`` for a whole node's worth — emulation is real time,
   so by default one testbed run at a time per node — or more where the node can take more. ns-3
   and model units need one CPU each and pack one per CPU.
-- **Results as files.** A task runs :func:`~tcpdelay.experiments.sweep.run_unit` into a
+- **Results as files.** A task runs :func:`~tcpdelay.experiments.unit.run_unit` into a
   temporary directory on its node and returns the directory as a tar archive (no shared file
   system is assumed); the driver unpacks it beside the unit's run directory and renames it into
   place, so ``complete.json`` appears only with everything else — same layout, markers and cell
@@ -163,7 +163,7 @@ def _node_name() -> str:
 
 def _unit_task(runner, scenario, seed: int, cell_id: str, key: str, progress, testbed: bool) -> dict:
     """One unit on a Ray worker: run it into a temporary directory, return the directory's files."""
-    from tcpdelay.experiments.sweep import run_unit
+    from tcpdelay.experiments.unit import run_unit
 
     import ray
 

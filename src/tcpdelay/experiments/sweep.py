@@ -35,9 +35,7 @@ import inspect
 import json
 import multiprocessing
 import os
-import shutil
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -47,15 +45,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError
 from tcpdelay.experiments.scenario import Scenario, cell_scenario, describe, dump_scenario, grid
+from tcpdelay.experiments.unit import CellRunner, run_unit
 from tcpdelay.jsonio import write_json
 from tcpdelay.results import layout, markers
-from tcpdelay.results.packets import write_run_packets
 from tcpdelay.results.version import stamp
-
-#: A cell runner: runs ``scenario`` once with ``seed``, writing into ``run_dir`` (which exists
-#: and is empty), and returns a JSON-able summary. It must be a module-level function (it is
-#: sent to worker processes when ``jobs > 1``).
-CellRunner = Callable[[Scenario, int, Path], "dict[str, Any] | None"]
 
 # Keys of a scenario that do not change what a run measures.
 _NOT_HASHED = ("name", "description", "metrics", "repetitions", "seed", "seeds", "sweep", "tcp_state_period_s")
@@ -163,34 +156,6 @@ class SweepResult:
         return {"out_dir": str(self.out_dir), "cells": self.cells, "units": self.units,
                 "ran": self.ran, "skipped": self.skipped, "failed": self.failed,
                 "wall_s": self.wall_s, "shard": None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"}
-
-
-def run_unit(runner: CellRunner, scenario: Scenario, seed: int, run_dir: str, cell_id_: str) -> dict:
-    """Run one unit into a fresh ``run_dir``; ``complete.json`` is written last, only on success;
-    on failure ``failed.json`` says why and the error is re-raised."""
-    rd = Path(run_dir)
-    if rd.exists():
-        shutil.rmtree(rd)  # an interrupted or failed attempt: its partial data is not a result
-    rd.mkdir(parents=True)
-    started = time.time()
-    t0 = time.monotonic()
-    try:
-        markers.reserve(rd)  # room for failed.json, even if the run fills the disk
-        summary = runner(scenario, seed, rd)
-        # the records joined into packets.parquet before the run is marked complete (nothing
-        # when the runner wrote no records)
-        write_run_packets(rd)
-        record = markers.write_complete(rd, {"cell_id": cell_id_, "seed": seed, "started_unix_s": started,
-                                             "wall_s": time.monotonic() - t0, "summary": summary or {}})
-    except BaseException as err:
-        try:
-            markers.write_failed(rd, {
-                "cell_id": cell_id_, "seed": seed, "error": f"{type(err).__name__}: {err}",
-                "traceback": traceback.format_exc()})
-        except OSError as marker_err:  # the run's own error is the one reported
-            err.add_note(f"{layout.FAILED} could not be written: {marker_err}")
-        raise
-    return record
 
 
 class _Lock:

@@ -15,7 +15,7 @@ Two kinds of ``packets.parquet`` (the file's metadata key ``tcpdelay.packets`` s
 
 - ``records``: every column of :class:`FlowPackets` (``flow_id, seq, size_bytes, send_time_us,
   recv_time_us`` (null: never received), ``connection, frame_id, frame_type, frame_last,
-  dropped``), written by the sweep after every run (:func:`tcpdelay.experiments.sweep.run_unit`);
+  dropped``), written by the sweep after every run (:func:`tcpdelay.experiments.unit.run_unit`);
 - ``delays``: what survives of runs measured before this file existed, whose records were never
   committed. The metrics of such a run come from its ``metrics.json``; the delays give the pooled
   statistics and the plots.
