@@ -88,7 +88,7 @@ def run_case(case: str, units: int, cpus: int, engine: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--units", type=int, default=40, help="units of the overhead sweep")
-    ap.add_argument("--ns3-units", type=int, default=8, help="units of the ns-3 speed-up sweep")
+    ap.add_argument("--ns3-units", type=int, default=24, help="units of the ns-3 speed-up sweep")
     ap.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
