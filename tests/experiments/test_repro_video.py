@@ -39,8 +39,11 @@ def test_the_tables_are_the_committed_summary(name):
     committed = json.loads((sweep / "summary.json").read_text())
     assert _same(rows, committed)
     assert {r["variant"] for r in rows} == PAPER_VARIANTS
+    # the reproductions run at least three trials (the floor); a sweep that sets VLC
+    # beside the model player on paths the model player ran already may run two
+    least = 2 if name.endswith("-vlc-reduced") else 3
     for r in rows:
-        assert r["trials"] == len(r["per_trial"]) >= 3
+        assert r["trials"] == len(r["per_trial"]) >= least
         xs = [t["picture_discards"] for t in r["per_trial"]]
         assert r["picture_discards_mean"] == pytest.approx(sum(xs) / len(xs))
 
