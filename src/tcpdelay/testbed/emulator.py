@@ -50,19 +50,26 @@ def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], s
                              "the testbed sets them (from TestbedSpec.link, seed, realtime, events_file, queue_file, "
                              "queue_sample_s, mtu_bytes)")
     queue = {"queue_file": spec.queue_file, "queue_sample_s": spec.queue_sample_s} if spec.queue_file else {}
+    return _config(spec, spec.link, a, b, spec.seed, os.path.join(state_dir, "link.ready"),
+                   os.path.join(state_dir, "counters.json"), spec.events_file, queue, spec.emulator_options)
+
+
+def _config(spec: TestbedSpec, link, a: tuple[str, str], b: tuple[str, str], seed: int, ready_file: str,
+            counters_file: str, events_file: str | None, queue: dict, options: dict) -> dict:
+    """One emulator process's configuration (docs/emulator.md), in the file's key order."""
     return {
-        **spec.emulator_options,
+        **options,
         "a": {"netns": a[0], "tun": a[1]},
         "b": {"netns": b[0], "tun": b[1]},
-        "seed": spec.seed,
+        "seed": seed,
         "realtime": spec.realtime,
-        "ready_file": os.path.join(state_dir, "link.ready"),
-        "counters_file": os.path.join(state_dir, "counters.json"),
-        "events_file": spec.events_file,
+        "ready_file": ready_file,
+        "counters_file": counters_file,
+        "events_file": events_file,
         **queue,
         "mtu": spec.mtu_bytes,
-        "a_to_b": spec.link.a_to_b.settings(),
-        "b_to_a": spec.link.b_to_a.settings(),
+        "a_to_b": link.a_to_b.settings(),
+        "b_to_a": link.b_to_a.settings(),
     }
 
 
@@ -90,19 +97,9 @@ def access_config(spec: TestbedSpec, index: int, host: tuple[str, str], router: 
     hs = spec.hosts[index]
     name = f"access-{hs.name}"
     seed = hs.access_seed if hs.access_seed is not None else (spec.seed + 1 + index) % 2**63
-    return {
-        **{k: v for k, v in spec.emulator_options.items() if k not in ("events_format",)},
-        "a": {"netns": host[0], "tun": host[1]},
-        "b": {"netns": router[0], "tun": router[1]},
-        "seed": seed,
-        "realtime": spec.realtime,
-        "ready_file": os.path.join(state_dir, f"{name}.ready"),
-        "counters_file": os.path.join(state_dir, f"{name}.counters.json"),
-        "events_file": None,
-        "mtu": spec.mtu_bytes,
-        "a_to_b": hs.access.a_to_b.settings(),
-        "b_to_a": hs.access.b_to_a.settings(),
-    }
+    options = {k: v for k, v in spec.emulator_options.items() if k not in ("events_format",)}
+    return _config(spec, hs.access, host, router, seed, os.path.join(state_dir, f"{name}.ready"),
+                   os.path.join(state_dir, f"{name}.counters.json"), None, {}, options)
 
 
 class LinkProcess:
