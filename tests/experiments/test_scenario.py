@@ -76,7 +76,7 @@ def test_examples_exist():
     (with_(flows=[{"profile": "mpeg4-tes"}]), "flows[0]: profile 'mpeg4-tes' needs rate_bps"),
     (with_(flows=[{"profile": "voip", "stop_s": 20}]), "flows[0].stop_s 20 is after duration_s 10"),
     (with_(flows=[{"profile": "voip", "count": 2.5}]), "flows[0].count: 2.5: input should be a valid integer"),
-    (with_(flows=[]), "a scenario needs at least one of flows or streams"),
+    (with_(flows=[]), "a scenario needs at least one of flows, streams or cross traffic"),
     ({"flows": [{"profile": "voip"}]}, "scenario.toml: duration_s: missing (required)"),
     (with_(metrics=["delay", "mos2"]), "metrics: 'mos2' is not one of delay,"),
     (with_(seeds=[1, 1]), "seeds: repeated seeds"),
@@ -167,6 +167,35 @@ def test_apply_overrides_creates_tables_and_copies():
     assert data == {"a": {"b": 1}, "l": [{"x": 1}]}
     with pytest.raises(ParameterError, match="is not a key"):
         apply_overrides(data, {"a..b": 1})
+
+
+def test_linked_sweep_keys_set_one_value_at_every_key():
+    sc = parse_scenario(with_(
+        flows=[{"profile": "voip", "tcp": {"congestion_control": "reno"}}],
+        cross=[{"kind": "bulk", "count": 2, "tcp": {"congestion_control": "reno"}}],
+        sweep={"flows[0].tcp.congestion_control & cross[0].tcp.congestion_control": ["reno", "vegas"],
+               "cross[0].count": [1, 3]}))
+    cells = grid(sc)
+    assert len(cells) == 4                                 # linked keys are one axis, not two
+    c = cell_scenario(sc, cells[2])
+    assert c.flows[0].tcp.congestion_control == "vegas" == c.cross[0].tcp.congestion_control
+    assert c.cross[0].count == 1
+    with pytest.raises(ParameterError, match="an empty key around '&'"):
+        apply_overrides({"a": 1}, {"a & ": 2})
+    with pytest.raises(ParameterError, match="a key is linked to itself"):
+        apply_overrides({"a": 1}, {"a & a": 2})
+    with pytest.raises(ParameterError, match="there is no element \\[1\\]"):
+        apply_overrides({"l": [{}]}, {"l[0].x & l[1].x": 2})
+    with pytest.raises(ParameterError, match="cannot sweep itself"):
+        grid(parse_scenario(with_(sweep={"path.rtt_s & sweep.x": [1]})))
+
+
+def test_cross_traffic_alone_is_a_scenario():
+    """papers/004 §4.1's reference: FTP flows only, no media flow."""
+    sc = parse_scenario({"duration_s": 10, "cross": [{"kind": "bulk", "count": 3}]})
+    assert sc.flows == () and sc.cross[0].count == 3
+    assert "needs at least one of flows, streams or cross traffic" in error(
+        {"duration_s": 10, "cross": [{"kind": "bulk", "count": 0}]})
 
 
 @settings(max_examples=40, deadline=None)

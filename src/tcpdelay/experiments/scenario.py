@@ -462,7 +462,8 @@ class Scenario(_Strict):
     access: Access | None = None
     flows: tuple[Flow, ...] = ()
     cross: tuple[Cross, ...] = ()
-    #: Streams a client pulls (papers/003's video over HTTP); a scenario has flows, streams or both.
+    #: Streams a client pulls (papers/003's video over HTTP). A scenario has flows, streams or
+    #: cross traffic (cross traffic alone: papers/004 §4.1's FTP-only reference).
     streams: tuple[Stream, ...] = ()
     metrics: tuple[str, ...] = DEFAULT_METRICS
     sweep: dict[str, Any] = Field(default_factory=dict)
@@ -490,8 +491,8 @@ class Scenario(_Strict):
                 raise ValueError(f"flows[{i}].stop_s {f.stop_s:g} is after duration_s {self.duration_s:g}")
             if f.start_s >= self.duration_s:
                 raise ValueError(f"flows[{i}].start_s {f.start_s:g} is not before duration_s {self.duration_s:g}")
-        if not self.flows and not self.streams:
-            raise ValueError("a scenario needs at least one of flows or streams")
+        if not self.flows and not self.streams and not any(c.count for c in self.cross):
+            raise ValueError("a scenario needs at least one of flows, streams or cross traffic")
         for i, st in enumerate(self.streams):
             if st.start_s >= self.duration_s:
                 raise ValueError(f"streams[{i}].start_s {st.start_s:g} is not before duration_s {self.duration_s:g}")
@@ -679,34 +680,52 @@ def _split_key(key: str, source: str) -> list[str | int]:
 
 def apply_overrides(data: dict, overrides: dict[str, Any], *, source: str = "scenario") -> dict:
     """A deep copy of ``data`` with each dotted key set (missing tables are created; a list
-    index must exist)."""
+    index must exist). A key of several dotted keys joined by ``&`` sets each of them to the
+    one value: ``"flows[0].tcp.congestion_control & cross[0].tcp.congestion_control"`` sweeps
+    the media's and the cross traffic's variant together (papers/004 runs both on one variant)."""
     out = copy.deepcopy(data)
-    for key, value in overrides.items():
-        parts = _split_key(key, source)
-        node: Any = out
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            where = ".".join(str(p) for p in parts[: i + 1])
-            if isinstance(part, int):
-                if not isinstance(node, list) or part >= len(node):
-                    have = len(node) if isinstance(node, list) else 0
-                    raise ParameterError(f"{source}: sweep key {key!r}: there is no element [{part}] "
-                                         f"(the scenario has {have})")
-                if last:
-                    node[part] = copy.deepcopy(value)
-                else:
-                    node = node[part]
-            else:
-                if not isinstance(node, dict):
-                    raise ParameterError(f"{source}: sweep key {key!r}: {where!r} is not a table")
-                if last:
-                    node[part] = copy.deepcopy(value)
-                else:
-                    nxt = node.get(part)
-                    if nxt is None:
-                        nxt = node[part] = [] if isinstance(parts[i + 1], int) else {}
-                    node = nxt
+    for joined, value in overrides.items():
+        for key in linked_keys(joined, source):
+            _set_key(out, key, value, source)
     return out
+
+
+def linked_keys(joined: str, source: str = "scenario") -> list[str]:
+    """The dotted keys of a sweep key: one, or several joined by ``&``."""
+    keys = [k.strip() for k in joined.split("&")]
+    if any(not k for k in keys):
+        raise ParameterError(f"{source}: sweep key {joined!r}: an empty key around '&'")
+    if len(set(keys)) != len(keys):
+        raise ParameterError(f"{source}: sweep key {joined!r}: a key is linked to itself")
+    return keys
+
+
+def _set_key(out: dict, key: str, value: Any, source: str) -> None:
+    """Set one dotted ``key`` of ``out`` to a copy of ``value`` in place."""
+    parts = _split_key(key, source)
+    node: Any = out
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        where = ".".join(str(p) for p in parts[: i + 1])
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                have = len(node) if isinstance(node, list) else 0
+                raise ParameterError(f"{source}: sweep key {key!r}: there is no element [{part}] "
+                                     f"(the scenario has {have})")
+            if last:
+                node[part] = copy.deepcopy(value)
+            else:
+                node = node[part]
+        else:
+            if not isinstance(node, dict):
+                raise ParameterError(f"{source}: sweep key {key!r}: {where!r} is not a table")
+            if last:
+                node[part] = copy.deepcopy(value)
+            else:
+                nxt = node.get(part)
+                if nxt is None:
+                    nxt = node[part] = [] if isinstance(parts[i + 1], int) else {}
+                node = nxt
 
 
 def grid(scenario: Scenario, *, source: str = "scenario") -> list[dict[str, Any]]:
@@ -714,7 +733,7 @@ def grid(scenario: Scenario, *, source: str = "scenario") -> list[dict[str, Any]
     in list order, the last key varying fastest); ``[{}]`` without a sweep."""
     sweep = scenario.sweep
     for key, values in sweep.items():
-        if key == "sweep" or key.startswith("sweep."):
+        if any(k == "sweep" or k.startswith("sweep.") for k in linked_keys(key, source)):
             raise ParameterError(f"{source}: sweep key {key!r}: a sweep cannot sweep itself")
         if not isinstance(values, list) or not values:
             raise ParameterError(f"{source}: sweep.\"{key}\": give a non-empty list of values")
