@@ -47,6 +47,8 @@ def media_run(run_dir, link, *, source=VOIP, tcp=None, seed=1, **kw):
     sender_kw = {k: kw.pop(k) for k in list(kw) if k in SenderConfig.__dataclass_fields__}
     if "tcp_options_nodelay" in kw:
         sender_kw["tcp"] = TcpOptions(nodelay=kw.pop("tcp_options_nodelay"))
+    if "tcp_sndbuf" in kw:
+        sender_kw["tcp"] = TcpOptions(sndbuf_bytes=kw.pop("tcp_sndbuf"))
     with Testbed(spec) as tb:
         tx, rx = tb.hosts["tx"], tb.hosts["rx"]
         handle = rx.spawn(run_receiver, ReceiverConfig(listen_host=rx.address, listen_port=PORT,
@@ -160,6 +162,25 @@ def test_proactive_drop_bounds_the_backlog_of_an_overloaded_path(tmp_path):
     assert sum(sent.column("dropped").to_pylist()) == s1.dropped_packets
     assert set(np.array(sent.column("connection"))[np.array(sent.column("dropped"))]) == {-1}
     assert np.percentile(d1, 95) < 0.6 * np.percentile(d0, 95)
+
+
+def test_after_a_drain_timeout_the_kernels_backlog_is_reset_not_delivered(tmp_path):
+    """2.3 Mb/s of video into a 400 kb/s bottleneck: at the end of the run the application
+    queue still holds data and the kernel's send buffer (256 kB asked, 512 kB given) is full.
+    After the drain timeout the sender tells the receiver and resets the connection
+    (papers/004's overloaded TCP flows end with their run, as in a simulation): the receiver
+    completes at once and its summary reaches the sender. Without the reset the kernel's backlog
+    took ~10 s more to deliver (the sender gave up waiting for the summary after 2 s) and a
+    stream cut mid-message failed the run ("truncated")."""
+    link = LinkSpec(a_to_b=DirectionSpec(delay_s=L_S, rate_bps=400e3, queue_packets=30),
+                    b_to_a=DirectionSpec(delay_s=L_S))
+    s, r, _, _, _ = media_run(tmp_path, link, source=CbrSource(1446, 0.005), duration_s=3.0,
+                              drain_timeout_s=0.5, max_queue_bytes=1_000_000, tcp_sndbuf=256_000)
+    assert s.status == "drain-timeout" and s.queued_bytes_at_end > 0
+    assert r.status == "completed", (r.status, r.errors)
+    assert s.receiver is not None and s.receiver["received_packets"] == r.received_packets
+    assert 0 < r.received_packets < s.packets - s.dropped_packets
+    assert s.tcp_info_end and s.tcp_info_end[0]["bytes_acked"] > 0   # read before the reset
 
 
 def test_nagle_holds_small_packets_back_and_nodelay_does_not(tmp_path):

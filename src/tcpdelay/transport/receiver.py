@@ -77,7 +77,7 @@ class ReceiverResult:
     rtp_packets: int = 0           # media RTP packets read (pieces count one each)
     keepalive_packets: int = 0
     duplicate_packets: int = 0
-    incomplete_packets: int = 0    # split-N packets with pieces missing
+    incomplete_packets: int = 0    # packets with pieces missing (split-N) or cut by a reset after a drain timeout
     held_at_end: int = 0           # in-order delivery: packets behind a gap when the run ended
     foreign_datagrams: int = 0     # UDP from another address, or not tcpdelay RTP of this flow
     media_connections: int = 0
@@ -382,6 +382,7 @@ class _Run:
             sel.register(self.udp, selectors.EVENT_READ, ("udp", None))
         self.media: dict[int, socket.socket] = {}
         self.media_socks: set[socket.socket] = set()
+        self.cut_streams: list[str] = []
         self.open_media = 0
         self.ending_since: int | None = None
         t_start = clock.now_ns()
@@ -513,6 +514,7 @@ class _Run:
                 res.sender_end = {k: v for k, v in msg.items() if k not in ("type", "pad")}
                 self._end_bytes = n
                 self.ending_since = clock.now_ns()
+                self._judge_cuts()
             else:
                 res.errors.append(f"control: unexpected {msg.get('type')!r}")
         return True
@@ -543,6 +545,20 @@ class _Run:
         self.sel.register(sock, selectors.EVENT_READ, ("media", (index, parser)))
         if rest:
             self._feed(index, parser, sock, rest, t_ns)
+
+    def _judge_cuts(self) -> None:
+        """Streams cut mid-message are expected after the sender's drain timeout; once its
+        "end" has come without one, they fail the run ("truncated")."""
+        end = self.res.sender_end
+        if not self.cut_streams or end is None:
+            return
+        if end.get("drain_timeout"):
+            self.res.incomplete_packets += len(self.cut_streams)
+            self.res.errors.extend(f"{c} (reset after the sender's drain timeout)" for c in self.cut_streams)
+        else:
+            for reason in self.cut_streams:
+                self._fail("truncated", reason)
+        self.cut_streams.clear()
 
     def _fail(self, status: str, reason: str) -> None:
         """The flow failed (its media stream is not what the sender sent): the run ends now,
@@ -586,7 +602,11 @@ class _Run:
             try:
                 parser.finish()
             except FramingError as err:
-                self._fail("truncated", f"connection {index}: {err}")
+                # A stream cut mid-message is the sender's reset after a drain timeout (its
+                # "end" says so, and may come after the reset): the cut message was not
+                # delivered. Anything else fails the run.
+                self.cut_streams.append(f"connection {index}: {err}")
+                self._judge_cuts()
             self._close_media(sock)
             return
         self.res.bytes_in += n

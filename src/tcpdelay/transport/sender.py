@@ -32,6 +32,7 @@ from __future__ import annotations
 import secrets
 import selectors
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -256,7 +257,7 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
             cc_map.close()
         for c in conns:
             try:
-                if c.tcp:
+                if c.tcp and c.sock.fileno() >= 0:      # (a reset connection was read before)
                     result.tcp_info_end.append(_info_summary(c.sock))
             except OSError:
                 pass
@@ -577,22 +578,49 @@ class _SendRun:
             return
         self._end()
 
-    def _end(self) -> None:
-        """Step 5: close the media connections for writing, tell the receiver, read its summary."""
-        cfg, result, ctl = self.settings.cfg, self.result, self.ctl
+    def _close_media_for_writing(self) -> None:
+        """FIN after what the kernel holds: the receiver reads every byte sent."""
         for c in self.conns:
             if c.tcp:
                 try:
                     c.sock.shutdown(socket.SHUT_WR)
                 except OSError:
                     pass
+
+    def _reset_media(self) -> None:
+        """RST (SO_LINGER 0, then close): the kernel's unsent data is dropped. TCP_INFO is
+        read first: it is the connection's state at the end."""
+        for c in self.conns:
+            if c.tcp:
+                try:
+                    self.result.tcp_info_end.append(_info_summary(c.sock))
+                    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    c.sock.close()
+                except OSError:
+                    pass
+
+    def _end(self) -> None:
+        """Step 5: close the media connections for writing, tell the receiver, read its summary.
+
+        After a drain timeout the run's time is over with data still queued (a flow offered
+        more than its share of the path, e.g. papers/004's TCP flows at 20 flows and more):
+        the receiver is told so in "end" first, then the media connections are reset, so what
+        the kernel still holds is discarded rather than delivered for minutes after the run
+        (it counts as not delivered, as in a simulation that stops at its end time)."""
+        cfg, result, ctl = self.settings.cfg, self.result, self.ctl
+        timed_out = result.status == "drain-timeout"
+        if not timed_out:
+            self._close_media_for_writing()
         ctl.setblocking(True)
         try:
             control.send(ctl, {"type": "end", "packets": result.packets,
                                "dropped_packets": result.dropped_packets,
                                "rtp_packets": result.rtp_packets,
-                               "keepalive_packets": result.keepalive_packets},
+                               "keepalive_packets": result.keepalive_packets,
+                               "drain_timeout": timed_out},
                          pad_to=control.REQUEST_PAD_BYTES)
+            if timed_out:
+                self._reset_media()
             # the receiver answers once it has read everything; after a drain timeout it may never
             summary, _ = control.recv(ctl, 2.0 if result.status == "drain-timeout"
                                       else cfg.drain_timeout_s + 5.0)
