@@ -26,6 +26,7 @@ COMMAND_MODULES = {
     "delay": "delay",
     "region": "delay",
     "playout": "delay",
+    "advise": "advise",
     "evaluate": "evaluate",
     "testbed": "testbed",
     "cc": "cc",
