@@ -1,0 +1,121 @@
+"""``tcpdelay advise`` as a user runs it (real subprocesses): the papers' own cases (Brosh et al.,
+"The Delay-Friendliness of TCP for Real-Time Traffic", §6.6, §7), "does not fit", the numbers of
+every option against ``tcpdelay delay``, bad input, and ``--measure`` in ns-3."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def tcpdelay(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "tcpdelay", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def advise_json(*args):
+    res = tcpdelay("advise", *args, "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_video_300ms_half_percent_split_or_parallel_above_as_is():
+    doc = advise_json("--profile", "video", "--rtt-s", "0.3", "--loss", "0.005")
+    names = [o["name"] for o in doc["options"]]
+    assert [o["rank"] for o in doc["options"]] == list(range(1, len(names) + 1))
+    above = names[:names.index("as-is")]
+    assert any(n.startswith("split-") or n.endswith("connections (blind)") for n in above), names
+    for o in doc["options"]:
+        assert {"name", "predicted", "cost", "meets_budget", "source"} <= set(o)
+        assert {"extra_bps", "extra_connections", "fairness", "added_delay_s"} <= set(o["cost"])
+        if o["predicted"] is None:   # what the model cannot quantify carries no number
+            assert o["source"].startswith("measurement only") and o["meets_budget"] is None
+        else:
+            assert o["source"] == "model"
+            assert {"mean_s", "p95_s", "p99_s", "late_fraction"} <= set(o["predicted"])
+    assert {"2 connections (intelligent)", "RACK/TLP", "TCP variant bbr"} <= set(names)
+
+
+def test_voip_100ms_2pct_playout_meets_a_5pct_late_budget():
+    doc = advise_json("--profile", "voip", "--rtt-s", "0.1", "--loss", "0.02", "--late-budget", "0.05",
+                      "--playout-s", "0.25")
+    opt = next(o for o in doc["options"] if o["name"] == "playout L+RTT+3/f")
+    assert opt["predicted"]["playout_s"] == pytest.approx(0.05 + 0.1 + 3 / 50)
+    assert opt["predicted"]["late_fraction"] <= 0.05 and opt["meets_budget"] is True
+    assert doc["budget"] == {"playout_s": 0.25, "late_fraction": 0.05}
+
+
+def test_rate_above_throughput_does_not_fit_with_the_bound():
+    args = ["--rate-bps", "3e6", "--packet-bytes", "1448", "--rtt-s", "0.3", "--loss", "0.01"]
+    res = tcpdelay("advise", *args, "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    delay = json.loads(tcpdelay("delay", *args, "--json").stdout)
+    bound = delay["tcp_throughput_bps"]
+    assert doc["fit"]["fits"] is False and doc["fit"]["max_rate_bps"] == pytest.approx(bound)
+    assert f"does not fit this path: at most {bound:.4g} b/s" in doc["fit"]["message"]
+    assert "does not fit" in res.stderr
+    human = tcpdelay("advise", *args)
+    assert "does not fit this path: at most" in " ".join(human.stdout.split())
+
+
+@pytest.mark.parametrize("source", [["--profile", "voip"], ["--rate-bps", "115840", "--packet-bytes", "724"]])
+def test_every_option_equals_tcpdelay_delay(source):
+    path = ["--rtt-s", "0.1", "--loss", "0.02", "--no-limited-transmit"]
+    doc = advise_json(*source, *path)
+    checked = 0
+    for o in doc["options"]:
+        if o["delay_args"] is None:
+            continue
+        d = json.loads(tcpdelay("delay", *source, *path, *o["delay_args"], "--json").stdout)
+        p = o["predicted"]
+        assert (p["mean_s"], p["p95_s"], p["p99_s"]) == (d["mean_s"], d["p95_s"], d["p99_s"]), o["name"]
+        dist = d["distribution"]
+        on_time = sum(pr for x, pr in zip(dist["delay_s"], dist["probability"]) if x <= p["playout_s"] + 1e-12)
+        assert p["late_fraction"] == pytest.approx(1 - on_time, abs=1e-12), o["name"]
+        checked += 1
+    assert checked >= 8
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--rtt-s", "0.1", "--loss", "0.01"], "--profile"),
+    (["--profile", "voip", "--rtt-s", "0.1", "--loss", "1"], "--loss"),
+    (["--profile", "voip", "--rtt-s", "nan", "--loss", "0.01"], "--rtt-s"),
+    (["--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--playout-s", "0.2", "--bound-s", "0.3"], "not both"),
+    (["--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--late-budget", "0.05", "--percentile", "95"], "not both"),
+    (["--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--cross-bulk", "2"], "--cross-bulk"),
+    (["--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--measure", "--measure-option", "nope"],
+     "--measure-option"),
+    (["--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--backend", "ns4"], "--backend"),
+])
+def test_bad_input_one_line_exit_2(args, fragment):
+    res = tcpdelay("advise", *args)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcpdelay: error:") and fragment in lines[0], res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.ns3
+def test_measure_in_ns3_confirms_the_top_options():
+    pytest.importorskip("ns")
+    res = tcpdelay("advise", "--profile", "video", "--rtt-s", "0.3", "--loss", "0.005", "--measure",
+                   "--backend", "ns3", "--measure-s", "4", "--json", timeout=600)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    m = doc["measurement"]
+    assert m["backend"] == "ns3" and m["failed"] == []
+    assert "as-is" in m["measured"] and len(m["measured"]) == 4
+    measured = [o for o in doc["options"] if "measured" in o]
+    for o in measured:
+        assert o["source"] == "ns3"
+        assert o["measured"]["packets"] > 0 and o["measured"]["mean_s"] > 0.15   # at least L
+    # the playout options are the as-is run read at their playout delay
+    as_is = next(o for o in doc["options"] if o["name"] == "as-is")
+    rule = next(o for o in doc["options"] if o["name"] == "playout L+RTT+3/f")
+    assert rule["measured"]["mean_s"] == as_is["measured"]["mean_s"]
+    assert doc["ranking_note"]
+    ranks = [o["rank"] for o in doc["options"]]
+    assert ranks == sorted(ranks)
