@@ -142,6 +142,52 @@ def playout_part(step: Step = _no_step) -> dict:
     return {"voip": data, "_figure": figure}
 
 
+#: The paths the advice part advises on: (label, profile, RTT, loss, budget (playout s, late
+#: fraction) or None for the profile's criterion, Mahimahi trace whose mean rate is the bottleneck
+#: or None). The project ships no cellular trace: the trace path is the Wi-Fi access link of
+#: data/links (papers/003 §V-D) at the RTT of the HSPA audio study's scenarios (60 ms).
+ADVICE_PATHS = (
+    ("VoIP call, RTT 100 ms, 2 % loss", "voip", 0.1, 0.02, (0.25, 0.05), None),
+    ("live video, RTT 300 ms, 0.5 % loss", "video", 0.3, 0.005, None, None),
+    ("interactive video on a trace-driven access link, RTT 60 ms, 1 % loss", "ivideo", 0.06, 0.01, None,
+     "data/links/wifi-31.9mbps-30s.trace"),
+)
+
+
+def trace_mean_bps(path: str | Path) -> float:
+    """Mean rate of a Mahimahi trace (one 1500-byte delivery opportunity per line, in ms)."""
+    from tcpdelay.wifi_trace import read_mahimahi
+
+    ms = np.asarray(read_mahimahi(path), dtype=float)
+    if ms.size == 0 or ms[-1] <= 0:
+        raise ParameterError(f"{path}: an empty Mahimahi trace")
+    return float(ms.size * 1500 * 8 / (ms[-1] / 1000.0))
+
+
+def advice_part(step: Step = _no_step) -> dict:
+    """Model-only advice (``tcpdelay advise``) on :data:`ADVICE_PATHS`: per path its ranked
+    options (:func:`tcpdelay.experiments.advice.advise`) and whether the rate fits."""
+    from tcpdelay.experiments.advice import advise
+    from tcpdelay.model.advice import Budget
+    from tcpdelay.model.delay import get_profile
+
+    root = Path(__file__).resolve().parents[3]
+    out = []
+    for label, profile, rtt, loss, budget, trace in ADVICE_PATHS:
+        step(label)
+        if budget is None:
+            crit = get_profile(profile).criterion
+            b = Budget.from_percentile(crit.percentile, crit.bound_s)
+        else:
+            b = Budget(*budget)
+        bottleneck = None
+        if trace is not None and (root / trace).is_file():
+            bottleneck = trace_mean_bps(root / trace)
+        res = advise(profile, rtt_s=rtt, loss=loss, budget=b, bottleneck_bps=bottleneck)
+        out.append({"label": label, "trace": trace if bottleneck is not None else None, **res})
+    return {"paths": out}
+
+
 def _measured_check(step: Step = _no_step, duration_s: float | None = None) -> dict:
     """A few model points measured on real Linux TCP through the testbed, when it can run here
     (see :mod:`tcpdelay.experiments.measured_check`; it says plainly when it cannot)."""
@@ -156,6 +202,7 @@ PARTS: list[tuple[str, str, Callable[..., dict]]] = [
     ("latency", "latency of short TCP transfers (Cardwell et al.)", latency_part),
     ("regions", "working regions of media over TCP (Brosh et al.)", regions_part),
     ("playout", "playout delay for VoIP over TCP", playout_part),
+    ("advice", "what to change: ranked options on typical paths", advice_part),
     ("measured_check", "model vs a short measurement on the testbed", _measured_check),
 ]
 
@@ -187,6 +234,8 @@ def _summary(name: str, data: dict) -> str:
         return ", ".join(data)
     if name == "playout":
         return f"{len(data['voip'])} paths"
+    if name == "advice":
+        return "; ".join(f"{p['options'][0]['name']} first" for p in data["paths"])
     if name == "measured_check":
         if not data["measured"]:
             return f"not measured: {data['reason']}"

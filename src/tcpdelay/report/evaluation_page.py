@@ -173,6 +173,49 @@ def playout_section(report: Report, data: dict, step: Step = _no_step) -> None:
                 f"loss {figure['loss'] * 100:g} % (Fig 23).")
 
 
+def advice_section(report: Report, data: dict, step: Step = _no_step) -> None:
+    """Per path of :func:`tcpdelay.experiments.evaluate.advice_part`: the ranked options with
+    numbers (``tcpdelay advise``), whether the rate fits, and what only measurement can say."""
+    sec = report.section("What to change: advice for typical paths")
+    sec.paragraph(
+        "The options of Brosh, Baset, Misra, Rubenstein and Schulzrinne, 'The Delay-Friendliness of TCP "
+        "for Real-Time Traffic' (playout delay L + RTT + 3/f, §6.6; split-N, §7.1; blind parallel "
+        "connections, §7.2; a byte-limited queue, §6.5; TCP settings, §8.1) and UDP, each predicted by "
+        "the delay model with the same settings as `tcpdelay delay`, ranked: those that meet the budget "
+        "first, then by the playout delay each needs to keep the late fraction within it. Options the "
+        "model cannot quantify are listed without numbers; `tcpdelay advise --measure` runs them "
+        "(docs/advise.md).")
+    for p in data["paths"]:
+        step(p["label"])
+        b = p["budget"]
+        rows = []
+        unquantified = []
+        for o in p["options"]:
+            num = o["predicted"]
+            if num is None:
+                unquantified.append(o["name"])
+                continue
+            if num["unstable"]:
+                rows.append([str(o["rank"]), o["name"], "unstable", "—", "—", "100 %", "—", "no", o["source"]])
+                continue
+            rows.append([str(o["rank"]), o["name"], *(f"{num[k] * 1e3:.0f}" if num[k] is not None else "—"
+                                                      for k in ("mean_s", "p95_s", "p99_s")),
+                         _percent(num["late_fraction"]) + (f" at {num['playout_s'] * 1e3:.0f} ms"
+                                                           if abs(num["playout_s"] - b["playout_s"]) > 1e-12 else ""),
+                         "—" if num["needed_playout_s"] is None else f"{num['needed_playout_s'] * 1e3:.0f}",
+                         "yes" if o["meets_budget"] else "no", o["source"]])
+        src = p["source"]
+        trace = f"; bottleneck {p['path']['bottleneck_bps'] / 1e6:.3g} Mb/s, the mean of {p['trace']}" \
+            if p.get("trace") else ""
+        sec.table(["#", "option", "mean (ms)", "p95 (ms)", "p99 (ms)", "late", "needs playout (ms)", "meets",
+                   "source"], rows,
+                  caption=f"{p['label']}: {src['profile']} ({src['rate_bps'] / 1e3:.3g} kb/s){trace}; budget at "
+                          f"most {_percent(b['late_fraction'])} later than {b['playout_s'] * 1e3:.0f} ms. "
+                          f"{p['fit']['message']}.")
+        if unquantified:
+            sec.paragraph("Only a measurement can say: " + ", ".join(unquantified) + ".", note=True)
+
+
 #: The measured check's table: the validation's columns (:data:`TABLE_COLUMNS`) but the runs
 #: per point (one), the TCP-level mean's relative error and PFTK / rate.
 _CHECK_COLUMNS = [0, 1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 17, 18, 19]
@@ -212,5 +255,6 @@ SECTIONS: dict[str, Callable[[Report, dict, Step], None]] = {
     "latency": latency_section,
     "regions": regions_section,
     "playout": playout_section,
+    "advice": advice_section,
     "measured_check": measured_check_section,
 }
