@@ -55,7 +55,7 @@ def test_rate_above_throughput_does_not_fit_with_the_bound():
     delay = json.loads(tcpdelay("delay", *args, "--json").stdout)
     bound = delay["tcp_throughput_bps"]
     assert doc["fit"]["fits"] is False and doc["fit"]["max_rate_bps"] == pytest.approx(bound)
-    assert f"does not fit this path: at most {bound:.4g} b/s" in doc["fit"]["message"]
+    assert f"does not fit this path: at most {bound / 1e3:.4g} kb/s" in doc["fit"]["message"]
     assert "does not fit" in res.stderr
     human = tcpdelay("advise", *args)
     assert "does not fit this path: at most" in " ".join(human.stdout.split())

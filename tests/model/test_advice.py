@@ -48,7 +48,7 @@ def test_rate_above_tcp_throughput_does_not_fit_with_the_bound():
     bound = tcp_throughput_bps(params)
     assert res["fit"]["fits"] is False
     assert res["fit"]["max_rate_bps"] == pytest.approx(bound)
-    assert f"at most {bound:.4g} b/s" in res["fit"]["message"]
+    assert f"at most {bound / 1e3:.4g} kb/s" in res["fit"]["message"]
     tcp = [o for o in res["options"] if o["predicted"] and o["kind"] not in ("udp",)]
     assert all(o["predicted"]["unstable"] and o["meets_budget"] is False for o in tcp)
 

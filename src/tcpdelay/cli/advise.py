@@ -139,7 +139,7 @@ def render_table(res: dict):
                     f"{_pct(b['late_fraction'])} later than {fmt_s(b['playout_s'])}", title_justify="left")
     for col, just in (("#", "right"), ("option", "left"), ("source", "left"), ("mean", "right"), ("p95", "right"),
                       ("p99", "right"), ("late", "right"), ("needs", "right"), ("ok", "left"), ("cost", "left")):
-        t.add_column(col, justify=just, no_wrap=col in ("option", "#"))
+        t.add_column(col, justify=just, no_wrap=col not in ("cost", "late"))
     unquantified = []
     for o in res["options"]:
         num = o.get("measured") or o["predicted"]

@@ -140,6 +140,14 @@ def rank(options: list[dict]) -> list[dict]:
     return ordered
 
 
+def _bps(x: float) -> str:
+    """``579.2 kb/s``, ``1.25 Mb/s``: a rate for a message (four significant digits)."""
+    for scale, unit in ((1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s")):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g} {unit}"
+    return f"{x:.4g} b/s"
+
+
 def fit(rate_bps: float, params: DelayParams, bottleneck_bps: float | None = None,
         max_connections: int = 1) -> dict:
     """Whether a source of ``rate_bps`` fits the path over TCP: ``max_rate_bps`` is the most one
@@ -150,12 +158,12 @@ def fit(rate_bps: float, params: DelayParams, bottleneck_bps: float | None = Non
     out = {"rate_bps": rate_bps, "tcp_throughput_bps": tput, "bottleneck_bps": bottleneck_bps,
            "max_rate_bps": bound, "fits": rate_bps < bound}
     if out["fits"]:
-        out["message"] = f"fits: {rate_bps:.4g} b/s below the {bound:.4g} b/s one TCP connection achieves here"
+        out["message"] = f"fits: {_bps(rate_bps)} below the {_bps(bound)} one TCP connection achieves here"
     else:
         why = ("the bottleneck's rate" if bottleneck_bps is not None and bottleneck_bps <= tput
                else "TCP's achievable throughput (PFTK)")
-        out["message"] = (f"this rate does not fit this path: at most {bound:.4g} b/s ({why}) on one TCP "
-                          f"connection; {rate_bps:.4g} b/s makes the delay grow without bound")
+        out["message"] = (f"this rate does not fit this path: at most {_bps(bound)} ({why}) on one TCP "
+                          f"connection; {_bps(rate_bps)} makes the delay grow without bound")
     return out
 
 
