@@ -93,6 +93,11 @@ def test_goodput_by_hand():
     # 3 packets * 100 B * 8 / 1 s = 2400 b/s, over the arrivals' span or a given duration
     assert fairness.goodput_bps(sizes, recv) == pytest.approx(2400)
     assert fairness.goodput_bps(sizes, recv, duration_s=2.0) == pytest.approx(1200)
+    # only what arrived within the connection time counts when it is placed on the clock
+    late = np.append(np.asarray(recv, dtype=float), 9.0)
+    more = np.append(np.asarray(sizes, dtype=float), 1000.0)
+    assert fairness.goodput_bps(more, late, duration_s=2.0, start_s=float(np.nanmin(recv))) == pytest.approx(1200)
+    assert fairness.goodput_bps(more, late, duration_s=2.0) > 1200
 
 
 def test_jain_index_by_hand():

@@ -71,6 +71,13 @@ class MetricOptions:
             raise ParameterError(f"codec: {self.codec!r} is not one of {', '.join(emodel.CODECS)}")
 
 
+def _first_send_s(flow: FlowPackets) -> float | None:
+    """When the flow's connection time began, on its arrival clock: its first packet's send
+    time (plus the clock offset between the two ends); None without packets."""
+    s = flow.send_time_s[np.isfinite(flow.send_time_s)]
+    return float(s.min()) + flow.clock_offset_s if s.size else None
+
+
 def packet_interval_s(flow: FlowPackets) -> float | None:
     """Nominal packet interval: the median spacing of send times between consecutive sequence
     numbers (talk-spurt silences and video bursts do not move the median)."""
@@ -112,8 +119,8 @@ def flow_metrics(flow: FlowPackets, meta: dict, opts: MetricOptions,
         "rtpi": rtpi.real_time_performance(flow.recv_time_s, n, opts.rtpi_threshold_s,
                                            send_time_s=flow.send_time_s,
                                            nominal_interval_s=interval),
-        "goodput_bps": fairness.goodput_bps(flow.size_bytes, flow.recv_time_s,
-                                            run_duration_s(meta)),
+        "goodput_bps": fairness.goodput_bps(flow.size_bytes, flow.recv_time_s, run_duration_s(meta),
+                                            start_s=_first_send_s(flow)),
         "tcp_retransmissions": (retrans or {}).get(flow.flow_id),
     }
     out["packet_interval_s"] = interval

@@ -67,9 +67,11 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
     if streams and not (Path(run_dir) / "sent").is_dir() and sent_dir is None:
         # a run of pulled streams only (no media flows): their metrics are the run's
         return {"flows": [], "streams": streams, "results": str(run_dir)}
-    if not streams and sent_dir is None and not any((Path(run_dir) / k).is_dir() for k in ("sent", "received")):
+    if (not streams and sent_dir is None and (Path(run_dir) / FLOWS_FILE).is_file()
+            and not any((Path(run_dir) / k).is_dir() for k in ("sent", "received"))):
         # cross traffic only (papers/004 §4.1's FTP reference): no media flow, the bottleneck's queue
-        out = {"flows": [], "fairness": {"flows": 0, "jain_index_goodput": None}}
+        out = {"clock": read_run_metadata(run_dir).get("clock"), "flows": [],
+               "fairness": {"flows": 0, "jain_index_goodput": None}}
         queue = queue_metrics(run_dir)
         if queue:
             out["queue"] = queue
