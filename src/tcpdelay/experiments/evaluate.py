@@ -144,13 +144,13 @@ def playout_part(step: Step = _no_step) -> dict:
 
 #: The paths the advice part advises on: (label, profile, RTT, loss, budget (playout s, late
 #: fraction) or None for the profile's criterion, Mahimahi trace whose mean rate is the bottleneck
-#: or None). The project ships no cellular trace: the trace path is the Wi-Fi access link of
-#: data/links (papers/003 §V-D) at the RTT of the HSPA audio study's scenarios (60 ms).
+#: or None). The cellular path is a measured LTE downlink (Mahimahi's Verizon-LTE-short trace,
+#: data/links/mahimahi) at the RTT of the HSPA audio study's scenarios (60 ms).
 ADVICE_PATHS = (
     ("VoIP call, RTT 100 ms, 2 % loss", "voip", 0.1, 0.02, (0.25, 0.05), None),
     ("live video, RTT 300 ms, 0.5 % loss", "video", 0.3, 0.005, None, None),
-    ("interactive video on a trace-driven access link, RTT 60 ms, 1 % loss", "ivideo", 0.06, 0.01, None,
-     "data/links/wifi-31.9mbps-30s.trace"),
+    ("interactive video on a cellular path (Verizon LTE downlink, Mahimahi trace), RTT 60 ms, 1 % loss",
+     "ivideo", 0.06, 0.01, None, "data/links/mahimahi/Verizon-LTE-short.down"),
 )
 
 
@@ -180,9 +180,7 @@ def advice_part(step: Step = _no_step) -> dict:
             b = Budget.from_percentile(crit.percentile, crit.bound_s)
         else:
             b = Budget(*budget)
-        bottleneck = None
-        if trace is not None and (root / trace).is_file():
-            bottleneck = trace_mean_bps(root / trace)
+        bottleneck = None if trace is None else trace_mean_bps(root / trace)
         res = advise(profile, rtt_s=rtt, loss=loss, budget=b, bottleneck_bps=bottleneck)
         out.append({"label": label, "trace": trace if bottleneck is not None else None, **res})
     return {"paths": out}
