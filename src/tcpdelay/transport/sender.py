@@ -18,9 +18,11 @@
    RTP packet every RTT/3 (RTT: TCP's smoothed estimate, ``keepalive_rtt_s`` until there is
    one and always for UDP), but never more often than one per media packet interval (on a
    sub-millisecond path RTT/3 would otherwise mean thousands of packets a second).
-5. After the last packet: wait (``drain_timeout_s``) for the application queues to empty, close
-   the media connections for writing (TCP delivers what the kernel still holds, then FIN), send
-   "end" and read the receiver's summary.
+5. After the last packet: wait (``drain_timeout_s``) for the application queues to empty and the
+   kernel to have sent what it took, close the media connections for writing (TCP delivers what
+   is in flight, then FIN), send "end" and read the receiver's summary. If they do not drain in
+   time ("drain-timeout"), "end" says so and the connections are reset: what is left is not
+   delivered after the run (an overloaded flow ends with its run, as in a simulation).
 
 Anything that goes wrong on the way (the receiver disconnects, a connection resets, a timeout,
 SIGINT via ``stop``) ends the run with a ``status`` other than "completed"; the "sent" records
@@ -55,6 +57,8 @@ from tcpdelay.transport.tcp_state_sampler import TcpStateSampler
 _BLOCKED = (BlockingIOError, InterruptedError)
 _SILENCE_FACTOR = 1.5
 _PROGRESS_EVERY_S = 0.5
+#: While draining, how often the kernel's unsent bytes are looked at (ns).
+_DRAIN_POLL_NS = 20_000_000
 
 
 class SenderError(TcpdelayError):
@@ -112,6 +116,18 @@ class _Conn:
 
     def idle(self) -> bool:
         return not self.out and not self.dgrams
+
+    def drained(self) -> bool:
+        """Nothing left to put on the wire: the application queue is empty and (TCP) the kernel
+        has sent everything it took (``SIOCOUTQNSD`` = 0; what is in flight is the path's)."""
+        if not self.idle():
+            return False
+        if not self.tcp:
+            return True
+        try:
+            return unsent_bytes(self.sock) == 0
+        except OSError:
+            return True
 
     def enqueue(self, rtp: bytes) -> None:
         """Append one RTP packet to the application queue (TCP: framed per RFC 4571)."""
@@ -535,14 +551,15 @@ class _SendRun:
                     state = "draining"
                     drain_deadline = now + int(cfg.drain_timeout_s * 1e9)
                 if state == "draining":
-                    if all(c.idle() for c in conns):
+                    if all(c.drained() for c in conns):
                         break
                     if now >= drain_deadline:
                         result.status = "drain-timeout"
                         break
                 wake = [] if nxt is None else [t0 + int(nxt.at_s * 1e9)]
                 if state == "draining":
-                    wake.append(drain_deadline)
+                    # the kernel's queue empties without an event here: look again soon
+                    wake.append(min(drain_deadline, now + _DRAIN_POLL_NS))
                 if cfg.keepalive and state == "sending" \
                         and now - self.last_media_ns > _SILENCE_FACTOR * interval_s * 1e9:
                     self._keepalives(now, wake)
