@@ -90,6 +90,23 @@ def test_bulk_cross_traffic_and_the_queue_over_time(worker, tmp_path):
     assert np.median(d) > 0.05 + 0.1                  # VoIP waits behind the bulk flows' queue
 
 
+def test_bulk_goodput_is_a_rate_the_link_can_carry(worker, tmp_path):
+    """One unlimited bulk flow alone on 2 Mb/s for 10 s: its goodput is bytes over the time they
+    took to arrive (as on the testbed), so it cannot exceed the link's payload rate although the
+    flow's send buffer drains for seconds after it stops (the drain's bytes over the run's
+    duration gave papers/004's wired FTP flows 10.4 Mb/s on a 10-Mb/s link)."""
+    import pyarrow.parquet as pq
+
+    data = {"duration_s": 10, "path": {"rate_bps": 2e6, "delay_s": 0.02, "queue_packets": 50},
+            "cross": [{"kind": "bulk", "count": 1}]}
+    totals = _run(data, tmp_path / "r")
+    assert totals["errors"] == []
+    (flow,) = pq.read_table(tmp_path / "r" / "flows.parquet").to_pylist()
+    payload_bps = 2e6 * 1448 / 1500
+    assert 0.8 * payload_bps < flow["goodput_bps"] <= payload_bps * 1.01, flow
+    assert flow["bytes_received"] * 8 / 10 > payload_bps      # bytes did arrive after the 10 s
+
+
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tcpdelay", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)

@@ -516,8 +516,17 @@ def _cross_results(job: Job, c, parts: dict, out: Path) -> dict:
     for probe_ptr in server.probes:
         probe = t_raw(probe_ptr)
         rows += _write_probe(probe, out, f"ns3-{c.flow_id}-{probe.connection}")["rows"]
+    goodput_span = span
+    if c.kind == "bulk":
+        # as the testbed's bulk client (traffic/bulk.py) has it: bytes over the time they took to
+        # arrive, first byte to the end of the connection — an unlimited transfer is sent until
+        # stop_s and what its buffers still hold arrives in the drain after it
+        end_rel = job.t0_s + job.duration_s + DRAIN_S - start
+        firsts = [x["first_byte_s"] for x in conns if x["first_byte_s"] is not None]
+        if firsts:
+            goodput_span = max((x["done_s"] if x["done_s"] is not None else end_rel) for x in conns) - min(firsts)
     res = {"kind": c.kind, "bytes": total, "exchanges": n, "failed": int(sum(client.failed)),
-           "connections": conns, "goodput_bps": total * 8 / span if span > 0 else 0.0,
+           "connections": conns, "goodput_bps": total * 8 / goodput_span if goodput_span > 0 else 0.0,
            "complete": complete if sized else not any(client.failed), "duration_s": span,
            "error": None, "tcp_state": {"rows": rows, "connections": len(server.probes)},
            "warnings": [str(w) for w in server.warnings]}
