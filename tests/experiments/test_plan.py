@@ -98,7 +98,7 @@ def test_every_scenario_cross_kind_is_registered_with_its_transport_and_a_testbe
                       for m in typing.get_args(typing.get_args(Cross)[0])}
     assert scenario_kinds == set(CROSS_KINDS) == set(CROSS_STARTERS)
     assert {k: cross_transport(k) for k in CROSS_KINDS} == {"bulk": "tcp", "web_onoff": "tcp",
-                                                            "page_load": "tcp", "udp": "udp"}
+                                                            "page_load": "tcp", "transfers": "tcp", "udp": "udp"}
     assert {c.kind: c.transport for c in _plan().cross}["udp"] == "udp"
 
 
@@ -108,7 +108,7 @@ def test_unknown_kind_and_backend_names_are_refused_with_one_line(tmp_path):
 
     with pytest.raises(ParameterError) as err:
         cross_transport("ftp")
-    assert str(err.value) == "cross kind: 'ftp' is not one of bulk, page_load, udp, web_onoff"
+    assert str(err.value) == "cross kind: 'ftp' is not one of bulk, page_load, transfers, udp, web_onoff"
     odd = CrossPlan(flow_id=0, name="x", kind="ftp", cross=None, server="ltx0", client="rrx", port=1,
                     start_s=0, stop_s=1, seed=0)
     with pytest.raises(ParameterError, match="cross kind: 'ftp' is not one of"):

@@ -34,7 +34,7 @@ def error(data) -> str:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_examples_load_and_round_trip(path):
     sc = load_scenario(path)
-    assert sc.flows or sc.streams
+    assert sc.flows or sc.streams or sc.cross   # cross traffic alone is a scenario too (papers/004 §4.1, papers/001)
     again = parse_scenario(tomllib.loads(dump_scenario(sc)), source="again")
     assert again == sc
     for overrides in grid(sc):
@@ -60,7 +60,7 @@ def test_examples_exist():
     (with_(path={"rtt_s": 0.1, "delay_s": 0.05}), "path: rtt_s and delay_s are exclusive"),
     (with_(path={"outages": [{"at_s": 1}]}), "path.outages[0].duration_s: missing (required)"),
     (with_(path=5), "path: 5 must be a table"),
-    (with_(cross=[{"kind": "ftp"}]), "cross[0].kind: 'ftp' is not one of bulk, web_onoff, page_load, udp"),
+    (with_(cross=[{"kind": "ftp"}]), "cross[0].kind: 'ftp' is not one of bulk, web_onoff, page_load, transfers, udp"),
     (with_(cross=[{"kind": "udp"}]), "cross[0].rate_bps: missing (required)"),
     (with_(cross=[{"kind": "bulk", "size_bytes": -1}]), "cross[0].size_bytes: -1: input should be greater than or equal to 1"),
     (with_(cross=[{"kind": "bulk", "start_s": 5, "start_spread_s": 2, "stop_s": 6}]), "cross[0]: stop_s 6 must be after the latest start 7"),

@@ -9,7 +9,7 @@ a web flow's on/off draws, a start-time draw) gets its own seed from the run's
 (:func:`derive_seed`).
 
 Ports: media flow ``i`` listens on ``MEDIA_PORT + i``; every TCP cross-traffic server on
-``CROSS_TCP_PORT``; the UDP cross-traffic sinks on ``CROSS_UDP_PORT``, ``+1``, ...; pulled stream
+``CROSS_TCP_PORT`` (a ``transfers`` flow's own server on ``TRANSFER_PORT + flow_id``); the UDP cross-traffic sinks on ``CROSS_UDP_PORT``, ``+1``, ...; pulled stream
 ``j`` (an HTTP video) is served on ``STREAM_PORT + j`` by its own server host to its own client
 host (each with the stream's TCP buffers).
 
@@ -34,10 +34,12 @@ LEAD_S = 2.0
 MEDIA_PORT = 20_000
 CROSS_TCP_PORT = 30_000
 CROSS_UDP_PORT = 40_000
+#: A ``transfers`` flow has a server of its own (it times each transfer): on TRANSFER_PORT + flow_id.
+TRANSFER_PORT = 31_000
 STREAM_PORT = 8_000
 
 #: Cross-traffic kinds by name (the scenario's ``kind``) -> the transport their flow uses.
-CROSS_KINDS: dict[str, str] = {"bulk": "tcp", "web_onoff": "tcp", "page_load": "tcp", "udp": "udp"}
+CROSS_KINDS: dict[str, str] = {"bulk": "tcp", "web_onoff": "tcp", "page_load": "tcp", "transfers": "tcp", "udp": "udp"}
 
 # Host-wide TCP settings of a Tcp table (the rest are per-socket options).
 _HOST_KEYS = ("congestion_control", "initcwnd_segments", "sack", "rack", "tlp", "slow_start_after_idle",
@@ -225,6 +227,8 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
             tcp = getattr(c, "tcp", None)
             server = sender_host(tx_side, tcp)
             port = CROSS_TCP_PORT
+            if c.kind == "transfers":
+                port = TRANSFER_PORT + flow_id
             if transport == "udp":
                 port = CROSS_UDP_PORT + udp_index
                 udp_index += 1

@@ -78,7 +78,7 @@ METRICS = (
 DEFAULT_METRICS = ("delay", "late", "loss")
 
 MAX_DURATION_S = 86_400.0
-_UNION_TAGS = {"none", "bernoulli", "gilbert_elliott", "bulk", "web_onoff", "page_load", "udp", "http_video"}
+_UNION_TAGS = {"none", "bernoulli", "gilbert_elliott", "bulk", "web_onoff", "page_load", "transfers", "udp", "http_video"}
 
 
 class _Strict(KnownKeys):
@@ -385,6 +385,23 @@ class PageLoadCross(_Cross):
         return self
 
 
+class TransfersCross(_Cross):
+    """Timed transfers (Cardwell, Savage, Anderson, "Modeling TCP Latency", §III-IV;
+    :mod:`tcpdelay.traffic.transfers`): ``transfers`` transfers of ``size_bytes`` each, one
+    after another, each on a fresh connection opened ``gap_s`` after the previous one closed (so
+    no connection inherits another's window: a fresh connection starts in slow start with
+    ``tcp.initcwnd_segments``). Data flows server -> client, so the path's forward loss is the
+    paper's ``p_f`` (SYN/ACK and data) and its reverse loss ``p_r`` (SYN). Every transfer's
+    handshake time, transfer time, retransmissions, RTOs and papers/001 class go into the
+    flow's result (``transfers``). ``count`` independent sequences."""
+
+    kind: Literal["transfers"]
+    size_bytes: Annotated[int, Field(ge=1, le=2**31 - 1)]
+    transfers: Annotated[int, Field(ge=1, le=100_000)] = 1
+    gap_s: Annotated[float, Field(ge=0.0, le=3600.0, allow_inf_nan=False)] = 0.1
+    tcp: Tcp = Field(default_factory=Tcp)
+
+
 class UdpCross(_Cross):
     """Constant-rate UDP background: ``count`` flows of ``rate_bps`` in ``packet_size_bytes``
     datagrams."""
@@ -394,8 +411,8 @@ class UdpCross(_Cross):
     packet_size_bytes: Annotated[int, Field(ge=32, le=1472)] = 1200
 
 
-Cross = Annotated[Union[BulkCross, WebOnOffCross, PageLoadCross, UdpCross], Field(discriminator="kind")]
-CROSS_KINDS = ("bulk", "web_onoff", "page_load", "udp")
+Cross = Annotated[Union[BulkCross, WebOnOffCross, PageLoadCross, TransfersCross, UdpCross], Field(discriminator="kind")]
+CROSS_KINDS = ("bulk", "web_onoff", "page_load", "transfers", "udp")
 
 
 # --------------------------------------------------------------------------- pulled streams

@@ -137,7 +137,8 @@ class CrossJob:
     connections to the server on the sending side, each answered with the next of
     ``responses`` — ``[kind, value]``: 0 = ``value`` bytes, 1 = as fast as TCP takes them for
     ``value`` s, 2 = ``segment_bytes`` messages at exponential gaps (mean ``gap_mean_s``) until
-    stop, 3 = as fast as TCP takes them until stop. ``schedule`` 0 opens one connection at each
+    stop, 3 = as fast as TCP takes them until stop, 4 = ``value`` bytes timed (the last byte's
+    ACK, retransmissions, RTOs, fast recoveries: :mod:`tcpdelay.traffic.transfers`). ``schedule`` 0 opens one connection at each
     of ``starts_s``; 1 opens them one after another, the next ``offs_s[k]`` after the k-th closed
     (web on/off). UDP (``transport`` udp): ``packet_size_bytes`` datagrams at ``rate_bps``."""
     flow_id: int

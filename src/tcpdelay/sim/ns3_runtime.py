@@ -369,6 +369,9 @@ def _cross(ns, t, job, c, nodes, ip_of, host_tcp, keep):
         client.starts.push_back(job.t0_s + float(x))
     for x in c.offs_s:
         client.offs.push_back(float(x))
+    if c.kind == "transfers":    # a transfer is done when its bytes are read (not at the FIN)
+        for _, size in c.responses:
+            client.sizes.push_back(float(size))
     client.first_s, client.end_s = first, stop
     t.UseSocketMaker(client_app, maker)
     nodes[c.client].AddApplication(client_app)
@@ -530,10 +533,45 @@ def _cross_results(job: Job, c, parts: dict, out: Path) -> dict:
            "complete": complete if sized else not any(client.failed), "duration_s": span,
            "error": None, "tcp_state": {"rows": rows, "connections": len(server.probes)},
            "warnings": [str(w) for w in server.warnings]}
+    if c.kind == "transfers":
+        res["transfers"] = _transfer_rows(client, server, start)
+        res["complete"] = bool(res["transfers"]) and len(res["transfers"]) == len(c.responses) \
+            and all(r["complete"] for r in res["transfers"])
     if c.kind == "page_load":
         done = [x["done_s"] for x in conns]
         res["page_load_time_s"] = max(done) if complete and done and None not in done else None
     return {f"cross:{c.flow_id}": res}
+
+
+def _transfer_rows(client, server, start: float) -> list[dict]:
+    """A ``transfers`` flow's rows in :func:`tcpdelay.traffic.transfers.merge`'s schema: the
+    client's (open, handshake, done, SYNs) joined with the server's timed responses (kind 4) by
+    the client's port."""
+    from tcpdelay.traffic.transfers import classify
+
+    served = {}
+    for i in range(int(server.Served())):
+        if int(server.Kind(i)) != 4:
+            continue
+        w, a = float(server.WriteS(i)), float(server.AckedS(i))
+        served[int(server.PeerPort(i))] = {
+            "transfer_s": a - w if w >= 0 and a >= 0 else None, "retransmits": int(server.Retransmits(i)),
+            "rtos": int(server.Rtos(i)), "recoveries": int(server.Recoveries(i)), "synack_retransmits": None,
+            "mss_bytes": LINUX_SEGMENT_BYTES, "sent": int(server.Sent(i))}
+    rows = []
+    for i in range(len(client.bytes)):
+        s = served.get(int(client.local_port[i]), {})
+        conn, done = float(client.connect_s[i]), float(client.done_s[i])
+        row = {"index": i, "open_s": float(client.open_s[i]) - start,
+               "handshake_s": conn - float(client.open_s[i]) if conn >= 0 else None,
+               "done_s": done - start if done >= 0 else None, "bytes": int(client.bytes[i]),
+               "syn_retransmits": max(0, int(client.syns[i]) - 1)}
+        for k in ("transfer_s", "retransmits", "rtos", "recoveries", "synack_retransmits", "mss_bytes"):
+            row[k] = s.get(k)
+        row["complete"] = bool(done >= 0 and not client.failed[i] and row["transfer_s"] is not None)
+        row["class"] = classify(row["retransmits"], row["rtos"])
+        rows.append(row)
+    return rows
 
 
 def _write_queue(channel, out: Path) -> None:

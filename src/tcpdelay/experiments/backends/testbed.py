@@ -116,6 +116,7 @@ class TestbedBackend(Backend):
                     results.update(_interrupt({k: h for k, h in handles.items() if k not in results}))
                 else:
                     lost = _lost_parts(tb, plan, results, failures)
+                _merge_transfers(plan, results)
                 for flow_id, served in testbed_streams.stop(servers).items():
                     results[f"httpd:{flow_id}"] = served
                 try:
@@ -273,6 +274,15 @@ def _start_page_load(tb, c: CrossPlan, start_at: float, dur: float):
                                     congestion_control=_congestion_control(tb, c), start_at=start_at)
 
 
+def _start_transfers(tb, c: CrossPlan, start_at: float, dur: float):
+    from tcpdelay.traffic import transfers
+
+    x = c.cross
+    return tb.hosts[c.client].spawn(transfers.client, tb.hosts[c.server].address, c.port, size_bytes=x.size_bytes,
+                                    transfers=x.transfers, gap_s=x.gap_s, duration_s=dur, start_at=start_at,
+                                    congestion_control=_congestion_control(tb, c))
+
+
 def _start_udp(tb, c: CrossPlan, start_at: float, dur: float):
     from tcpdelay.traffic import udp_background
 
@@ -287,6 +297,7 @@ CROSS_STARTERS: dict[str, Callable[..., Any]] = {
     "bulk": _start_bulk,
     "web_onoff": _start_web_onoff,
     "page_load": _start_page_load,
+    "transfers": _start_transfers,
     "udp": _start_udp,
 }
 
@@ -302,13 +313,17 @@ def cross_starter(kind: str) -> Callable[..., Any]:
 
 
 def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
-    from tcpdelay.traffic import response_server, udp_background
+    from tcpdelay.traffic import response_server, transfers, udp_background
     from tcpdelay.transport import RunParams, SenderConfig, TcpOptions
 
     starters = {c.kind: cross_starter(c.kind) for c in plan.cross}   # an unknown kind: before any start
     end = t0 + plan.duration_s
     # Servers and sinks first (clients retry connecting until they are up).
-    servers = sorted({c.server for c in plan.cross if c.transport != "udp"})
+    servers = sorted({c.server for c in plan.cross if c.transport != "udp" and c.kind != "transfers"})
+    for c in plan.cross:
+        if c.kind == "transfers":    # a server of its own: it times each transfer
+            handles[f"server:{c.server}/transfers{c.flow_id}"] = tb.hosts[c.server].spawn(
+                transfers.serve, c.port, duration_s=end + 1.0 - time.monotonic())
     for host in servers:
         # TCP state over time of the cross flows this host sends, under flows/server-<host>/;
         # a record names its flow by the client's address (-1 when several flows share one).
@@ -346,6 +361,20 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
         handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, m.source, t0 + m.start_s)
     for c in plan.cross:
         handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
+
+
+def _merge_transfers(plan: RunPlan, results: dict) -> None:
+    """A ``transfers`` flow's rows, client (handshake) and server (transfer timer, counters)
+    joined, into its ``cross:<id>`` result (what the ns-3 backend writes there directly)."""
+    from tcpdelay.traffic.transfers import merge
+
+    for c in plan.cross:
+        cli = results.get(f"cross:{c.flow_id}")
+        srv = results.get(f"server:{c.server}/transfers{c.flow_id}")
+        if c.kind != "transfers" or not isinstance(cli, dict) or "transfers" not in cli:
+            continue
+        rows = merge(cli["transfers"], srv.get("transfers", []) if isinstance(srv, dict) else [])
+        cli.update(transfers=rows, kind="transfers", complete=bool(rows) and all(r["complete"] for r in rows))
 
 
 # --------------------------------------------------------------------------- waiting

@@ -619,6 +619,8 @@ class MediaReceiver : public Application {
 //   kind 1  as fast as TCP takes them for `duration` seconds, then close (a web "on" period)
 //   kind 2  `segment`-byte messages at exponential gaps (mean `gap_mean_s`) until stop (poisson web)
 //   kind 3  as fast as TCP takes them until stop                          (unlimited bulk)
+//   kind 4  `value` bytes as kind 0, timed: the last byte's ACK, retransmissions, RTOs and fast
+//           recoveries of the connection                                  (transfers)
 // Every server socket's send buffer follows the congestion window as Linux's autotuning does.
 
 constexpr uint32_t kRequestBytes = 64;     // what a client asks with (a small HTTP-like request)
@@ -649,6 +651,12 @@ class ResponseServer : public Application {
         uint32_t request = 0, buffer = 0;
         double started = 0;
         uint32_t pending = 0;        // kind 2: message bytes waiting for room
+        // kind 4 (a timed transfer, traffic/transfers.py): the last byte's ACK and the counters
+        double acked_s = -1;
+        uint32_t highest = 1;        // one past the highest data byte sent (ns-3's ISN is 0)
+        int64_t retransmits = 0, rtos = 0, recoveries = 0;
+        int16_t ca = 0;
+        uint16_t peer_port = 0;
     };
     std::vector<Conn*> conns;
     // TCP state of every connection served (connection = its index), when probe_period_s > 0
@@ -670,12 +678,18 @@ class ResponseServer : public Application {
         for (Conn* c : conns) if (c->s == s) return c;
         return nullptr;
     }
-    void OnAccept(Ptr<Socket> s, const Address&) {
+    void OnAccept(Ptr<Socket> s, const Address& from) {
         Conn* c = new Conn();
         c->s = s;
         if (next_response < responses.size()) c->r = responses[next_response++];
         else { c->r.kind = 0; c->r.value = 0; warnings.push_back("a connection beyond the planned responses"); }
         conns.push_back(c);
+        if (InetSocketAddress::IsMatchingType(from)) c->peer_port = InetSocketAddress::ConvertFrom(from).GetPort();
+        if (c->r.kind == 4) {
+            s->TraceConnectWithoutContext("HighestRxAck", MakeBoundCallback(&ResponseServer::OnAckOf, c));
+            s->TraceConnectWithoutContext("Tx", MakeBoundCallback(&ResponseServer::OnTxOf, c));
+            s->TraceConnectWithoutContext("CongState", MakeBoundCallback(&ResponseServer::OnCongOf, c));
+        }
         s->SetRecvCallback(MakeCallback(&ResponseServer::OnRecv, this));
         s->SetSendCallback(MakeCallback(&ResponseServer::OnSendSpace, this));
         s->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&ResponseServer::OnCwndOf, c));
@@ -691,6 +705,32 @@ class ResponseServer : public Application {
         }
     }
     void StopProbes() { for (auto& p : probes) p->Stop(); }
+    static void OnAckOf(Conn* c, SequenceNumber32, SequenceNumber32 v) {
+        if (c->acked_s < 0 && c->asked && (uint64_t)v.GetValue() >= (uint64_t)c->r.value + 1)
+            c->acked_s = Simulator::Now().GetSeconds();
+    }
+    static void OnTxOf(Conn* c, Ptr<const Packet> p, const TcpHeader& hdr, Ptr<const TcpSocketBase>) {
+        uint32_t len = p->GetSize();
+        if (len == 0) return;
+        uint32_t end = hdr.GetSequenceNumber().GetValue() + len;
+        if ((int32_t)(end - c->highest) <= 0) c->retransmits++;
+        else c->highest = end;
+    }
+    static void OnCongOf(Conn* c, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t v) {
+        if (v == TcpSocketState::CA_LOSS && c->ca != TcpSocketState::CA_LOSS) c->rtos++;
+        if (v == TcpSocketState::CA_RECOVERY && c->ca != TcpSocketState::CA_RECOVERY) c->recoveries++;
+        c->ca = (int16_t)v;
+    }
+    // kind 4's results of the i-th connection accepted (-1: not timed / not acknowledged)
+    size_t Served() const { return conns.size(); }
+    int Kind(size_t i) const { return conns[i]->r.kind; }
+    double WriteS(size_t i) const { return conns[i]->asked ? conns[i]->started : -1; }
+    double AckedS(size_t i) const { return conns[i]->acked_s; }
+    int64_t Retransmits(size_t i) const { return conns[i]->retransmits; }
+    int64_t Rtos(size_t i) const { return conns[i]->rtos; }
+    int64_t Recoveries(size_t i) const { return conns[i]->recoveries; }
+    uint64_t Sent(size_t i) const { return conns[i]->sent; }
+    int PeerPort(size_t i) const { return conns[i]->peer_port; }
     static void OnCwndOf(Conn* c, uint32_t, uint32_t cwnd) { Autotune(c, cwnd); }
     static void Autotune(Conn* c, uint32_t cwnd) {
         uint32_t want = std::max<uint32_t>(2 * cwnd, 16384);
@@ -734,7 +774,7 @@ class ResponseServer : public Application {
             uint32_t room = c->s->GetTxAvailable();
             uint64_t want;
             switch (c->r.kind) {
-                case 0: want = (uint64_t)c->r.value - c->sent; break;
+                case 0: case 4: want = (uint64_t)c->r.value - c->sent; break;
                 case 2: want = c->pending; break;
                 default: want = (now < stop_s) ? room : 0; break;
             }
@@ -746,7 +786,7 @@ class ResponseServer : public Application {
             written += (uint64_t)sent;
             if (c->r.kind == 2) c->pending -= (uint32_t)sent;
         }
-        if (c->r.kind == 0 && c->sent >= (uint64_t)c->r.value) Finish(c);
+        if ((c->r.kind == 0 || c->r.kind == 4) && c->sent >= (uint64_t)c->r.value) Finish(c);
         if (c->r.kind == 3 && now >= stop_s) Finish(c);
     }
 };
@@ -762,8 +802,10 @@ class FetchClient : public Application {
     std::vector<double> offs;       // schedule 1: the gaps after each connection
     double first_s = 0, end_s = 0;  // schedule 1: the first start, and no new connection after end
     uint32_t segment = 0;           // 0: the host's; else the MSS this client asks for
+    std::vector<double> sizes;      // if given: connection i is done (and closed) once it read sizes[i] bytes
     // results, per connection
-    std::vector<double> connect_s, first_byte_s, done_s;
+    std::vector<double> open_s, connect_s, first_byte_s, done_s;
+    std::vector<int> syns, local_port;   // SYNs sent (1 + retransmissions), the client's port
     std::vector<uint64_t> bytes;
     std::vector<int> failed;
     // how to make a socket (set from Python: the host's TCP settings)
@@ -782,8 +824,10 @@ class FetchClient : public Application {
     void Open() {
         Ptr<Socket> s = make_socket();
         sockets.push_back(s);
+        open_s.push_back(Simulator::Now().GetSeconds());
         connect_s.push_back(-1); first_byte_s.push_back(-1); done_s.push_back(-1);
-        bytes.push_back(0); failed.push_back(0);
+        bytes.push_back(0); failed.push_back(0); syns.push_back(0); local_port.push_back(-1);
+        s->TraceConnectWithoutContext("Tx", MakeCallback(&FetchClient::OnTx, this));
         s->SetConnectCallback(MakeCallback(&FetchClient::OnConnected, this), MakeCallback(&FetchClient::OnFailed, this));
         s->SetRecvCallback(MakeCallback(&FetchClient::OnRecv, this));
         s->SetCloseCallbacks(MakeCallback(&FetchClient::OnClosed, this), MakeCallback(&FetchClient::OnError, this));
@@ -793,7 +837,15 @@ class FetchClient : public Application {
         int i = Index(s);
         if (i < 0) return;
         connect_s[i] = Simulator::Now().GetSeconds();
+        Address local;
+        if (s->GetSockName(local) == 0 && InetSocketAddress::IsMatchingType(local))
+            local_port[i] = InetSocketAddress::ConvertFrom(local).GetPort();
         s->Send(Create<Packet>(kRequestBytes));
+    }
+    void OnTx(Ptr<const Packet>, const TcpHeader& hdr, Ptr<const TcpSocketBase> from) {
+        if (!(hdr.GetFlags() & TcpHeader::SYN)) return;
+        for (size_t i = 0; i < sockets.size(); i++)
+            if (PeekPointer(sockets[i]) == (const Socket*)PeekPointer(from)) { syns[i]++; return; }
     }
     void OnFailed(Ptr<Socket> s) { int i = Index(s); if (i >= 0) { failed[i] = 1; Next(); } }
     void OnError(Ptr<Socket> s) { int i = Index(s); if (i >= 0 && done_s[i] < 0) { failed[i] = 1; done_s[i] = Simulator::Now().GetSeconds(); Next(); } }
@@ -805,6 +857,11 @@ class FetchClient : public Application {
             if (i < 0) continue;
             if (first_byte_s[i] < 0) first_byte_s[i] = Simulator::Now().GetSeconds();
             bytes[i] += p->GetSize();
+        }
+        if (i >= 0 && (size_t)i < sizes.size() && done_s[i] < 0 && (double)bytes[i] >= sizes[i]) {
+            done_s[i] = Simulator::Now().GetSeconds();   // all read: no need to wait for the FIN
+            s->Close();
+            Next();
         }
     }
     void OnClosed(Ptr<Socket> s) {    // the server closed after its response: done

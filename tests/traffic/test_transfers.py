@@ -1,0 +1,96 @@
+"""Timed transfers (tcpdelay.traffic.transfers): the transfer timer against hand-built
+timelines, papers/001's classes from known counters, the client/server join, and one short
+exchange over loopback."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.plan import TRANSFER_PORT, plan_run
+from tcpdelay.experiments.scenario import parse_scenario
+from tcpdelay.traffic import transfers
+
+
+def test_timer_ends_at_the_first_sample_with_every_byte_acknowledged():
+    # 3 segments of 1000 bytes, RTT 100 ms, IW1: ACKs at 0.1 (1000), 0.2 (3000) seen by 1-ms polls
+    times = [0.0, 0.001, 0.1, 0.101, 0.199, 0.2, 0.201]
+    acked = [0, 0, 1000, 1000, 1000, 3000, 3000]
+    assert transfers.transfer_done_s(times, acked, 3000) == 0.2
+    assert transfers.transfer_done_s(times, acked, 1000) == 0.1
+    assert transfers.transfer_done_s(times, acked, 3001) is None      # never fully acknowledged
+    # an acknowledgement beyond the data (the FIN's sequence number) still ends it
+    assert transfers.transfer_done_s([0.0, 0.3], [0, 3001], 3000) == 0.3
+    with pytest.raises(ParameterError):
+        transfers.transfer_done_s([0.2, 0.1], [0, 3000], 3000)        # samples out of order
+    with pytest.raises(ParameterError):
+        transfers.transfer_done_s([0.0], [0], 0)
+
+
+def test_recovery_episodes_count_entries_not_samples():
+    # open, disorder, recovery x3, open, recovery, loss, open
+    assert transfers.recovery_episodes([0, 1, 3, 3, 3, 0, 3, 4, 0]) == 2
+    assert transfers.recovery_episodes([3]) == 1
+    assert transfers.recovery_episodes([0, 4, 4, 0]) == 0
+    assert transfers.recovery_episodes([]) == 0
+
+
+@pytest.mark.parametrize(("retx", "rtos", "cls"), [
+    (0, 0, "no_loss"),
+    (1, 0, "fast_retransmit"),
+    (7, 0, "fast_retransmit"),
+    (1, 1, "rto"),
+    (5, 2, "rto"),
+    (None, 0, None),
+    (0, None, None),
+])
+def test_classes_from_known_counters(retx, rtos, cls):
+    assert transfers.classify(retx, rtos) == cls
+
+
+def test_negative_counters_are_refused():
+    with pytest.raises(ParameterError):
+        transfers.classify(-1, 0)
+
+
+def test_merge_joins_by_the_clients_port_and_classes_each_row():
+    client = [{"index": 0, "local_port": 5000, "open_s": 0.0, "handshake_s": 0.07, "done_s": 0.3, "bytes": 10,
+               "syn_retransmits": 0, "complete": True},
+              {"index": 1, "local_port": 5001, "open_s": 0.4, "handshake_s": 3.07, "done_s": 3.9, "bytes": 10,
+               "syn_retransmits": 1, "complete": True},
+              {"index": 2, "local_port": None, "open_s": 4.0, "handshake_s": None, "done_s": None, "bytes": 0,
+               "syn_retransmits": None, "complete": False, "error": "connect: timed out"}]
+    server = [{"peer_port": 5001, "size_bytes": 10, "bytes": 10, "transfer_s": 1.2, "retransmits": 2, "rtos": 1,
+               "recoveries": 0, "synack_retransmits": 0, "mss_bytes": 1448, "complete": True},
+              {"peer_port": 5000, "size_bytes": 10, "bytes": 10, "transfer_s": 0.07, "retransmits": 0, "rtos": 0,
+               "recoveries": 0, "synack_retransmits": 0, "mss_bytes": 1448, "complete": True}]
+    rows = transfers.merge(client, server)
+    assert [r["transfer_s"] for r in rows] == [0.07, 1.2, None]
+    assert [r["class"] for r in rows] == ["no_loss", "rto", None]
+    assert [r["handshake_s"] for r in rows] == [0.07, 3.07, None]
+    assert [r["complete"] for r in rows] == [True, True, False]
+
+
+def test_scenario_plans_a_transfers_flow_on_its_own_port():
+    sc = parse_scenario({"duration_s": 10, "path": {"rtt_s": 0.07},
+                         "cross": [{"kind": "transfers", "size_bytes": 1448, "transfers": 5}]})
+    (c,) = plan_run(sc, 1).cross
+    assert (c.kind, c.transport, c.port) == ("transfers", "tcp", TRANSFER_PORT + c.flow_id)
+    with pytest.raises(ParameterError, match="size_bytes"):
+        parse_scenario({"duration_s": 10, "cross": [{"kind": "transfers", "size_bytes": 0}]})
+
+
+def test_loopback_transfers_are_timed_and_counted():
+    port = 47_123
+    out: dict = {}
+    server = threading.Thread(target=lambda: out.update(transfers.serve(port, duration_s=4.0, host="127.0.0.1")))
+    server.start()
+    got = transfers.client("127.0.0.1", port, size_bytes=200_000, transfers=3, gap_s=0.01, duration_s=3.0)
+    server.join()
+    rows = transfers.merge(got["transfers"], out["transfers"])
+    assert len(rows) == 3 and all(r["complete"] for r in rows), (got, out)
+    for r in rows:
+        assert r["bytes"] == 200_000 and r["class"] == "no_loss"
+        assert 0 < r["handshake_s"] < 0.5 and 0 < r["transfer_s"] < 0.5
