@@ -399,6 +399,9 @@ class TransfersCross(_Cross):
     size_bytes: Annotated[int, Field(ge=1, le=2**31 - 1)]
     transfers: Annotated[int, Field(ge=1, le=100_000)] = 1
     gap_s: Annotated[float, Field(ge=0.0, le=3600.0, allow_inf_nan=False)] = 0.1
+    #: A transfer not done this long after its connect() is given up (counted incomplete) and
+    #: the next one starts: a stack that abandons a connection must not stall the sequence.
+    timeout_s: Annotated[float, Field(gt=0.0, le=86_400.0, allow_inf_nan=False)] = 120.0
     tcp: Tcp = Field(default_factory=Tcp)
 
 

@@ -157,6 +157,8 @@ class CrossJob:
     gap_mean_s: float = 0.05
     rate_bps: float = 0.0
     packet_size_bytes: int = 1200
+    #: transfers: a connection not done this long after it opened is given up (0: never)
+    timeout_s: float = 0.0
 
 
 @dataclass

@@ -372,6 +372,7 @@ def _cross(ns, t, job, c, nodes, ip_of, host_tcp, keep):
     if c.kind == "transfers":    # a transfer is done when its bytes are read (not at the FIN)
         for _, size in c.responses:
             client.sizes.push_back(float(size))
+        client.timeout_s = float(c.timeout_s or 0.0)
     client.first_s, client.end_s = first, stop
     t.UseSocketMaker(client_app, maker)
     nodes[c.client].AddApplication(client_app)

@@ -97,7 +97,8 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
     only) one connection at a time for ``duration_s`` seconds, timing each (module doc).
 
     Returns ``{"transfers": [{"peer_port", "size_bytes", "bytes", "transfer_s", "retransmits",
-    "rtos", "recoveries", "synack_retransmits", "mss_bytes", "complete"}...], "rejected",
+    "rtos", "recoveries", "synack_retransmits", "mss_bytes", "rwnd_limited_s", "sndbuf_limited_s",
+    "complete"}...], "rejected",
     "errors"}``.
     """
     if not duration_s > 0:
@@ -173,10 +174,14 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
            "retransmits": retx, "rtos": rtos, "recoveries": recovery_episodes(ca),
            "synack_retransmits": int(before["total_retrans"]), "mss_bytes": int(info["snd_mss"]),
            "complete": done is not None}
+    # time the sender could not send for the receiver's window or its own send buffer (s)
+    for key in ("rwnd_limited", "sndbuf_limited"):
+        us = _delta(info, before, f"{key}_us")
+        row[f"{key}_s"] = None if us is None else us / 1e6
     conn.setblocking(True)
     conn.settimeout(max(0.01, min(2.0, deadline - time.monotonic())))
-    conn.shutdown(socket.SHUT_WR)
-    try:
+    try:    # the client closes once it read everything: it may be gone already (ENOTCONN)
+        conn.shutdown(socket.SHUT_WR)
         while conn.recv(4096):
             pass
     except (socket.timeout, OSError):
@@ -185,16 +190,18 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
 
 
 def client(server_address: str, port: int, *, size_bytes: int, transfers: int, gap_s: float,
-           duration_s: float, start_at: float | None = None, congestion_control: str | None = None) -> dict:
+           duration_s: float, timeout_s: float = 120.0, start_at: float | None = None,
+           congestion_control: str | None = None) -> dict:
     """``transfers`` transfers of ``size_bytes``, each on a fresh connection opened ``gap_s``
     after the previous one closed, from ``start_at`` (``time.monotonic()`` instant, default
-    now) until all are done or ``start_at + duration_s``.
+    now) until all are done or ``start_at + duration_s``; a transfer not done ``timeout_s``
+    after its ``connect()`` is given up (incomplete) and the next one starts.
 
     Returns ``{"start_s", "transfers": [{"index", "local_port", "open_s" (from start_s),
     "handshake_s", "done_s" (the client read the last byte, from start_s), "bytes",
     "syn_retransmits", "complete"}...], "bytes", "complete"}``.
     """
-    if size_bytes < 1 or transfers < 1 or gap_s < 0 or not duration_s > 0:
+    if size_bytes < 1 or transfers < 1 or gap_s < 0 or not duration_s > 0 or not timeout_s > 0:
         raise ParameterError(f"size_bytes {size_bytes}, transfers {transfers}, gap_s {gap_s}, duration_s "
                              f"{duration_s}: need size_bytes >= 1, transfers >= 1, gap_s >= 0, duration_s > 0")
     start = time.monotonic() if start_at is None else start_at
@@ -211,10 +218,11 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
         row = {"index": k, "local_port": None, "open_s": t_open - start, "handshake_s": None, "done_s": None,
                "bytes": 0, "syn_retransmits": None, "complete": False}
         rows.append(row)
+        until = min(deadline, t_open + timeout_s)
         try:
             # the first connection may find the server not listening yet: retried (refused
             # connections are fast and not handshakes; their time is not counted)
-            s = connect(server_address, port, deadline=deadline)
+            s = connect(server_address, port, deadline=until)
         except OSError as err:
             row["error"] = f"connect: {err}"
             continue
@@ -224,7 +232,7 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
             row["local_port"] = s.getsockname()[1]
             row["syn_retransmits"] = int(tcp_state.tcp_info_raw(s)["total_retrans"])
             s.sendall(request)
-            while (left := deadline - time.monotonic()) > 0:
+            while (left := until - time.monotonic()) > 0:
                 s.settimeout(left)
                 n = s.recv_into(buf)
                 row["bytes"] += n
@@ -251,7 +259,8 @@ def merge(client_rows: list[dict], server_rows: list[dict]) -> list[dict]:
     for c in client_rows:
         s = by_port.get(c.get("local_port"), {})
         row = {k: c.get(k) for k in ("index", "open_s", "handshake_s", "done_s", "bytes", "syn_retransmits")}
-        for k in ("transfer_s", "retransmits", "rtos", "recoveries", "synack_retransmits", "mss_bytes"):
+        for k in ("transfer_s", "retransmits", "rtos", "recoveries", "synack_retransmits", "mss_bytes",
+                  "rwnd_limited_s", "sndbuf_limited_s"):
             row[k] = s.get(k)
         row["complete"] = bool(c.get("complete")) and bool(s.get("complete"))
         row["class"] = classify(row["retransmits"], row["rtos"])

@@ -190,7 +190,7 @@ def _cross_job(c):
         return CrossJob(**base, responses=[[0, n] for n in sizes], starts_s=[c.start_s] * len(sizes))
     if c.kind == "transfers":    # one after another, each gap_s after the previous closed
         return CrossJob(**base, responses=[[4, int(x.size_bytes)]] * int(x.transfers), schedule=1,
-                        offs_s=[float(x.gap_s)] * (int(x.transfers) - 1))
+                        offs_s=[float(x.gap_s)] * (int(x.transfers) - 1), timeout_s=float(x.timeout_s))
     if c.kind == "web_onoff" and x.mode == "poisson":
         return CrossJob(**base, responses=[[2, 0]], starts_s=[c.start_s], segment_bytes=int(x.packet_size_bytes),
                         gap_mean_s=float(x.gap_mean_s))

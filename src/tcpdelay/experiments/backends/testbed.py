@@ -279,7 +279,8 @@ def _start_transfers(tb, c: CrossPlan, start_at: float, dur: float):
 
     x = c.cross
     return tb.hosts[c.client].spawn(transfers.client, tb.hosts[c.server].address, c.port, size_bytes=x.size_bytes,
-                                    transfers=x.transfers, gap_s=x.gap_s, duration_s=dur, start_at=start_at,
+                                    transfers=x.transfers, gap_s=x.gap_s, timeout_s=x.timeout_s,
+                                    duration_s=dur, start_at=start_at,
                                     congestion_control=_congestion_control(tb, c))
 
 

@@ -803,6 +803,7 @@ class FetchClient : public Application {
     double first_s = 0, end_s = 0;  // schedule 1: the first start, and no new connection after end
     uint32_t segment = 0;           // 0: the host's; else the MSS this client asks for
     std::vector<double> sizes;      // if given: connection i is done (and closed) once it read sizes[i] bytes
+    double timeout_s = 0;           // > 0: a connection not done this long after it opened fails (closed; the next opens)
     // results, per connection
     std::vector<double> open_s, connect_s, first_byte_s, done_s;
     std::vector<int> syns, local_port;   // SYNs sent (1 + retransmissions), the client's port
@@ -828,6 +829,7 @@ class FetchClient : public Application {
         connect_s.push_back(-1); first_byte_s.push_back(-1); done_s.push_back(-1);
         bytes.push_back(0); failed.push_back(0); syns.push_back(0); local_port.push_back(-1);
         s->TraceConnectWithoutContext("Tx", MakeCallback(&FetchClient::OnTx, this));
+        if (timeout_s > 0) Simulator::Schedule(Seconds(timeout_s), &FetchClient::GiveUp, this, sockets.size() - 1);
         s->SetConnectCallback(MakeCallback(&FetchClient::OnConnected, this), MakeCallback(&FetchClient::OnFailed, this));
         s->SetRecvCallback(MakeCallback(&FetchClient::OnRecv, this));
         s->SetCloseCallbacks(MakeCallback(&FetchClient::OnClosed, this), MakeCallback(&FetchClient::OnError, this));
@@ -846,6 +848,13 @@ class FetchClient : public Application {
         if (!(hdr.GetFlags() & TcpHeader::SYN)) return;
         for (size_t i = 0; i < sockets.size(); i++)
             if (PeekPointer(sockets[i]) == (const Socket*)PeekPointer(from)) { syns[i]++; return; }
+    }
+    void GiveUp(size_t i) {
+        if (done_s[i] >= 0 || failed[i]) return;
+        failed[i] = 1;
+        done_s[i] = Simulator::Now().GetSeconds();
+        sockets[i]->Close();
+        Next();
     }
     void OnFailed(Ptr<Socket> s) { int i = Index(s); if (i >= 0) { failed[i] = 1; Next(); } }
     void OnError(Ptr<Socket> s) { int i = Index(s); if (i >= 0 && done_s[i] < 0) { failed[i] = 1; done_s[i] = Simulator::Now().GetSeconds(); Next(); } }
