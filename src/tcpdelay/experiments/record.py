@@ -33,7 +33,7 @@ from tcpdelay.results.layout import ENVIRONMENT_FILE, FLOWS_FILE, METRICS_FILE, 
 FLOWS_SCHEMA = pa.schema([
     ("flow_id", pa.int32()),
     ("name", pa.string()),
-    ("kind", pa.string()),          # media | bulk | web_onoff | page_load | udp | http_video
+    ("kind", pa.string()),          # media | bulk | web_onoff | page_load | transfers | udp | http_video
     ("direction", pa.string()),     # forward | reverse
     ("transport", pa.string()),     # tcp | udp
     ("start_s", pa.float64()),      # seconds after t0
