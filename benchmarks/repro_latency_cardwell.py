@@ -18,7 +18,7 @@ ACK) of the transfers that saw no retransmission, against eq (15) with the stack
 window and Linux's growth per segment acknowledged (``b = 1``, gamma = 2: both Linux and
 ns-3 grow cwnd by the segments an ACK covers), no delayed-ACK cost; the error in RTTs.
 
-Prints one table; ``--write`` keeps it as ``summary.json`` in the sweep directory (the page's
+Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (the page's
 numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the committed runs).
 """
 
@@ -118,6 +118,24 @@ def lossfree_summary(sweep_dir: Path) -> list[dict]:
 SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary}
 
 
+def markdown(s: dict) -> str:
+    """The page's table of a summary (docs/experiments/latency-cardwell.md)."""
+    if s["kind"] == "lossfree":
+        out = ["| RTT (ms) | d (segments) | ns-3 (s) | eq 15 (s) | error (RTTs) |", "|---|---|---|---|---|"]
+        out += [f"| {r['rtt_s'] * 1000:g} | {r['d']} | {r['mean_s']:.4f} | {r['model_s']:.4f} | {r['error_rtts']:+.2f} |"
+                for r in s["rows"]]
+        return "\n".join(out)
+    out = ["| backend | p_f | p_r | trials | mean ± 95 % (s) | eqs 1–2 mean (s) | eq 4 (s) | max CDF gap | "
+           "95 % KS bound |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in s["rows"]:
+        name = "ns-3" if r["backend"] == "ns3-simulation" else "Linux"
+        approx = "—" if r["approx_mean_s"] is None else f"{r['approx_mean_s']:.3f}"
+        out.append(f"| {name} (T_s {r['syn_timeout_s']:g} s) | {r['p_f']:g} | {r['p_r']:g} | {r['trials']} | "
+                   f"{r['mean_s']:.3f} ± {r['ci95_s']:.3f} | {r['model_mean_s']:.3f} | {approx} | "
+                   f"{r['cdf_max_gap']:.3f} | {r['ks_bound_95']:.3f} |")
+    return "\n".join(out)
+
+
 def summary(kind: str, sweep_dir: Path) -> dict:
     return {"kind": kind, "rows": SUMMARIES[kind](sweep_dir)}
 
@@ -128,10 +146,13 @@ def main() -> None:
     ap.add_argument("sweep_dir", type=Path)
     ap.add_argument("--write", action="store_true", help="keep the table as SWEEP_DIR/summary.json")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="the page's table")
     a = ap.parse_args()
     s = summary(a.kind, a.sweep_dir)
     if a.json:
         print(json.dumps(s, indent=1))
+    elif a.markdown:
+        print(markdown(s))
     else:
         rows = s["rows"]
         keys = list(rows[0]) if rows else []

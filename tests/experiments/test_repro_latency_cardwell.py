@@ -39,3 +39,18 @@ def test_handshake_rows_are_simulated_with_the_papers_syn_timeout(name):
         assert r["backend"] == "ns3-simulation" and r["syn_timeout_s"] == 3.0 and r["rtt_s"] == pytest.approx(0.07)
         assert r["trials"] >= 100
         assert r["mean_s"] >= r["rtt_s"] - 1e-6
+
+
+PAGE = ROOT / "docs" / "experiments" / "latency-cardwell.md"
+TABLES = {"latency-cardwell-fig3": "fig3", "latency-cardwell-fig4": "fig4", "latency-cardwell-lossfree": "lossfree"}
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_the_pages_tables_are_the_committed_summaries(name):
+    """Each table of docs/experiments/latency-cardwell.md follows its ``<!-- marker -->`` and is
+    the script's table of the committed summary."""
+    page = PAGE.read_text()
+    marker = f"<!-- {TABLES[name]} -->\n"
+    assert marker in page, marker
+    table = page.split(marker, 1)[1].split("\n\n", 1)[0]
+    assert table == repro.markdown(json.loads((ROOT / "results" / name / "summary.json").read_text()))
