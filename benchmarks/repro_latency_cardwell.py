@@ -4,6 +4,7 @@ or simulated ``transfers`` runs (docs/experiments/latency-cardwell.md).
     python benchmarks/repro_latency_cardwell.py handshake results/latency-cardwell-fig3 [--write]
     python benchmarks/repro_latency_cardwell.py handshake results/latency-cardwell-fig4 [--write]
     python benchmarks/repro_latency_cardwell.py lossfree results/latency-cardwell-lossfree [--write]
+    python benchmarks/repro_latency_cardwell.py loss results/latency-cardwell-loss [--write]
 
 ``handshake`` (§III, Figs 3-4): per run, the handshake times of its transfers (``connect()`` to
 established) against eqs (1)-(4) with the run's RTT, ``p_f`` (the path's forward loss: SYN/ACK),
@@ -17,6 +18,10 @@ measured and the model's distribution functions (eq 3), against the 95 % Kolmogo
 ACK) of the transfers that saw no retransmission, against eq (15) with the stack's initial
 window and Linux's growth per segment acknowledged (``b = 1``, gamma = 2: both Linux and
 ns-3 grow cwnd by the segments an ACK covers), no delayed-ACK cost; the error in RTTs.
+
+``loss`` (§IV-A, Figs 8-9 in part): per run, the transfer times against eq (25)'s mean at the
+configured loss rate (the same w1 and b; T0 the model's default), overall and per papers/001
+class (``no_loss``, ``fast_retransmit``, ``rto``: Figs 11-13's split).
 
 Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (the page's
 numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the committed runs).
@@ -115,11 +120,49 @@ def lossfree_summary(sweep_dir: Path) -> list[dict]:
     return sorted(out, key=lambda x: (x["rtt_s"], x["size_bytes"]))
 
 
-SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary}
+def loss_summary(sweep_dir: Path) -> list[dict]:
+    """Transfers with loss against eq (25)'s mean at the configured p, overall and by class."""
+    out = []
+    for r in runs(sweep_dir):
+        rj = run_json(r["dir"])
+        sc = load_scenario(r["dir"] / "scenario.toml")
+        fwd, rev = sc.path.direction("forward"), sc.path.direction("reverse")
+        rtt, p = fwd.delay_s + rev.delay_s, _loss(fwd)
+        cross = sc.cross[0]
+        rows = [t for t in _rows(rj) if t["transfer_s"] is not None]
+        mss = rows[0]["mss_bytes"] if rows else None
+        w1 = next(h["tcp"].get("initcwnd_segments") for h in rj["run"]["hosts"] if h["name"] == rj["run"]["cross"][0]["server_host"])
+        d = math.ceil(cross.size_bytes / mss) if mss else None
+        model = float(transfer_time_s(d, p, rtt, w1=w1, b=ACKS_PER_SEGMENT)) if d else None
+        row = {"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "p": p, "size_bytes": cross.size_bytes,
+               "d": d, "w1": w1, "transfers": len(rows), "incomplete": len(_rows(rj)) - len(rows),
+               "mean_s": round(float(np.mean([t["transfer_s"] for t in rows])), 4) if rows else None,
+               "model_s": round(model, 4) if model is not None else None}
+        row["error"] = round(row["mean_s"] / model - 1, 3) if rows and model else None
+        for cls in ("no_loss", "fast_retransmit", "rto"):
+            t = [x["transfer_s"] for x in rows if x["class"] == cls]
+            row[f"{cls}_n"] = len(t)
+            row[f"{cls}_mean_s"] = round(float(np.mean(t)), 4) if t else None
+        out.append(row)
+    return sorted(out, key=lambda x: (x["size_bytes"], x["p"]))
+
+
+SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary, "loss": loss_summary}
 
 
 def markdown(s: dict) -> str:
     """The page's table of a summary (docs/experiments/latency-cardwell.md)."""
+    if s["kind"] == "loss":
+        out = ["| size | p | transfers | mean (s) | eq 25 (s) | error | no loss: n, mean (s) | fast retransmit only | "
+               "RTO |", "|---|---|---|---|---|---|---|---|---|"]
+
+        def cls(r, k):
+            return f"{r[k + '_n']}, {r[k + '_mean_s']:.3f}" if r[k + "_n"] else "0"
+
+        out += [f"| {r['size_bytes'] // 1024} kB | {r['p']:g} | {r['transfers']} | {r['mean_s']:.3f} | "
+                f"{r['model_s']:.3f} | {r['error']:+.1%} | {cls(r, 'no_loss')} | {cls(r, 'fast_retransmit')} | "
+                f"{cls(r, 'rto')} |" for r in s["rows"]]
+        return "\n".join(out)
     if s["kind"] == "lossfree":
         out = ["| RTT (ms) | d (segments) | ns-3 (s) | eq 15 (s) | error (RTTs) |", "|---|---|---|---|---|"]
         out += [f"| {r['rtt_s'] * 1000:g} | {r['d']} | {r['mean_s']:.4f} | {r['model_s']:.4f} | {r['error_rtts']:+.2f} |"

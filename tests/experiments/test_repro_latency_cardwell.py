@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import repro_latency_cardwell as repro  # noqa: E402
 
 RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "handshake",
-           "latency-cardwell-lossfree": "lossfree"}
+           "latency-cardwell-lossfree": "lossfree", "latency-cardwell-loss": "loss"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -42,7 +42,8 @@ def test_handshake_rows_are_simulated_with_the_papers_syn_timeout(name):
 
 
 PAGE = ROOT / "docs" / "experiments" / "latency-cardwell.md"
-TABLES = {"latency-cardwell-fig3": "fig3", "latency-cardwell-fig4": "fig4", "latency-cardwell-lossfree": "lossfree"}
+TABLES = {"latency-cardwell-fig3": "fig3", "latency-cardwell-fig4": "fig4", "latency-cardwell-lossfree": "lossfree",
+          "latency-cardwell-loss": "loss"}
 
 
 @pytest.mark.parametrize("name", COMMITTED)
