@@ -12,7 +12,8 @@ established) against eqs (1)-(4) with the run's RTT, ``p_f`` (the path's forward
 3 s, the paper's; Linux: 1 s, ``TCP_TIMEOUT_INIT``). The mean with its 95 % interval, the
 exact mean of eqs (1)-(2) with the retry limits, eq (4), and the largest distance between the
 measured and the model's distribution functions (eq 3), against the 95 % Kolmogorov bound
-``1.36 / sqrt(n)``.
+``1.36 / sqrt(n)``, and the share of handshakes with no backoff (``L_h = RTT``) against eq (1)'s
+``(1 - p_f)(1 - p_r)``.
 
 ``lossfree`` (§IV-A, Figs 5-7): per run, the transfer times (first write to the last byte's
 ACK) of the transfers that saw no retransmission, against eq (15) with the stack's initial
@@ -90,8 +91,8 @@ def handshake_summary(sweep_dir: Path) -> list[dict]:
                     else round(a, 4),
                     "cdf_max_gap": round(float(np.max(np.abs(meas_cdf - model_cdf))), 4),
                     "ks_bound_95": round(1.36 / math.sqrt(n), 4),
-                    "within_rtt_frac": round(float(np.mean(h < rtt + 0.5 * ts)), 4),
-                    "model_within_rtt_frac": round(float(handshake_cdf(rtt + 0.5 * ts, rtt, pf, pr, ts)), 4)})
+                    "no_backoff_frac": round(float(np.mean(h < rtt + 0.5 * ts)), 4),
+                    "model_no_backoff_frac": round(float(handshake_cdf(rtt + 0.5 * ts, rtt, pf, pr, ts)), 4)})
     return sorted(out, key=lambda x: (x["p_f"], x["p_r"]))
 
 
