@@ -185,6 +185,34 @@ def test_every_cross_traffic_kind_runs_as_request_and_response(worker, tmp_path)
     assert {cross[k]["flow_id"] for k in cross if "udp" not in k} <= set(state["flow_id"].to_pylist())
 
 
+def test_timed_transfers_give_the_testbeds_rows(worker, tmp_path):
+    """The transfers kind in ns-3: one row per transfer in the testbed's schema; without loss a
+    handshake is one RTT and a 16-segment transfer on IW3 is three rounds (3 + 6 + 7 segments,
+    growth per segment acknowledged); with SYN/ACK and data loss some handshakes back off by
+    ns-3's 3-s SYN timeout and some transfers are classed rto."""
+    tcp = {"preset": "newreno-2008", "no_metrics_save": True}
+    data = {"name": "transfers-ns3", "duration_s": 20, "seed": 1, "tcp_state_period_s": 0,
+            "path": {"rtt_s": 0.1}, "cross": [{"kind": "transfers", "size_bytes": 16 * 1448, "transfers": 5,
+                                               "gap_s": 0.1, "tcp": tcp}]}
+    assert _run(data, tmp_path / "clean")["errors"] == []
+    rows = json.loads((tmp_path / "clean" / "run.json").read_text())["run"]["cross"][0]["result"]["transfers"]
+    assert [r["index"] for r in rows] == list(range(5)) and all(r["complete"] for r in rows)
+    for r in rows:
+        assert r["class"] == "no_loss" and r["retransmits"] == 0 and r["rtos"] == 0 and r["syn_retransmits"] == 0
+        assert r["handshake_s"] == pytest.approx(0.1, abs=1e-3) and r["transfer_s"] == pytest.approx(0.3, abs=2e-3)
+        assert r["bytes"] == 16 * 1448
+    lossy = {**data, "duration_s": 300, "path": {"rtt_s": 0.1, "forward": {"loss": {"model": "bernoulli", "p": 0.3}}},
+             "cross": [{**data["cross"][0], "size_bytes": 4 * 1448, "transfers": 30}]}
+    assert _run(lossy, tmp_path / "lossy")["errors"] == []
+    rows = json.loads((tmp_path / "lossy" / "run.json").read_text())["run"]["cross"][0]["result"]["transfers"]
+    done = [r for r in rows if r["complete"]]
+    assert len(done) >= 25
+    backoffs = {round(r["handshake_s"] - 0.1) for r in done}
+    assert 0 in backoffs and backoffs & {3, 9}, backoffs          # SYN/ACK losses cost 3 s, 3 + 6 s
+    assert {r["class"] for r in done} >= {"no_loss", "rto"}
+    assert all((r["class"] == "rto") == (r["rtos"] > 0) for r in done)
+
+
 def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path):
     out = tmp_path / "v"
     proc = _cli("validate", "--backend", "ns3", "--duration-s", "20", "--loss", "0.01", "--profile", "voip",
