@@ -67,8 +67,8 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
     if streams and not (Path(run_dir) / "sent").is_dir() and sent_dir is None:
         # a run of pulled streams only (no media flows): their metrics are the run's
         return {"flows": [], "streams": streams, "results": str(run_dir)}
-    if (not streams and sent_dir is None and (Path(run_dir) / FLOWS_FILE).is_file()
-            and not any((Path(run_dir) / k).is_dir() for k in ("sent", "received"))):
+    if (not streams and sent_dir is None and not any((Path(run_dir) / k).is_dir() for k in ("sent", "received"))
+            and _cross_only(run_dir)):
         # cross traffic only (papers/004 §4.1's FTP reference): no media flow, the bottleneck's queue
         out = {"clock": read_run_metadata(run_dir).get("clock"), "flows": [],
                "fairness": {"flows": 0, "jain_index_goodput": None}}
@@ -88,6 +88,17 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
     if sent_dir is not None:
         out["sent_results"] = str(sent_dir)
     return out
+
+
+def _cross_only(run_dir: str | os.PathLike) -> bool:
+    """The run had cross traffic and no media flow (its flows.parquet says so)."""
+    path = Path(run_dir) / FLOWS_FILE
+    if not path.is_file():
+        return False
+    import pyarrow.parquet as pq
+
+    kinds = pq.read_table(path, columns=["kind"]).column("kind").to_pylist()
+    return bool(kinds) and "media" not in kinds
 
 
 def queue_metrics(run_dir: str | os.PathLike, meta: dict | None = None) -> dict:
