@@ -96,19 +96,25 @@ def handshake_summary(sweep_dir: Path) -> list[dict]:
     return sorted(out, key=lambda x: (x["p_f"], x["p_r"]))
 
 
+def _transfer_run(r: dict) -> tuple:
+    """A transfers run: its run.json, RTT, forward direction, transfers table, the finished
+    transfers, the server's initial window and the size in segments."""
+    rj = run_json(r["dir"])
+    sc = load_scenario(r["dir"] / "scenario.toml")
+    fwd, rev = sc.path.direction("forward"), sc.path.direction("reverse")
+    cross = sc.cross[0]
+    rows = [t for t in _rows(rj) if t["transfer_s"] is not None]
+    mss = rows[0]["mss_bytes"] if rows else None
+    w1 = next(h["tcp"].get("initcwnd_segments") for h in rj["run"]["hosts"] if h["name"] == rj["run"]["cross"][0]["server_host"])
+    d = math.ceil(cross.size_bytes / mss) if mss else None
+    return rj, fwd.delay_s + rev.delay_s, fwd, cross, rows, mss, w1, d
+
+
 def lossfree_summary(sweep_dir: Path) -> list[dict]:
     out = []
     for r in runs(sweep_dir):
-        rj = run_json(r["dir"])
-        sc = load_scenario(r["dir"] / "scenario.toml")
-        fwd, rev = sc.path.direction("forward"), sc.path.direction("reverse")
-        rtt = fwd.delay_s + rev.delay_s
-        cross = sc.cross[0]
-        rows = [t for t in _rows(rj) if t["transfer_s"] is not None]
+        rj, rtt, _, cross, rows, mss, w1, d = _transfer_run(r)
         clean = [t for t in rows if t["class"] == "no_loss"]
-        mss = rows[0]["mss_bytes"] if rows else None
-        w1 = next(h["tcp"].get("initcwnd_segments") for h in rj["run"]["hosts"] if h["name"] == rj["run"]["cross"][0]["server_host"])
-        d = math.ceil(cross.size_bytes / mss) if mss else None
         t = np.array([x["transfer_s"] for x in clean], dtype=float)
         model = float(transfer_time_s(d, 0.0, rtt, w1=w1, b=ACKS_PER_SEGMENT)) if d else None
         out.append({"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "size_bytes": cross.size_bytes,
@@ -125,15 +131,8 @@ def loss_summary(sweep_dir: Path) -> list[dict]:
     """Transfers with loss against eq (25)'s mean at the configured p, overall and by class."""
     out = []
     for r in runs(sweep_dir):
-        rj = run_json(r["dir"])
-        sc = load_scenario(r["dir"] / "scenario.toml")
-        fwd, rev = sc.path.direction("forward"), sc.path.direction("reverse")
-        rtt, p = fwd.delay_s + rev.delay_s, _loss(fwd)
-        cross = sc.cross[0]
-        rows = [t for t in _rows(rj) if t["transfer_s"] is not None]
-        mss = rows[0]["mss_bytes"] if rows else None
-        w1 = next(h["tcp"].get("initcwnd_segments") for h in rj["run"]["hosts"] if h["name"] == rj["run"]["cross"][0]["server_host"])
-        d = math.ceil(cross.size_bytes / mss) if mss else None
+        rj, rtt, fwd, cross, rows, mss, w1, d = _transfer_run(r)
+        p = _loss(fwd)
         model = float(transfer_time_s(d, p, rtt, w1=w1, b=ACKS_PER_SEGMENT)) if d else None
         row = {"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "p": p, "size_bytes": cross.size_bytes,
                "d": d, "w1": w1, "transfers": len(rows), "incomplete": len(_rows(rj)) - len(rows),

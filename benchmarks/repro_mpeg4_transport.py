@@ -11,14 +11,13 @@ connection time, Sec. 3), their mean Real-Time Performance (Algorithm 1, inter-a
 100 ms), mean delayed-packets and packet-loss rates, Jain's index of their goodputs, the
 bottleneck's average and peak queue (packets, forward direction, sampled every 0.1 s); for
 Sec. 4.1 the goodput of the FTP flows other than the tagged one (the tagged flow is the MPEG flow,
-or the FTP flow ``cross[0]`` of the FTP-only reference): the data their servers had seen
-acknowledged by the end of the run (TCP state records) over the run's duration; and where the paper gives a number
+or the FTP flow ``cross[0]`` of the FTP-only reference): the data their connections delivered
+(sent until the run's end, drained for at most 5 s after it) over the run's duration; and where the paper gives a number
 (Tables 1-2: average queue length), the paper's value beside ours. Testbed runs also carry the
 emulators' worst lateness (p99 over the bottleneck and every access link, µs): how far behind
 schedule the machine delivered packets.
 
-``--write`` keeps the table in ``SWEEP_DIR/summary.json``, the FTP flows' delivered bytes in
-``ftp_delivered.json`` (their TCP state records are not committed) and, for a buffer sweep (Sec. 4.4),
+``--write`` keeps the table in ``SWEEP_DIR/summary.json`` and, for a buffer sweep (Sec. 4.4),
 the bottleneck's queue-length traces in ``SWEEP_DIR/queue_traces.parquet`` (the runs' queue
 records are not committed; the figure of Figs 24-26 is drawn from this file on a fresh clone).
 """
@@ -37,7 +36,6 @@ import pyarrow.parquet as pq
 from repro_common import flows_table, run_json, runs, save_figure
 
 QUEUE_TRACES_FILE = "queue_traces.parquet"
-FTP_DELIVERED_FILE = "ftp_delivered.json"
 
 #: Tables 1-2 of the paper: average queue length (packets) at the bottleneck, wireless topology
 #: with 5 handoffs and PER 0.01, per protocol and buffer size (packets), for 20 and 40 flows.
@@ -82,35 +80,7 @@ def _worst_lateness_us(link: dict) -> float | None:
     return max(found) if found else None
 
 
-def ftp_delivered_bytes(run_dir: Path) -> dict[str, int] | None:
-    """Per FTP (bulk) flow: the bytes its server had seen acknowledged by the end of the run
-    (t0 + duration), from the flow's TCP state records (sampled every 0.1 s; the last sample at
-    or before the end). None without records. This is Sec. 3.2's original data delivered within
-    the connection time (keys: flow ids as text, as JSON keeps them); the flows' own goodput in
-    flows.parquet is bytes over the time they took to arrive, drain included, which does not add
-    up to a system goodput."""
-    from tcpdelay.records import read_records
-
-    t = read_records(run_dir, "tcp_state")
-    if t.num_rows == 0:
-        return None
-    run = run_json(run_dir)["run"]
-    end = (run.get("t0_monotonic_s") or 0.0) + run["duration_s"]
-    bulk = {c["flow_id"] for c in run.get("cross") or [] if c.get("kind") == "bulk"}
-    d = t.to_pydict()
-    out: dict[int, int] = {}
-    for fid, conn, time_s, acked in zip(d["flow_id"], d["connection"], d["time_s"], d["bytes_acked"]):
-        if fid in bulk and time_s <= end and acked is not None:
-            out[fid] = max(out.get(fid, 0), int(acked))
-    return {str(fid): out.get(fid, 0) for fid in sorted(bulk)}
-
-
-def _kept_ftp_delivered(sweep_dir: Path) -> dict:
-    kept = sweep_dir / FTP_DELIVERED_FILE
-    return json.loads(kept.read_text()) if kept.is_file() else {}
-
-
-def run_row(r: dict, kept: dict | None = None) -> dict:
+def run_row(r: dict) -> dict:
     """The paper's measures of one run (``r``: an entry of :func:`repro_common.runs`)."""
     sc = tomllib.loads((r["dir"] / "scenario.toml").read_text())
     metrics = json.loads((r["dir"] / "metrics.json").read_text())
@@ -129,13 +99,11 @@ def run_row(r: dict, kept: dict | None = None) -> dict:
         others = [f for f in bulk if not f["name"].startswith("cross0-")]
         proto = protocol(sc["cross"][0])
     ftp_cc = protocol(sc["cross"][0]) if sc.get("cross") else None
-    delivered = ftp_delivered_bytes(r["dir"]) if others else None
-    if others and delivered is None:
-        got = (kept or {}).get(f"{r['cell_id']}/{r['seed']}")
-        delivered = got
-    other_ids = {str(f["flow_id"]) for f in others}
-    ftp_bps = (sum(v for k, v in delivered.items() if k in other_ids) * 8 / meta["run"]["duration_s"]
-               if delivered is not None else None)
+    # the FTP flows' data over the run's duration: what their connections delivered until they
+    # ended (sent until the run's end, their buffers drained for at most 5 s after it, on both
+    # backends). Their own goodputs (flows.parquet: bytes over each flow's active span) do not
+    # add up to a system goodput.
+    ftp_bps = sum(f["bytes_received"] for f in others) * 8 / meta["run"]["duration_s"] if others else None
     per_flow = metrics.get("flows") or []
     rt = [f.get("rtpi") or {} for f in per_flow]
     queue = (metrics.get("queue") or {}).get("a_to_b") or {}
@@ -158,7 +126,6 @@ def run_row(r: dict, kept: dict | None = None) -> dict:
         "loss_rate_mean": _mean(x.get("packet_loss_rate") for x in rt),
         "jain_index": (metrics.get("fairness") or {}).get("jain_index_goodput"),
         "ftp_goodput_bps": ftp_bps,
-        "ftp_delivered": delivered,
         "media_sent": int(sum(f["packets_sent"] for f in media)),
         "queue_mean_packets": queue.get("mean_packets"),
         "queue_max_packets": queue.get("max_packets"),
@@ -177,11 +144,10 @@ def paper_queue(row: dict) -> float | None:
 def evaluate(sweep_dir: Path) -> list[dict]:
     """One row per finished run, in the sweep's cell order."""
     rows = []
-    kept = _kept_ftp_delivered(sweep_dir)
     for r in runs(sweep_dir):
         if not (r["dir"] / "metrics.json").is_file():
             continue
-        row = run_row(r, kept)
+        row = run_row(r)
         row["paper_queue_mean_packets"] = paper_queue(row)
         rows.append(row)
     return rows
@@ -381,9 +347,6 @@ def main() -> None:
     buffer_sweep = len({r["buffer_packets"] for r in rows}) > 1
     if a.write:
         (a.sweep_dir / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
-        delivered = {f"{r['cell_id']}/{r['seed']}": r["ftp_delivered"] for r in rows if r["ftp_delivered"] is not None}
-        if delivered:
-            (a.sweep_dir / FTP_DELIVERED_FILE).write_text(json.dumps(delivered, indent=1) + "\n")
         if buffer_sweep:
             pq.write_table(queue_traces(a.sweep_dir), a.sweep_dir / QUEUE_TRACES_FILE)
     if a.figure:
