@@ -308,6 +308,10 @@ def page_tables(results: Path) -> dict[str, str]:
         rows = _load(results, f"mpeg4-4.2-{topo}-ns3")
         t[f"4.2-{topo}"] = table_grid(rows, "per", "PER", ("reno", "vegas", "westwood+", "udp"),
                                       ("system_goodput_bps", "rtpi_mean", "jain_index"))
+    rows = _load(results, "mpeg4-4.2-westwood-reduced")
+    if rows:
+        t["4.2-westwood-testbed"] = table_grid(rows, "per", "PER", ("westwood", "westwood+"),
+                                               ("system_goodput_bps", "rtpi_mean", "jain_index"))
     for label, rows in _side(results, "mpeg4-4.3"):
         t[f"4.3 {label}"] = table_grid(rows, "per", "PER", ("reno", "vegas", "udp"), ("system_goodput_bps", "rtpi_mean"))
     for label, rows in _side(results, "mpeg4-4.4"):
