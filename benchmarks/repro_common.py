@@ -35,6 +35,17 @@ def sweep_script_args(doc: str) -> argparse.Namespace:
     return ap.parse_args()
 
 
+def sweep_write_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of a script that keeps its table in the sweep: ``SWEEP_DIR [--figure PNG]
+    [--write] [--json]`` (a script adds its own options before parsing)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("sweep_dir", type=Path)
+    ap.add_argument("--figure", type=Path)
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    return ap
+
+
 def save_figure(fig, path: Path) -> None:
     """Lay out and write a script's figure (80 dpi, the size the docs embed)."""
     fig.tight_layout()

@@ -24,7 +24,6 @@ records are not committed; the figure of Figs 24-26 is drawn from this file on a
 
 from __future__ import annotations
 
-import argparse
 import json
 import tomllib
 from pathlib import Path
@@ -33,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from repro_common import flows_table, run_json, runs, save_figure
+from repro_common import flows_table, run_json, runs, save_figure, sweep_write_parser
 
 QUEUE_TRACES_FILE = "queue_traces.parquet"
 
@@ -335,11 +334,7 @@ def _f(x, fmt="{:.2f}"):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("sweep_dir", type=Path)
-    ap.add_argument("--figure", type=Path)
-    ap.add_argument("--write", action="store_true")
-    ap.add_argument("--json", action="store_true")
+    ap = sweep_write_parser(__doc__)
     ap.add_argument("--tables", action="store_true",
                     help="SWEEP_DIR is results/: print every table of the page from the committed sweeps")
     a = ap.parse_args()

@@ -13,7 +13,6 @@ figure needs). Without the records (a fresh clone) the figure is drawn from ``cw
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
@@ -22,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from repro_common import runs, save_figure
+from repro_common import runs, save_figure, sweep_write_parser
 
 MEASURES = ("picture_discards", "underflow_events", "retransmits")
 CWND_FILE = "cwnd.parquet"
@@ -148,12 +147,7 @@ def figure(series: pa.Table, path: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("sweep_dir", type=Path)
-    ap.add_argument("--figure", type=Path)
-    ap.add_argument("--write", action="store_true")
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
+    a = sweep_write_parser(__doc__).parse_args()
     rows = evaluate(a.sweep_dir)
     if a.write:
         (a.sweep_dir / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")

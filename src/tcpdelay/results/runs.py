@@ -70,15 +70,11 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
     if (not streams and sent_dir is None and not any((Path(run_dir) / k).is_dir() for k in ("sent", "received"))
             and _cross_only(run_dir)):
         # cross traffic only (papers/004 §4.1's FTP reference): no media flow, the bottleneck's queue
-        out = {"clock": read_run_metadata(run_dir).get("clock"), "flows": [],
-               "fairness": {"flows": 0, "jain_index_goodput": None}}
-        queue = queue_metrics(run_dir)
-        if queue:
-            out["queue"] = queue
-        out["results"] = str(run_dir)
-        return out
-    flows, meta = load_flows(run_dir, sent_dir)
-    out = summarize_flows(flows, meta, opts)
+        meta = read_run_metadata(run_dir)
+        out = {"clock": meta.get("clock"), "flows": [], "fairness": {"flows": 0, "jain_index_goodput": None}}
+    else:
+        flows, meta = load_flows(run_dir, sent_dir)
+        out = summarize_flows(flows, meta, opts)
     if streams:
         out["streams"] = streams
     queue = queue_metrics(run_dir, meta)
