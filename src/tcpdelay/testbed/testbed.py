@@ -44,6 +44,10 @@ from tcpdelay.testbed import tcp_settings as tcps
 from tcpdelay.testbed.emulator import LinkProcess, access_config, emulator_config, find_binary
 from tcpdelay.testbed.spec import HostSpec, TestbedSpec
 
+#: The emulator's real-time priority (``SCHED_FIFO``, emulator/src/main.rs); the programs under
+#: measurement run ``SCHED_RR`` at the same priority (:meth:`Host.spawn`).
+REALTIME_PRIORITY = 10
+
 PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -179,11 +183,22 @@ class Host:
             raise TestbedError(f"{self.name}: {' '.join(map(str, argv))} exited {proc.returncode}: {err[-500:]}")
         return proc
 
-    def spawn(self, fn: Callable, *args, **kwargs) -> CallHandle:
+    def spawn(self, fn: Callable, *args, niceness: int = 0, realtime: bool = False, **kwargs) -> CallHandle:
         """Run ``fn(*args, **kwargs)`` in a forked child inside this host; don't wait.
 
-        The result (and any exception) comes back pickled through a pipe.
+        The result (and any exception) comes back pickled through a pipe. The testbed's hosts
+        share this machine's cores with the emulators, which run real-time (``SCHED_FIFO``
+        priority :data:`REALTIME_PRIORITY`) and, with the kernel's packet processing charged to
+        them, can take the whole real-time share (95 %) when a path carries ~100 Mb/s; programs
+        of the normal class then share the 5 % left. ``realtime`` runs the child ``SCHED_RR`` at
+        the emulators' priority (when the spec's ``realtime`` is on and the kernel permits): for
+        the programs under measurement, whose timing must not depend on how busy the machine is.
+        ``niceness`` (0-19, ``nice(2)``) lowers a program that only loads the network (cross
+        traffic) below the others of the normal class.
         """
+        if not 0 <= niceness <= 19:
+            raise ValueError(f"niceness: {niceness} is outside 0-19")
+        realtime = realtime and self._tb.spec.realtime
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child
@@ -193,6 +208,13 @@ class Host:
                 _die_with_parent()
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 nsutil.enter_for_good(self.netns)
+                if niceness:
+                    os.nice(niceness)
+                if realtime:
+                    try:
+                        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
+                    except OSError:
+                        pass            # as the emulator does: normal priority where not permitted
                 try:
                     out = (True, fn(*args, **kwargs))
                 except BaseException as err:  # noqa: BLE001 - everything goes back to the parent

@@ -42,6 +42,12 @@ from tcpdelay.experiments.record import RecordMover, consolidate, machine_enviro
 
 #: Seconds a media sender waits for its queues to drain after its last packet.
 DRAIN_S = 5.0
+#: CPU niceness of every cross-traffic endpoint (clients, servers, sinks). The hosts share this
+#: machine's cores; when many bulk flows saturate them, a media receiver at the same priority
+#: falls seconds behind its socket (papers/004's 19 FTP flows at 100 Mb/s: a UDP flow's
+#: userspace arrival times 2-8 s late, its receiver's summary 15 s late). Cross traffic only
+#: loads the network, so it yields the CPU to the flows under measurement and to the emulators.
+CROSS_NICENESS = 10
 #: Seconds between two looks at the run's processes while waiting (a lost part is noticed within this).
 WATCH_EVERY_S = 0.5
 #: Sender endings that mean the flow did not run its course (a drain timeout is a measurement:
@@ -217,7 +223,7 @@ def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
         cfg = ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
                              runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s), tcp=rx_opts,
                              handshake_timeout_s=10.0, udp_linger_s=1.0)
-        handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg)
+        handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg, realtime=True)
 
 
 # Cross-traffic starters, one per kind: (testbed, the flow's plan, its start instant, its
@@ -250,6 +256,7 @@ def _start_bulk(tb, c: CrossPlan, start_at: float, dur: float):
 
     x = c.cross
     return tb.hosts[c.client].spawn(bulk.client, tb.hosts[c.server].address, c.port, duration_s=dur,
+                                    niceness=CROSS_NICENESS,
                                     size_bytes=x.size_bytes, congestion_control=_congestion_control(tb, c),
                                     start_at=start_at, drain_s=2.0)
 
@@ -259,6 +266,7 @@ def _start_web_onoff(tb, c: CrossPlan, start_at: float, dur: float):
 
     x = c.cross
     return tb.hosts[c.client].spawn(web_onoff.client, tb.hosts[c.server].address, c.port, duration_s=dur,
+                                    niceness=CROSS_NICENESS,
                                     on_mean_s=x.on_mean_s, off_mean_s=x.off_mean_s,
                                     packet_size_bytes=x.packet_size_bytes, seed=c.seed,
                                     congestion_control=_congestion_control(tb, c), start_at=start_at,
@@ -270,6 +278,7 @@ def _start_page_load(tb, c: CrossPlan, start_at: float, dur: float):
 
     x = c.cross
     return tb.hosts[c.client].spawn(page_load.client, tb.hosts[c.server].address, c.port,
+                                    niceness=CROSS_NICENESS,
                                     connections=x.connections, total_bytes=x.total_bytes, duration_s=dur,
                                     congestion_control=_congestion_control(tb, c), start_at=start_at)
 
@@ -279,6 +288,7 @@ def _start_transfers(tb, c: CrossPlan, start_at: float, dur: float):
 
     x = c.cross
     return tb.hosts[c.client].spawn(transfers.client, tb.hosts[c.server].address, c.port, size_bytes=x.size_bytes,
+                                    niceness=CROSS_NICENESS,
                                     transfers=x.transfers, gap_s=x.gap_s, timeout_s=x.timeout_s,
                                     duration_s=dur, start_at=start_at,
                                     congestion_control=_congestion_control(tb, c))
@@ -289,6 +299,7 @@ def _start_udp(tb, c: CrossPlan, start_at: float, dur: float):
 
     x = c.cross
     return tb.hosts[c.server].spawn(udp_background.send, tb.hosts[c.client].address, c.port,
+                                    niceness=CROSS_NICENESS,
                                     rate_bps=x.rate_bps, duration_s=dur, packet_size_bytes=x.packet_size_bytes,
                                     start_at=start_at)
 
@@ -324,7 +335,7 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
     for c in plan.cross:
         if c.kind == "transfers":    # a server of its own: it times each transfer
             handles[f"server:{c.server}/transfers{c.flow_id}"] = tb.hosts[c.server].spawn(
-                transfers.serve, c.port, duration_s=end + 1.0 - time.monotonic())
+                transfers.serve, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic())
     for host in servers:
         # TCP state over time of the cross flows this host sends, under flows/server-<host>/;
         # a record names its flow by the client's address (-1 when several flows share one).
@@ -335,13 +346,14 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
         state_dir = rd / "flows" / f"server-{host}"
         state_dir.mkdir(parents=True, exist_ok=True)
         handles[f"server:{host}"] = tb.hosts[host].spawn(
-            response_server.serve, CROSS_TCP_PORT, duration_s=end + 1.0 - time.monotonic(),
+            response_server.serve, CROSS_TCP_PORT, niceness=CROSS_NICENESS,
+            duration_s=end + 1.0 - time.monotonic(),
             tcp_state_dir=str(state_dir), tcp_state_period_s=plan.tcp_state_period_s,
             flow_ids={a: ids[0] for a, ids in clients.items() if len(ids) == 1})
     for c in plan.cross:
         if c.transport == "udp":
             handles[f"sink:{c.flow_id}"] = tb.hosts[c.client].spawn(
-                udp_background.sink, c.port, duration_s=end + 1.0 - time.monotonic())
+                udp_background.sink, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic())
     # Then every sending end, each waiting for its own start instant.
     for m in plan.media:
         f = m.flow
@@ -359,7 +371,8 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
             seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
             connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s,
             cc_state_map_id=_cc_state_map_id(tb, tcp))
-        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, m.source, t0 + m.start_s)
+        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, m.source, t0 + m.start_s,
+                                                               realtime=True)
     for c in plan.cross:
         handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
 

@@ -1,0 +1,70 @@
+"""The programs under measurement run at the emulators' real-time priority and cross traffic
+runs niced (Host.spawn's ``realtime`` and ``niceness``), read back from the kernel in the child."""
+
+import os
+
+import pytest
+
+from tcpdelay.experiments.backends import testbed as tb_backend
+from tcpdelay.testbed import HostSpec, Testbed, TestbedSpec
+from tcpdelay.testbed.netns import unavailable_reason
+from tcpdelay.testbed.testbed import REALTIME_PRIORITY
+
+pytestmark = [pytest.mark.testbed, pytest.mark.skipif(unavailable_reason() is not None,
+                                                      reason=str(unavailable_reason()))]
+
+
+def _scheduling() -> tuple[int, int, int]:
+    """(policy, real-time priority, niceness) of the calling process."""
+    return os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, os.nice(0)
+
+
+def _spec(realtime: bool) -> TestbedSpec:
+    return TestbedSpec(hosts=(HostSpec(name="a", side="left"), HostSpec(name="b", side="right")),
+                       realtime=realtime)
+
+
+def test_spawn_sets_the_childs_class_and_niceness_and_leaves_the_parents():
+    before = _scheduling()
+    with Testbed(_spec(True), start_link=False) as tb:
+        a = tb.hosts["a"]
+        assert a.call(_scheduling, realtime=True, timeout_s=30) == (os.SCHED_RR, REALTIME_PRIORITY, 0)
+        assert a.call(_scheduling, niceness=10, timeout_s=30) == (os.SCHED_OTHER, 0, 10)
+        assert a.call(_scheduling, timeout_s=30) == (os.SCHED_OTHER, 0, 0)
+        with pytest.raises(ValueError, match="niceness"):
+            a.spawn(_scheduling, niceness=20)
+    assert _scheduling() == before
+
+
+def test_a_spec_without_realtime_keeps_every_program_in_the_normal_class():
+    with Testbed(_spec(False), start_link=False) as tb:
+        assert tb.hosts["b"].call(_scheduling, realtime=True, timeout_s=30) == (os.SCHED_OTHER, 0, 0)
+
+
+class _Host:
+    """Stands in for a testbed host to record how the backend starts its programs (the real
+    Host.spawn is tested above)."""
+
+    address = "10.0.0.1"
+
+    def __init__(self, log: list):
+        self.log = log
+
+    def spawn(self, fn, *args, **kwargs):
+        self.log.append((getattr(fn, "__name__", str(fn)), kwargs.get("niceness", 0), kwargs.get("realtime", False)))
+
+
+def test_every_cross_traffic_starter_nices_its_program():
+    from types import SimpleNamespace
+
+    log: list = []
+    hosts = {"c": _Host(log), "s": _Host(log)}
+    fake_tb = SimpleNamespace(hosts=hosts, kernel_name=lambda name, params: name)
+    cross = SimpleNamespace(size_bytes=None, on_mean_s=1.0, off_mean_s=1.0, packet_size_bytes=1000, mode="onoff",
+                            gap_mean_s=None, connections=1, total_bytes=1, transfers=1, gap_s=0.1, timeout_s=1.0,
+                            rate_bps=1e6, tcp=None)
+    plan = SimpleNamespace(client="c", server="s", port=1, seed=1, cross=cross)
+    for kind, start in tb_backend.CROSS_STARTERS.items():
+        start(fake_tb, plan, 0.0, 1.0)
+    assert len(log) == len(tb_backend.CROSS_STARTERS)
+    assert all(nice == tb_backend.CROSS_NICENESS and not rt for _, nice, rt in log), log
