@@ -166,6 +166,9 @@ def test_tcpdelay_run_end_to_end(tmp_path):
     assert meta["cross_traffic_start_s"] == pytest.approx(meta["run"]["t0_monotonic_s"])  # the UDP flow at 0 s
     assert meta["run"]["link_counters"]["a_to_b"]["drops"]["loss"] > 0
     assert meta["run"]["cross_servers"]["ltx1"]["congestion_controls"] == ["cubic"]
+    # The media programs ran at the emulators' real-time priority (docs/testbed.md).
+    media = meta["run"]["media"][0]
+    assert media["sender"]["realtime"] is True and media["receiver"]["realtime"] is True
     # Metrics of the run, computed at its end.
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["flows"][0]["packets"]["received"] == rec.num_rows

@@ -1,5 +1,5 @@
-"""The programs under measurement run at the emulators' real-time priority and cross traffic
-runs niced (Host.spawn's ``realtime`` and ``niceness``), read back from the kernel in the child."""
+"""The programs under measurement run at the emulators' real-time priority (become_realtime) and
+cross traffic runs niced (Host.spawn's ``niceness``), read back from the kernel in the child."""
 
 import os
 
@@ -8,7 +8,7 @@ import pytest
 from tcpdelay.experiments.backends import testbed as tb_backend
 from tcpdelay.testbed import HostSpec, Testbed, TestbedSpec
 from tcpdelay.testbed.netns import unavailable_reason
-from tcpdelay.testbed.testbed import REALTIME_PRIORITY
+from tcpdelay.testbed.testbed import REALTIME_PRIORITY, become_realtime
 
 pytestmark = [pytest.mark.testbed, pytest.mark.skipif(unavailable_reason() is not None,
                                                       reason=str(unavailable_reason()))]
@@ -19,26 +19,21 @@ def _scheduling() -> tuple[int, int, int]:
     return os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, os.nice(0)
 
 
-def _spec(realtime: bool) -> TestbedSpec:
-    return TestbedSpec(hosts=(HostSpec(name="a", side="left"), HostSpec(name="b", side="right")),
-                       realtime=realtime)
+def _realtime_then_scheduling() -> tuple[bool, tuple[int, int, int]]:
+    return become_realtime(), _scheduling()
 
 
-def test_spawn_sets_the_childs_class_and_niceness_and_leaves_the_parents():
+def test_spawn_nices_the_child_and_the_child_can_become_realtime():
     before = _scheduling()
-    with Testbed(_spec(True), start_link=False) as tb:
+    spec = TestbedSpec(hosts=(HostSpec(name="a", side="left"), HostSpec(name="b", side="right")))
+    with Testbed(spec, start_link=False) as tb:
         a = tb.hosts["a"]
-        assert a.call(_scheduling, realtime=True, timeout_s=30) == (os.SCHED_RR, REALTIME_PRIORITY, 0)
         assert a.call(_scheduling, niceness=10, timeout_s=30) == (os.SCHED_OTHER, 0, 10)
         assert a.call(_scheduling, timeout_s=30) == (os.SCHED_OTHER, 0, 0)
+        assert a.call(_realtime_then_scheduling, timeout_s=30) == (True, (os.SCHED_RR, REALTIME_PRIORITY, 0))
         with pytest.raises(ValueError, match="niceness"):
             a.spawn(_scheduling, niceness=20)
     assert _scheduling() == before
-
-
-def test_a_spec_without_realtime_keeps_every_program_in_the_normal_class():
-    with Testbed(_spec(False), start_link=False) as tb:
-        assert tb.hosts["b"].call(_scheduling, realtime=True, timeout_s=30) == (os.SCHED_OTHER, 0, 0)
 
 
 class _Host:

@@ -122,3 +122,16 @@ def test_every_profile_of_the_table_builds_its_kind(tmp_path):
 def test_the_builder_refuses_what_a_profile_does_not_take(call, message):
     with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call()
+
+
+def test_a_prepared_source_sends_the_same_packets_and_keeps_the_sources_attributes():
+    from tcpdelay.traffic.mpeg4_tes import Mpeg4TesSource
+    from tcpdelay.traffic.source import PreparedSource
+
+    src = Mpeg4TesSource(0.9e6)
+    ready = PreparedSource(src, 10.0, 7)
+    assert list(ready.packets(10.0, 7)) == list(src.packets(10.0, 7))
+    assert list(ready.packets(10.0, 7)) == list(src.packets(10.0, 7))    # every call, from the start
+    assert (ready.name, ready.nominal_interval_s, ready.fps) == (src.name, src.nominal_interval_s, src.fps)
+    with pytest.raises(ParameterError, match="prepared for duration_s=10.0, seed=7"):
+        ready.packets(10.0, 8)

@@ -48,6 +48,24 @@ from tcpdelay.testbed.spec import HostSpec, TestbedSpec
 #: measurement run ``SCHED_RR`` at the same priority (:meth:`Host.spawn`).
 REALTIME_PRIORITY = 10
 
+def become_realtime() -> bool:
+    """Run the calling thread (and the threads it starts) ``SCHED_RR`` at the emulators' priority;
+    False where the kernel refuses (the caller keeps its priority, as the emulator does).
+
+    The testbed's hosts share this machine's cores with the emulators, which run real time and
+    are charged with the kernel's processing of the packets they write into a namespace: with
+    ~100 Mb/s through 40 access links and a bottleneck they take the whole real-time share of
+    the CPU (95 %), and programs of the normal class share the 5 % left. A program under
+    measurement (a media sender or receiver) calls this once it is set up — not before: twenty
+    programs starting up in the real-time class would starve the testbed's own set-up.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
+        return True
+    except OSError:
+        return False
+
+
 PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -183,22 +201,16 @@ class Host:
             raise TestbedError(f"{self.name}: {' '.join(map(str, argv))} exited {proc.returncode}: {err[-500:]}")
         return proc
 
-    def spawn(self, fn: Callable, *args, niceness: int = 0, realtime: bool = False, **kwargs) -> CallHandle:
+    def spawn(self, fn: Callable, *args, niceness: int = 0, **kwargs) -> CallHandle:
         """Run ``fn(*args, **kwargs)`` in a forked child inside this host; don't wait.
 
-        The result (and any exception) comes back pickled through a pipe. The testbed's hosts
-        share this machine's cores with the emulators, which run real-time (``SCHED_FIFO``
-        priority :data:`REALTIME_PRIORITY`) and, with the kernel's packet processing charged to
-        them, can take the whole real-time share (95 %) when a path carries ~100 Mb/s; programs
-        of the normal class then share the 5 % left. ``realtime`` runs the child ``SCHED_RR`` at
-        the emulators' priority (when the spec's ``realtime`` is on and the kernel permits): for
-        the programs under measurement, whose timing must not depend on how busy the machine is.
-        ``niceness`` (0-19, ``nice(2)``) lowers a program that only loads the network (cross
-        traffic) below the others of the normal class.
+        The result (and any exception) comes back pickled through a pipe. ``niceness`` (0-19,
+        ``nice(2)``) lowers the child below the other programs of the normal class: for programs
+        that only load the network (cross traffic); see :func:`become_realtime` for the programs
+        under measurement.
         """
         if not 0 <= niceness <= 19:
             raise ValueError(f"niceness: {niceness} is outside 0-19")
-        realtime = realtime and self._tb.spec.realtime
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child
@@ -210,11 +222,6 @@ class Host:
                 nsutil.enter_for_good(self.netns)
                 if niceness:
                     os.nice(niceness)
-                if realtime:
-                    try:
-                        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
-                    except OSError:
-                        pass            # as the emulator does: normal priority where not permitted
                 try:
                     out = (True, fn(*args, **kwargs))
                 except BaseException as err:  # noqa: BLE001 - everything goes back to the parent

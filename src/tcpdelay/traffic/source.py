@@ -50,6 +50,33 @@ class Source(Protocol):
         ...
 
 
+class PreparedSource:
+    """``source``'s packets for one ``duration_s`` and ``seed``, computed now.
+
+    A source computes its schedule when asked (the MPEG-4 TES source imports SciPy and draws its
+    frame sizes then): a sender started at a run's start instant would start late by that much,
+    and twenty at once on a busy machine by seconds. A sender prepares its source before the
+    start instant and sends from this. The other attributes are the source's.
+    """
+
+    def __init__(self, source: Source, duration_s: float, seed: int):
+        self.source = source
+        self.duration_s = duration_s
+        self.seed = seed
+        self._packets = tuple(source.packets(duration_s, seed))
+
+    def __getattr__(self, name: str):
+        if name in ("source", "duration_s", "seed", "_packets"):      # not set yet: no recursion
+            raise AttributeError(name)
+        return getattr(self.source, name)
+
+    def packets(self, duration_s: float, seed: int) -> Iterator[Packet]:
+        if (duration_s, seed) != (self.duration_s, self.seed):
+            raise ParameterError(f"this source was prepared for duration_s={self.duration_s!r}, "
+                                 f"seed={self.seed!r}, not {duration_s!r}, {seed!r}")
+        return iter(self._packets)
+
+
 def check_packet_bytes(name: str, value: int, *, minimum: int = MIN_PACKET_BYTES) -> int:
     if isinstance(value, bool) or int(value) != value or value < minimum or value > 65535:
         raise ParameterError(

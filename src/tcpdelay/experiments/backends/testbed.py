@@ -39,6 +39,7 @@ from tcpdelay.experiments.backends import testbed_streams
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, part_name
 from tcpdelay.experiments.plan import CROSS_TCP_PORT, CrossPlan, RunPlan
 from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
+from tcpdelay.traffic.source import PreparedSource
 
 #: Seconds a media sender waits for its queues to drain after its last packet.
 DRAIN_S = 5.0
@@ -92,6 +93,10 @@ class TestbedBackend(Backend):
         from tcpdelay.testbed import Testbed
 
         plan, rd = job.plan, job.run_dir
+        # Every media source's schedule, computed before the testbed starts (a source computes it
+        # when first asked: the MPEG-4 TES source imports SciPy then; twenty senders doing that
+        # at their start instant began seconds late, before it in the set-up, made it miss t0).
+        sources = {m.flow_id: PreparedSource(m.source, m.stop_s - m.start_s, m.seed) for m in plan.media}
         with Testbed(spec) as tb:
             t_emu = _emulator_start(tb)
             job.on_environment(environment(tb, plan))
@@ -108,7 +113,7 @@ class TestbedBackend(Backend):
                     # rather than a failed run.
                     now = time.monotonic()
                     t0 = now + max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)), 2 * (now - t_recv))
-                _start_all(tb, plan, rd, t0, handles)
+                _start_all(tb, plan, rd, t0, handles, sources)
                 testbed_streams.start_clients(tb, plan, rd, t0, handles, prepared, servers)
                 if time.monotonic() > t0:
                     raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
@@ -161,18 +166,26 @@ def _queue_records(csv: Path, rd) -> None:
 # --------------------------------------------------------------------------- in the hosts
 
 
-def _media_sender(config, source, start_at: float):
+def _media_sender(config, source, start_at: float, realtime: bool):
     from tcpdelay.transport import run_sender
 
+    if realtime:
+        from tcpdelay.testbed.testbed import become_realtime
+
+        realtime = become_realtime()
     while (left := start_at - time.monotonic()) > 0:
         time.sleep(min(left, 0.5))
-    return run_sender(config, source).to_dict()
+    return {**run_sender(config, source).to_dict(), "realtime": realtime}
 
 
-def _media_receiver(config):
+def _media_receiver(config, realtime: bool):
     from tcpdelay.transport import run_receiver
 
-    return [r.to_dict() for r in run_receiver(config)]
+    if realtime:
+        from tcpdelay.testbed.testbed import become_realtime
+
+        realtime = become_realtime()
+    return [{**r.to_dict(), "realtime": realtime} for r in run_receiver(config)]
 
 
 # --------------------------------------------------------------------------- setting up
@@ -223,7 +236,7 @@ def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
         cfg = ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
                              runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s), tcp=rx_opts,
                              handshake_timeout_s=10.0, udp_linger_s=1.0)
-        handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg, realtime=True)
+        handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg, tb.spec.realtime)
 
 
 # Cross-traffic starters, one per kind: (testbed, the flow's plan, its start instant, its
@@ -324,7 +337,7 @@ def cross_starter(kind: str) -> Callable[..., Any]:
                              f"(one of {', '.join(sorted(CROSS_STARTERS))})") from None
 
 
-def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
+def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -> None:
     from tcpdelay.traffic import response_server, transfers, udp_background
     from tcpdelay.transport import RunParams, SenderConfig, TcpOptions
 
@@ -371,8 +384,8 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict) -> None:
             seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
             connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s,
             cc_state_map_id=_cc_state_map_id(tb, tcp))
-        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, m.source, t0 + m.start_s,
-                                                               realtime=True)
+        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, sources[m.flow_id], t0 + m.start_s,
+                                                               tb.spec.realtime)
     for c in plan.cross:
         handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
 
