@@ -363,3 +363,34 @@ def test_a_length_beyond_the_flows_packet_size_fails_the_run_at_the_prefix(tmp_p
     assert abort == {"type": "abort", "status": "corrupted", "reason": rr.failure}
     assert rr.status == "corrupted" and "RFC 4571 length 101 is outside [12, 100]" in rr.failure
     assert rr.received_packets == 1 and rr.bytes_out <= rr.bytes_in
+
+
+def test_a_reset_lost_after_a_drain_timeout_does_not_hold_the_receiver(tmp_path):
+    """The sender says "end" with drain_timeout and resets its media connection; a reset is
+    not repaired when lost (papers/004's 20 overloaded flows: a full bottleneck queue). Here the
+    media connection simply stays open: the receiver still completes after its linger, keeps
+    what arrived and answers the summary (before, it waited for a close that never came, past
+    the testbed's deadline)."""
+    rx = Receiver(out_dir=str(tmp_path), udp_linger_s=0.5, idle_timeout_s=30)
+    with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
+        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
+                           "run_id": "lostrst", "params": RunParams(duration_s=5).to_dict()},
+                     pad_to=control.REQUEST_PAD_BYTES)
+        accept, _ = control.recv(ctl, 5)
+        with socket.create_connection(("127.0.0.1", rx.port)) as media:
+            media.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
+            for seq in range(3):
+                media.sendall(frame(encode_media(flow_id=0, rtp_seq=seq, rtp_timestamp=0, marker=True, seq=seq,
+                                                 send_time_ns=time.monotonic_ns(), piece=0, pieces=1,
+                                                 size_bytes=200)))
+            time.sleep(0.2)
+            t_end = time.monotonic()
+            control.send(ctl, {"type": "end", "packets": 5, "dropped_packets": 0, "rtp_packets": 5,
+                               "keepalive_packets": 0, "drain_timeout": True}, pad_to=control.REQUEST_PAD_BYTES)
+            summary, _ = control.recv(ctl, 10)
+            waited_s = time.monotonic() - t_end
+            (rr,) = rx.join()
+    assert summary["type"] == "summary" and summary["received_packets"] == 3
+    assert 0.5 <= waited_s < 5
+    assert rr.status == "completed" and rr.received_packets == 3
+    assert any("no reset arrived" in e for e in rr.errors), rr.errors

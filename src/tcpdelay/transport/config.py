@@ -171,7 +171,8 @@ class ReceiverConfig:
     how long an accepted connection has to complete its first control message (a hello or a
     media connection's opening), however slowly it sends. ``max_pending``: how many such
     connections are held at once; one more closes the oldest (:mod:`.pending`).
-    ``udp_linger_s``: after the sender's "end", how long UDP media still in flight is awaited.
+    ``udp_linger_s``: after the sender's "end", how long UDP media still in flight is awaited
+    (and TCP media after a drain timeout, whose resets may be lost).
     """
     listen_host: str = "127.0.0.1"
     listen_port: int = 0

@@ -458,9 +458,25 @@ class _Run:
     def _finished(self, now: int) -> bool:
         if self.ending_since is None:
             return False
+        lingered = now - self.ending_since >= int(self.cfg.udp_linger_s * 1e9)
         if self.p.transport == "tcp":
-            return self.open_media == 0 and len(self.media) == self.p.connections
-        return now - self.ending_since >= int(self.cfg.udp_linger_s * 1e9)
+            if self.open_media == 0 and len(self.media) == self.p.connections:
+                return True
+            # After a drain timeout the sender resets its media connections; a reset is sent
+            # once and is not repaired when lost (a full bottleneck queue, a lossy link), and
+            # nothing else would come. What was in flight before it has had the linger to arrive.
+            if lingered and (self.res.sender_end or {}).get("drain_timeout"):
+                for sock in list(self.media_socks):
+                    self.res.errors.append(f"connection {self._index_of(sock)}: no reset arrived "
+                                           f"{self.cfg.udp_linger_s:g} s after the sender's drain "
+                                           "timeout (lost); closed")
+                    self._close_media(sock)
+                return True
+            return False
+        return lingered
+
+    def _index_of(self, sock) -> int | str:
+        return next((i for i, s in self.media.items() if s is sock), "?")
 
     def _abort(self) -> None:
         """Tell the sender that the run failed and why, within what the receiver may still
