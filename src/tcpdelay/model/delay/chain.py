@@ -246,14 +246,20 @@ def build_edges(params: DelayParams, space: StateSpace) -> Edges:
         m = np.size(src)
         if m == 0:
             return
-        parts.append(dict(
+        part = dict(
             src=np.asarray(src, np.int64), w2=np.broadcast_to(np.asarray(w2, np.int64), (m,)),
             Bf=np.broadcast_to(np.asarray(Bf, float), (m,)), l2=np.broadcast_to(np.asarray(l2, np.int64), (m,)),
             prob=np.broadcast_to(np.asarray(prob, float), (m,)), time_s=np.broadcast_to(np.asarray(t, float), (m,)),
             n=np.broadcast_to(np.asarray(n, float), (m,)), c=np.broadcast_to(np.asarray(c, np.int8), (m,)),
             j0=np.broadcast_to(np.asarray(j0, float), (m,)), jstep=np.broadcast_to(np.asarray(jstep, np.int8), (m,)),
             jb=np.broadcast_to(np.asarray(jb, float), (m,)), is_loss=np.broadcast_to(np.asarray(is_loss, np.int8), (m,)),
-        ))
+        )
+        # Zero-probability edges are dropped here, part by part, rather than after concatenating
+        # every part: the same edges in the same order, without a second copy of all of them.
+        keep = part["prob"] > 0
+        if not keep.all():
+            part = {key: v[keep] for key, v in part.items()}
+        parts.append(part)
 
     # Non-timeout states with l = 0: (w, B) grid.
     wg, Bg = np.meshgrid(ws, np.arange(Bm + 1), indexing="ij")
@@ -310,9 +316,7 @@ def build_edges(params: DelayParams, space: StateSpace) -> Edges:
         backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
         add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s, is_loss=0)
 
-    cat = {key: np.concatenate([np.asarray(pt[key]) for pt in parts]) for key in parts[0]}
-    keep = cat["prob"] > 0
-    return Edges(**{key: v[keep] for key, v in cat.items()})
+    return Edges(**{key: np.concatenate([np.asarray(pt[key]) for pt in parts]) for key in parts[0]})
 
 
 def _add_loss_free(add, params, src, w2, B, b_next, cap, n_backlog, prob, rtt, r):
