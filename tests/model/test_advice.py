@@ -92,3 +92,30 @@ def test_bad_budget(kw):
     args = {"playout_s": 0.2, "late_fraction": 0.05, **kw}
     with pytest.raises(ParameterError):
         Budget(**args)
+
+
+def test_every_quantified_option_equals_predict_with_correlated_loss():
+    """Issue 16's slow case, video at RTT 300 ms with 0.5 % correlated loss: its chains (up to
+    52 013 recurrent states) take the iterative solve, and every option still has the numbers
+    ``predict`` (``tcpdelay delay``) gives for its settings."""
+    from tcpdelay.model.delay import solve as solve_mod
+
+    budget = Budget(0.4, 0.01)
+    res = advise_model("video", rtt_s=0.3, loss=0.005, budget=budget, loss_model="correlated")
+    checked = 0
+    for o in res["options"]:
+        if o["delay_args"] is None or o["predicted"] is None:
+            continue
+        kw = dict(o["settings"])
+        kw.pop("playout_s", None)
+        kw.pop("scheduler", None)
+        pred = predict("video", rtt_s=0.3, loss=0.005, loss_model="correlated", **kw)
+        assert o["predicted"]["mean_s"] == pred.mean_s
+        assert o["predicted"]["p95_s"] == pred.percentile_s(95)
+        assert o["predicted"]["p99_s"] == pred.percentile_s(99)
+        assert o["predicted"]["late_fraction"] == float(pred.late_fraction(o["predicted"]["playout_s"]))
+        if not kw:
+            assert pred.info["recurrent_states"] >= solve_mod.ITERATIVE_MIN_STATES
+            assert pred.info["residual"] <= solve_mod.ITERATIVE_RESIDUAL_TOL
+        checked += 1
+    assert checked >= 7   # as-is, 2 playout, 2 split, 2 connections
