@@ -1,16 +1,18 @@
-"""The stationary solve of the delay chain: the iterative fast path (BiCGSTAB with a Gauss–Seidel
-sweep in the loss order) against the direct SuperLU solve, its fallback, and the pieces it rests
-on (issue 16: ``tcpdelay advise`` with correlated loss in < 2 s)."""
+"""The fast paths of the delay model (issue 16: ``tcpdelay advise`` with correlated loss in < 2 s)
+against their references: the chain built breadth-first from the start state against the full
+build, the iterative stationary solve (BiCGSTAB with a Gauss–Seidel sweep in the loss order)
+against the direct SuperLU solve, its fallback, and the pieces they rest on."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order
 
 from tcpdelay.model.delay import DelayParams
 from tcpdelay.model.delay import solve as solve_mod
-from tcpdelay.model.delay.chain import build_chain
+from tcpdelay.model.delay.chain import build_chain, reachable_edges, start_index
 from tcpdelay.model.delay.distribution import chain_statistics, packet_distribution
 from tcpdelay.model.delay.solve import (
     ITERATIVE_RESIDUAL_TOL, bicgstab, loss_order, off_diagonal, recurrent_class, solve_chain, start_state,
@@ -147,3 +149,35 @@ def test_bicgstab_solves_a_nonsymmetric_system():
     np.testing.assert_allclose(x, np.linalg.solve(A.toarray(), b), rtol=0, atol=1e-10)
     assert bicgstab(A.dot, lambda v: v * jacobi, b, rtol=1e-13, max_steps=1) is None
     assert np.array_equal(bicgstab(A.dot, lambda v: v, np.zeros(n), rtol=1e-13, max_steps=5), np.zeros(n))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reachable_build_is_the_full_build_restricted_bit_for_bit(case):
+    """``build_chain(reachable_only=True)`` (what ``predict`` uses): the edges of the reachable
+    sources in the full build's order, the recurrent class and its rows of Q, the stationary
+    vector and the packet delay distribution bit for bit; the loss statistics sum fewer zero
+    terms, so they agree to round-off (1e-15 relative)."""
+    full = _chain(case)
+    reach = build_chain(full.params, reachable_only=True)
+    start = start_index(full.params, full.space)
+    rc = recurrent_class(full.Q, start)
+    assert np.array_equal(recurrent_class(reach.Q, start), rc)
+    seen = np.zeros(full.space.n, dtype=bool)
+    seen[breadth_first_order(full.Q, start, directed=True, return_predecessors=False)] = True
+    e_full, e_reach = full.edges, reach.edges
+    keep = seen[e_full.src]
+    for key in e_full.__dataclass_fields__:
+        assert np.array_equal(getattr(e_full, key)[keep], getattr(e_reach, key)), key
+    assert np.array_equal(reachable_edges(full.params, full.space, start).src, e_reach.src)
+    sub_f, sub_r = full.Q[rc][:, rc], reach.Q[rc][:, rc]
+    for key in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(sub_f, key), getattr(sub_r, key)), key
+    pi_f, _ = solve_chain(full)
+    pi_r, _ = solve_chain(reach)
+    assert np.array_equal(pi_f, pi_r)
+    for a, b in zip(packet_distribution(full, pi_f), packet_distribution(reach, pi_r)):
+        assert np.array_equal(a, b)
+    st_f, st_r = chain_statistics(full, pi_f), chain_statistics(reach, pi_r)
+    for key in st_f:
+        assert st_r[key] == pytest.approx(st_f[key], rel=1e-15, abs=1e-300), key
+

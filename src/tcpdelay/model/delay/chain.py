@@ -18,6 +18,7 @@ are counted once even when it splits between two target states.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -221,6 +222,15 @@ def segment_loss(params: DelayParams, segment_bytes: float) -> float:
 
 def build_edges(params: DelayParams, space: StateSpace) -> Edges:
     """All transitions of Table 6, vectorized over states."""
+    return _edge_builder(params, space)(np.arange(space.n))[0]
+
+
+def _edge_builder(params: DelayParams, space: StateSpace):
+    """``edges_from(src)``: the transitions of Table 6 out of the states ``src`` (sorted state
+    indices), vectorized over them, and the part (event kind, in a fixed order) of each edge.
+    Out of every state (``src = arange(n)``) the edges are those of :func:`build_edges`, in its
+    order: by part, then by source index. The loss probabilities of every window are computed
+    once, for all calls."""
     f, rtt, L = params.rate_pps, params.rtt_s, params.one_way_s
     r = params.r
     k = params.packets_per_segment
@@ -239,84 +249,110 @@ def build_edges(params: DelayParams, space: StateSpace) -> Edges:
     ws = np.arange(1, W + 1)
     ok_w, fr_w, to_w = nl_probs(ws, p_nl, lt)
     alfr_w, alto_w = al_probs(ws, p_al, lt)
-
-    parts: list[dict] = []
-
-    def add(src, w2, Bf, l2, prob, t, n=0.0, c=0, j0=0.0, jstep=0, jb=0.0, is_loss=0):
-        m = np.size(src)
-        if m == 0:
-            return
-        part = dict(
-            src=np.asarray(src, np.int64), w2=np.broadcast_to(np.asarray(w2, np.int64), (m,)),
-            Bf=np.broadcast_to(np.asarray(Bf, float), (m,)), l2=np.broadcast_to(np.asarray(l2, np.int64), (m,)),
-            prob=np.broadcast_to(np.asarray(prob, float), (m,)), time_s=np.broadcast_to(np.asarray(t, float), (m,)),
-            n=np.broadcast_to(np.asarray(n, float), (m,)), c=np.broadcast_to(np.asarray(c, np.int8), (m,)),
-            j0=np.broadcast_to(np.asarray(j0, float), (m,)), jstep=np.broadcast_to(np.asarray(jstep, np.int8), (m,)),
-            jb=np.broadcast_to(np.asarray(jb, float), (m,)), is_loss=np.broadcast_to(np.asarray(is_loss, np.int8), (m,)),
-        )
-        # Zero-probability edges are dropped here, part by part, rather than after concatenating
-        # every part: the same edges in the same order, without a second copy of all of them.
-        keep = part["prob"] > 0
-        if not keep.all():
-            part = {key: v[keep] for key, v in part.items()}
-        parts.append(part)
-
-    # Non-timeout states with l = 0: (w, B) grid.
-    wg, Bg = np.meshgrid(ws, np.arange(Bm + 1), indexing="ij")
-    wg, Bg = wg.ravel(), Bg.ravel()
-    src0 = space.index(wg, Bg, 0)
-    al = (Bg == 0) & (wg >= r - _EPS)
-
-    # (a) application-limited: one packet per step of 1/f.
-    wa, sa = wg[al], src0[al]
-    add(sa, wa, 0.0, 0, 1.0 - p_al, 1.0 / f, n=1.0)
     w_fr_al = max(1, min(W, int(np.floor((r + 3) / 2 + _EPS))))
     b_fr_al = 3.0 if params.al_fr_backlog == "table" else 0.0
-    add(sa, w_fr_al, b_fr_al, 1, alfr_w[wa - 1], rtt + 3.0 / f, n=3.0, c=1, j0=1.0, jstep=1, is_loss=1)
-    if params.hol_ramp:
-        _add_hol_ramp(add, sa, w_fr_al, b_fr_al, alfr_w[wa - 1], np.full(wa.shape, float(r)))
-    add(sa, 0, t0f, 1, alto_w[wa - 1], params.t0_s, is_loss=2)
 
-    # (b) network-limited, loss-free l = 0 (CA or SS): one round of RTT.
-    nl = ~al
-    wn, Bn, sn = wg[nl], Bg[nl].astype(float), src0[nl]
-    cap = wn * k
-    b_ok = np.maximum(0.0, Bn + r - cap)
-    grow = np.where(wn > r / 2, wn + 1, 2 * wn)
-    if params.growth_requires_backlog:
-        grow = np.where(b_ok > _EPS, grow, wn)
-    grow = np.minimum(grow, W)
-    n_ok = np.floor(np.minimum(Bn, cap) + _EPS)
-    _add_loss_free(add, params, sn, grow, Bn, b_ok, cap, n_ok, ok_w[wn - 1], rtt, r)
-    # fast retransmit: window inflation by 3 duplicate ACKs, eq (1) delays.
-    cap3 = (wn + 3) * k
-    n_fr = np.floor(np.minimum(Bn, cap3) + _EPS)
-    w_fr = np.minimum(W, np.maximum(1, (wn + 3) // 2))
-    add(sn, w_fr, np.maximum(0.0, Bn + r - cap3), 1, fr_w[wn - 1], rtt,
-        n=n_fr, c=1, j0=Bn + 4.0, jstep=1, jb=Bn, is_loss=1)
-    if params.hol_ramp:
-        _add_hol_ramp(add, sn, w_fr, np.maximum(0.0, Bn + r - cap3), fr_w[wn - 1],
-                      np.maximum(0.0, np.minimum(Bn + r, cap3) - np.minimum(Bn, cap3)))
-    add(sn, 0, Bn + t0f, 1, to_w[wn - 1], params.t0_s, is_loss=2)
+    def edges_from(src_all: np.ndarray) -> tuple[Edges, np.ndarray]:
+        parts: list[dict] = []
+        part_ids: list[np.ndarray] = []
 
-    # (c) fast recovery l = 1: one round, then loss-free with the same window.
-    src1 = space.index(wg, Bg, 1)
-    Bf1 = Bg.astype(float)
-    cap = wg * k
-    _add_loss_free(add, params, src1, wg, Bf1, np.maximum(0.0, Bf1 + r - cap), cap,
-                   np.floor(np.minimum(Bf1, cap) + _EPS), 1.0, rtt, r)
+        def add(src, w2, Bf, l2, prob, t, n=0.0, c=0, j0=0.0, jstep=0, jb=0.0, is_loss=0):
+            pid = len(part_ids)
+            m = np.size(src)
+            if m == 0:
+                part_ids.append(np.zeros(0, np.int16))
+                return
+            part = dict(
+                src=np.asarray(src, np.int64), w2=_column(w2, np.int64, m), Bf=_column(Bf, float, m),
+                l2=_column(l2, np.int64, m), prob=_column(prob, float, m), time_s=_column(t, float, m),
+                n=_column(n, float, m), c=_column(c, np.int8, m), j0=_column(j0, float, m),
+                jstep=_column(jstep, np.int8, m), jb=_column(jb, float, m), is_loss=_column(is_loss, np.int8, m),
+            )
+            # Zero-probability edges are dropped here, part by part, rather than after
+            # concatenating every part: the same edges in the same order, one copy less.
+            keep = part["prob"] > 0
+            if not keep.all():
+                part = {key: v[keep] for key, v in part.items()}
+            parts.append(part)
+            part_ids.append(np.full(part["src"].size, pid, np.int16))
 
-    # (d) timeout stages l = 1..6 with w = 0.
-    Bt = np.arange(Bm + 1)
-    for l in range(1, MAX_BACKOFF_STAGE + 1):
-        st = space.index(np.zeros_like(Bt), Bt, l)
-        Btf = Bt.astype(float)
-        _add_loss_free(add, params, st, 1, Btf, np.maximum(0.0, Btf + r - k), k,
-                       np.floor(np.minimum(Btf, k) + _EPS), 1.0 - p_nl, rtt, r)
-        backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
-        add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s, is_loss=0)
+        w_all, B_all, l_all = space.decode(src_all)
 
-    return Edges(**{key: np.concatenate([np.asarray(pt[key]) for pt in parts]) for key in parts[0]})
+        # Non-timeout states with l = 0, in (w, B) order.
+        m0 = (w_all > 0) & (l_all == 0)
+        wg, Bg, src0 = w_all[m0], B_all[m0], src_all[m0]
+        al = (Bg == 0) & (wg >= r - _EPS)
+
+        # (a) application-limited: one packet per step of 1/f.
+        wa, sa = wg[al], src0[al]
+        add(sa, wa, 0.0, 0, 1.0 - p_al, 1.0 / f, n=1.0)
+        add(sa, w_fr_al, b_fr_al, 1, alfr_w[wa - 1], rtt + 3.0 / f, n=3.0, c=1, j0=1.0, jstep=1, is_loss=1)
+        if params.hol_ramp:
+            _add_hol_ramp(add, sa, w_fr_al, b_fr_al, alfr_w[wa - 1], np.full(wa.shape, float(r)))
+        add(sa, 0, t0f, 1, alto_w[wa - 1], params.t0_s, is_loss=2)
+
+        # (b) network-limited, loss-free l = 0 (CA or SS): one round of RTT.
+        nl = ~al
+        wn, Bn, sn = wg[nl], Bg[nl].astype(float), src0[nl]
+        cap = wn * k
+        b_ok = np.maximum(0.0, Bn + r - cap)
+        grow = np.where(wn > r / 2, wn + 1, 2 * wn)
+        if params.growth_requires_backlog:
+            grow = np.where(b_ok > _EPS, grow, wn)
+        grow = np.minimum(grow, W)
+        n_ok = np.floor(np.minimum(Bn, cap) + _EPS)
+        _add_loss_free(add, params, sn, grow, Bn, b_ok, cap, n_ok, ok_w[wn - 1], rtt, r)
+        # fast retransmit: window inflation by 3 duplicate ACKs, eq (1) delays.
+        cap3 = (wn + 3) * k
+        n_fr = np.floor(np.minimum(Bn, cap3) + _EPS)
+        w_fr = np.minimum(W, np.maximum(1, (wn + 3) // 2))
+        add(sn, w_fr, np.maximum(0.0, Bn + r - cap3), 1, fr_w[wn - 1], rtt,
+            n=n_fr, c=1, j0=Bn + 4.0, jstep=1, jb=Bn, is_loss=1)
+        if params.hol_ramp:
+            _add_hol_ramp(add, sn, w_fr, np.maximum(0.0, Bn + r - cap3), fr_w[wn - 1],
+                          np.maximum(0.0, np.minimum(Bn + r, cap3) - np.minimum(Bn, cap3)))
+        add(sn, 0, Bn + t0f, 1, to_w[wn - 1], params.t0_s, is_loss=2)
+
+        # (c) fast recovery l = 1: one round, then loss-free with the same window.
+        m1 = (w_all > 0) & (l_all == 1)
+        w1, src1 = w_all[m1], src_all[m1]
+        Bf1 = B_all[m1].astype(float)
+        cap = w1 * k
+        _add_loss_free(add, params, src1, w1, Bf1, np.maximum(0.0, Bf1 + r - cap), cap,
+                       np.floor(np.minimum(Bf1, cap) + _EPS), 1.0, rtt, r)
+
+        # (d) timeout stages l = 1..6 with w = 0.
+        for l in range(1, MAX_BACKOFF_STAGE + 1):
+            mt = (w_all == 0) & (l_all == l)
+            st = src_all[mt]
+            Btf = B_all[mt].astype(float)
+            _add_loss_free(add, params, st, 1, Btf, np.maximum(0.0, Btf + r - k), k,
+                           np.floor(np.minimum(Btf, k) + _EPS), 1.0 - p_nl, rtt, r)
+            backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
+            add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s, is_loss=0)
+
+        if not parts:
+            empty = {key: np.zeros(0, dt) for key, dt in _EDGE_DTYPES.items()}
+            return Edges(**empty), np.zeros(0, np.int16)
+        edges = Edges(**{key: np.concatenate([np.asarray(pt[key]) for pt in parts]) for key in parts[0]})
+        return edges, np.concatenate(part_ids)
+
+    return edges_from
+
+
+def _column(x, dtype, m: int) -> np.ndarray:
+    """``x`` as ``m`` values of ``dtype`` (a scalar repeated); cheaper than ``np.broadcast_to``
+    for the many small calls of a breadth-first build."""
+    a = np.asarray(x, dtype=dtype)
+    if a.ndim:
+        return a
+    out = np.empty(m, dtype=dtype)
+    out.fill(a)
+    return out
+
+
+_EDGE_DTYPES = {"src": np.int64, "w2": np.int64, "Bf": float, "l2": np.int64, "prob": float, "time_s": float,
+                "n": float, "c": np.int8, "j0": float, "jstep": np.int8, "jb": float, "is_loss": np.int8}
 
 
 def _add_loss_free(add, params, src, w2, B, b_next, cap, n_backlog, prob, rtt, r):
@@ -363,11 +399,15 @@ class Chain:
     residual: float = float("nan")  # ||pi Q - pi||_1 of the last solve
 
 
-def build_chain(params: DelayParams) -> Chain:
-    """Build Q (Table 6) with ``backlog_rounding`` applied to fractional target backlogs."""
-    space = StateSpace(W=int(params.max_window), Bm=int(params.backlog_bound_packets))
-    e = build_edges(params, space)
-    twin = e.time_s == 0.0  # packet-only twins (fresh packets of loss-free edges, HOL ramps)
+def start_index(params: DelayParams, space: StateSpace) -> int:
+    """The application-limited state with the smallest window that admits ``r`` packets."""
+    w0 = max(1, math.ceil(params.r - 1e-9))
+    return int(space.index(w0, 0, 0))
+
+
+def _rounded_targets(e: Edges, params: DelayParams, space: StateSpace):
+    """``backlog_rounding`` of the edges' fractional target backlogs: (lower target, upper
+    target, share to the upper one, clipped at the bound)."""
     Bf = e.Bf
     if params.backlog_rounding == "split":
         lo = np.floor(Bf + _EPS)
@@ -385,7 +425,49 @@ def build_chain(params: DelayParams) -> Chain:
     lo_i = np.minimum(lo, space.Bm).astype(np.int64)
     hi_i = np.minimum(hi, space.Bm).astype(np.int64)
     dst_lo = space.index(e.w2, lo_i, e.l2)
-    dst_hi = space.index(e.w2, hi_i, e.l2)
+    dst_hi = dst_lo + (hi_i - lo_i)   # the index is the backlog plus a term of (w, l)
+    return dst_lo, dst_hi, frac, clipped
+
+
+def reachable_edges(params: DelayParams, space: StateSpace, start: int) -> Edges:
+    """The edges of :func:`build_edges` out of the states reachable from ``start``, in its order
+    (by part, then by source), built breadth-first from ``start``: the same arrays as
+    ``build_edges`` with the edges of unreachable sources left out.
+
+    Why: the truncated space holds ``2·W·(b_m+1)`` window/backlog pairs but the chain visits few
+    of them (video at RTT 300 ms split in 4: 15 533 of 773 766 states); building every one of
+    them took more time than solving the chain."""
+    edges_from = _edge_builder(params, space)
+    seen = np.zeros(space.n, dtype=bool)
+    seen[start] = True
+    frontier = np.array([start], dtype=np.int64)
+    found: list[tuple[Edges, np.ndarray]] = []
+    while frontier.size:
+        e, part = edges_from(frontier)
+        found.append((e, part))
+        dst_lo, dst_hi, frac, _ = _rounded_targets(e, params, space)
+        real = e.time_s != 0.0
+        targets = np.concatenate([dst_lo[real & (e.prob * (1 - frac) > 0)], dst_hi[real & (e.prob * frac > 0)]])
+        targets = np.unique(targets)
+        frontier = targets[~seen[targets]]
+        seen[frontier] = True
+    part = np.concatenate([pt for _, pt in found])
+    cat = {key: np.concatenate([getattr(e, key) for e, _ in found]) for key in _EDGE_DTYPES}
+    order = np.lexsort((cat["src"], part))
+    return Edges(**{key: v[order] for key, v in cat.items()})
+
+
+def build_chain(params: DelayParams, *, reachable_only: bool = False) -> Chain:
+    """Build Q (Table 6) with ``backlog_rounding`` applied to fractional target backlogs.
+
+    ``reachable_only``: only the rows of the states reachable from the application-limited start
+    state (:func:`start_index`; the others are empty rows), by :func:`reachable_edges`. The
+    recurrent class and its rows of Q are those of the full chain, bit for bit, so its
+    stationary vector is the same."""
+    space = StateSpace(W=int(params.max_window), Bm=int(params.backlog_bound_packets))
+    e = reachable_edges(params, space, start_index(params, space)) if reachable_only else build_edges(params, space)
+    twin = e.time_s == 0.0  # packet-only twins (fresh packets of loss-free edges, HOL ramps)
+    dst_lo, dst_hi, frac, clipped = _rounded_targets(e, params, space)
     real = ~twin
     rows = np.concatenate([e.src[real], e.src[real]])
     cols = np.concatenate([dst_lo[real], dst_hi[real]])

@@ -81,7 +81,7 @@ def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction
                 f"(f*RTT = {params.r:g} packets per round trip), more than the largest chain "
                 f"({params.max_states} states) can hold")
     while True:
-        chain = build_chain(params)
+        chain = build_chain(params, reachable_only=True)
         pi, rc = solve_chain(chain)
         stats = chain_statistics(chain, pi)
         W, Bm = params.max_window, params.backlog_bound_packets

@@ -1,4 +1,5 @@
-"""Stationary distribution of the delay chain by sparse direct solve.
+"""Stationary distribution of the delay chain: sparse direct solve, or an iterative one held to
+its residual.
 
 The chain is built on the full truncated state space (Appendix A.3) but only a part of it is
 recurrent (application-limited states need ``B = 0``, ``w >= r``; many ``(w, B)`` pairs are
@@ -8,20 +9,19 @@ remaining ``n - 1`` equations (the standard deflation for an irreducible chain, 
 *Introduction to the Numerical Solution of Markov Chains*, Section 2.3).
 
 Two solvers of the deflated system: SuperLU on a backlog-major order (exact up to round-off) and,
-for classes of at least :data:`ITERATIVE_MIN_STATES` states, BiCGSTAB (:func:`bicgstab`) preconditioned by one forward Gauss–Seidel sweep in the chain's *loss
-order* (:func:`loss_order`: every loss-free transition goes forward in it, so the sweep carries the
-mass along whole loss-free paths and only the losses are left to the Krylov iteration; Stewart
+for classes of at least :data:`ITERATIVE_MIN_STATES` states, BiCGSTAB (:func:`bicgstab`)
+preconditioned by one forward Gauss–Seidel sweep in the chain's *loss order* (:func:`loss_order`:
+every loss-free transition goes forward in it, so the sweep carries the mass along whole loss-free
+paths and only the losses are left to the Krylov iteration; Stewart
 Sections 3.2, 4.4 on Gauss–Seidel and preconditioned projection methods for Markov chains). The
 iterative answer is kept only if its residual ``||pi Q - pi||_1`` is at most
 :data:`ITERATIVE_RESIDUAL_TOL` (1e-14, four orders below the 1e-10 the direct solve is held to);
 otherwise the direct solve runs. At the classes ``tcpdelay advise`` meets with correlated loss
-(15 000-52 000 states) the sparse LU fills to 20-25 M entries and takes about a second each; the
-iteration takes 15-30 preconditioned steps, a few times faster.
+(15 000-52 000 states) the sparse LU fills to 16-25 M entries and takes 0.3-1.8 s each on the
+2-core development machine; the iteration takes 15-30 preconditioned steps, 0.03-0.1 s.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,7 +29,7 @@ import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.model.delay.chain import Chain
+from tcpdelay.model.delay.chain import Chain, start_index
 
 ITERATIVE_MIN_STATES = 2_000
 """Recurrent classes at least this large are solved iteratively first (:func:`stationary`); below
@@ -44,8 +44,7 @@ ITERATIVE_MAX_STEPS = 400
 
 def start_state(chain: Chain) -> int:
     """The application-limited state with the smallest window that admits ``r`` packets."""
-    w0 = max(1, math.ceil(chain.params.r - 1e-9))
-    return int(chain.space.index(w0, 0, 0))
+    return start_index(chain.params, chain.space)
 
 
 def recurrent_class(Q: sp.csr_matrix, start: int) -> np.ndarray:
