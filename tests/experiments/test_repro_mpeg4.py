@@ -34,7 +34,8 @@ def test_the_sections_have_committed_results():
     # full size on ns-3 for every section, the testbed's reduced runs beside ns-3's at the same size
     for name in ("mpeg4-4.3-ns3", "mpeg4-4.4-ns3", "mpeg4-4.5-ns3", "mpeg4-4.2-wired-ns3", "mpeg4-4.2-wireless-ns3",
                  "mpeg4-4.1-wireless-ns3", "mpeg4-4.1-wireless-ftp-ns3", "mpeg4-4.1-wired-ns3", "mpeg4-4.1-wired-ftp-ns3",
-                 "mpeg4-4.4-reduced", "mpeg4-4.3-reduced", "mpeg4-4.1-wireless-reduced", "mpeg4-4.1-wireless-reduced-ns3"):
+                 "mpeg4-4.4-reduced", "mpeg4-4.3-reduced", "mpeg4-4.1-wireless-reduced", "mpeg4-4.1-wireless-reduced-ns3",
+                 "mpeg4-4.1-wired-reduced", "mpeg4-4.1-wired-ftp-reduced"):
         assert name in SWEEPS, name
 
 
