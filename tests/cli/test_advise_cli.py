@@ -119,3 +119,26 @@ def test_measure_in_ns3_confirms_the_top_options():
     assert doc["ranking_note"]
     ranks = [o["rank"] for o in doc["options"]]
     assert ranks == sorted(ranks)
+
+
+@pytest.mark.testbed
+def test_measure_on_the_testbed_confirms_the_top_options():
+    """The same on real Linux TCP in namespaces (the default backend): the measured numbers
+    come from the testbed and say so."""
+    from tcpdelay.testbed.netns import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(str(unavailable_reason()))
+    res = tcpdelay("advise", "--profile", "video", "--rtt-s", "0.3", "--loss", "0.005", "--measure",
+                   "--measure-s", "4", "--json", timeout=600)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    m = doc["measurement"]
+    assert m["backend"] == "testbed" and m["failed"] == []
+    assert "as-is" in m["measured"] and len(m["measured"]) == 4
+    measured = [o for o in doc["options"] if "measured" in o]
+    assert len(measured) >= 4
+    for o in measured:
+        assert o["source"] == "measured"
+        assert o["measured"]["packets"] > 0 and o["measured"]["mean_s"] > 0.15   # at least L
+    assert doc["ranking_note"]
