@@ -142,3 +142,26 @@ def test_measure_on_the_testbed_confirms_the_top_options():
         assert o["source"] == "measured"
         assert o["measured"]["packets"] > 0 and o["measured"]["mean_s"] > 0.15   # at least L
     assert doc["ranking_note"]
+
+
+@pytest.mark.parametrize("columns", [80, 140])
+def test_the_table_keeps_every_number_whole_in_a_narrow_terminal(columns):
+    """Ten columns do not fit 80: below 120 the costs follow the table as lines; no cell is cut."""
+    import os
+
+    env = {**os.environ, "COLUMNS": str(columns)}
+    res = subprocess.run([sys.executable, "-m", "tcpdelay", "advise", "--profile", "voip", "--rtt-s", "0.1",
+                          "--loss", "0.02"], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= columns
+    doc = advise_json("--profile", "voip", "--rtt-s", "0.1", "--loss", "0.02")
+    for o in doc["options"]:
+        if o["predicted"] is not None and not o["predicted"].get("unstable"):
+            p95 = o["predicted"]["p95_s"]
+            assert (f"{p95 * 1e3:.0f} ms" if p95 < 1 else f"{p95:.2f} s") in out
+    if columns < 120:
+        assert "\ncost:\n" in out and "split-2: +20.8 kb/s headers" in out
+    else:
+        assert "cost" in out.splitlines()[2] or any("┃ cost" in line for line in out.splitlines())

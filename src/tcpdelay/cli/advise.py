@@ -89,7 +89,7 @@ def advise_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, playout_s, late_bud
         _warn([res["fit"]["message"]])
 
     def human(console):
-        console.print(render_table(res))
+        console.print(render_table(res, width=console.width))
         console.print(("[bold red]" if not res["fit"]["fits"] else "") + res["fit"]["message"], highlight=False)
         if res.get("ranking_note"):
             console.print(res["ranking_note"], highlight=False)
@@ -124,23 +124,34 @@ def _s(x) -> str:
     return f"{x * 1e3:.0f} ms" if x < 1 else f"{x:.2f} s"
 
 
-def render_table(res: dict):
+#: Below this many columns the table leaves out the cost and the model's p95 beside a
+#: measurement, and lists them under it: ten columns do not fit 80 without cutting numbers.
+WIDE_COLUMNS = 120
+
+
+def render_table(res: dict, width: int | None = None):
     """The ranked options with numbers as a rich table, then one line naming the options only a
-    measurement can say."""
+    measurement can say. In a terminal narrower than :data:`WIDE_COLUMNS` the costs (and the
+    model's p95 of a measured option) follow the table as lines, so every number stays whole."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
+    wide = width is None or width >= WIDE_COLUMNS
     b = res["budget"]
     src = res["source"]
     path = res["path"]
     t = Table(title=f"Advice: {src['profile']} ({fmt_bps(src['rate_bps'])}), RTT {path['rtt_s'] * 1e3:g} ms, "
                     f"loss {path['loss'] * 100:g} % ({path['loss_model']}); budget: at most "
-                    f"{_pct(b['late_fraction'])} later than {fmt_s(b['playout_s'])}", title_justify="left")
-    for col, just in (("#", "right"), ("option", "left"), ("source", "left"), ("mean", "right"), ("p95", "right"),
-                      ("p99", "right"), ("late", "right"), ("needs", "right"), ("ok", "left"), ("cost", "left")):
-        t.add_column(col, justify=just, no_wrap=col not in ("cost", "late"))
-    unquantified = []
+                    f"{_pct(b['late_fraction'])} later than {fmt_s(b['playout_s'])}", title_justify="left",
+              box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD, pad_edge=wide, collapse_padding=not wide)
+    cols = ["#", "option", "source", "mean", "p95", "p99", "late", "needs", "ok"] + (["cost"] if wide else [])
+    for col in cols:
+        # numbers never wrap; the option's name, the late fraction and the cost may
+        t.add_column(col, justify="left" if col in ("option", "source", "ok", "cost") else "right",
+                     no_wrap=col not in ("option", "late", "cost"), min_width=13 if col == "option" else None)
+    unquantified, below = [], []
     for o in res["options"]:
         num = o.get("measured") or o["predicted"]
         if num is None:
@@ -155,12 +166,21 @@ def render_table(res: dict):
                 late += f" @{_s(num['playout_s'])}"
             cells = [_s(num["mean_s"]), _s(num["p95_s"]), _s(num["p99_s"]), late, _s(num["needed_playout_s"])]
             ok = "[green]yes[/]" if o["meets_budget"] else "[red]no[/]"
-        src_text = o["source"]
+        model_p95 = None
         if "measured" in o and o["predicted"] is not None and o["predicted"].get("p95_s") is not None:
-            src_text += f" (model p95 {_s(o['predicted']['p95_s'])})"
-        t.add_row(str(o["rank"]), o["name"], src_text, *cells, ok, cost_text(o["cost"]))
-    parts = [t, Text("late: the fraction later than the playout delay (the budget's unless @); needs: the playout "
-                     "delay that keeps the late fraction within the budget", style="dim")]
+            model_p95 = f"model p95 {_s(o['predicted']['p95_s'])}"
+        if wide:
+            src_text = o["source"] + (f" ({model_p95})" if model_p95 else "")
+            t.add_row(str(o["rank"]), o["name"], src_text, *cells, ok, cost_text(o["cost"]))
+        else:
+            t.add_row(str(o["rank"]), o["name"], o["source"], *cells, ok)
+            below.append(f"{o['rank']}. {o['name']}: {cost_text(o['cost'])}" + (f"; {model_p95}" if model_p95 else ""))
+    parts = [t]
+    if below:
+        parts.append(Text("cost" + (" (and the model's p95 of a measured option)" if "measured" in res.get("measurement", {})
+                                    else "") + ":\n  " + "\n  ".join(below)))
+    parts.append(Text("late: the fraction later than the playout delay (the budget's unless @); needs: the playout "
+                      "delay that keeps the late fraction within the budget", style="dim"))
     if unquantified:
         parts.append(Text("Only a measurement can say (--measure --measure-option NAME): " + ", ".join(unquantified)))
     return Group(*parts)
