@@ -45,8 +45,9 @@ from tcpdelay.testbed.emulator import LinkProcess, access_config, emulator_confi
 from tcpdelay.testbed.spec import HostSpec, TestbedSpec
 
 #: The emulator's real-time priority (``SCHED_FIFO``, emulator/src/main.rs); the programs under
-#: measurement run ``SCHED_RR`` at the same priority (:meth:`Host.spawn`).
+#: measurement run ``SCHED_RR`` at the same priority (:func:`become_realtime`).
 REALTIME_PRIORITY = 10
+
 
 def become_realtime() -> bool:
     """Run the calling thread (and the threads it starts) ``SCHED_RR`` at the emulators' priority;

@@ -44,10 +44,9 @@ from tcpdelay.traffic.source import PreparedSource
 #: Seconds a media sender waits for its queues to drain after its last packet.
 DRAIN_S = 5.0
 #: CPU niceness of every cross-traffic endpoint (clients, servers, sinks). The hosts share this
-#: machine's cores; when many bulk flows saturate them, a media receiver at the same priority
-#: falls seconds behind its socket (papers/004's 19 FTP flows at 100 Mb/s: a UDP flow's
-#: userspace arrival times 2-8 s late, its receiver's summary 15 s late). Cross traffic only
-#: loads the network, so it yields the CPU to the flows under measurement and to the emulators.
+#: machine's cores: cross traffic only loads the network, so it yields the CPU to the other
+#: programs of the normal class (the run's own process; the media programs where they cannot
+#: become real-time, docs/testbed.md).
 CROSS_NICENESS = 10
 #: Seconds between two looks at the run's processes while waiting (a lost part is noticed within this).
 WATCH_EVERY_S = 0.5
