@@ -15,14 +15,20 @@ measured and the model's distribution functions (eq 3), against the 95 % Kolmogo
 ``1.36 / sqrt(n)``, and the share of handshakes with no backoff (``L_h = RTT``) against eq (1)'s
 ``(1 - p_f)(1 - p_r)``.
 
-``lossfree`` (§IV-A, Figs 5-7): per run, the transfer times (first write to the last byte's
+``lossfree`` (§IV-A, Fig 5): per run, the transfer times (first write to the last byte's
 ACK) of the transfers that saw no retransmission, against eq (15) with the stack's initial
 window and Linux's growth per segment acknowledged (``b = 1``, gamma = 2: both Linux and
 ns-3 grow cwnd by the segments an ACK covers), no delayed-ACK cost; the error in RTTs.
 
-``loss`` (§IV-A, Figs 8-9 in part): per run, the transfer times against eq (25)'s mean at the
-configured loss rate (the same w1 and b; T0 the model's default), overall and per papers/001
-class (``no_loss``, ``fast_retransmit``, ``rto``: Figs 11-13's split).
+``loss`` (§IV-A, Figs 6-9, and Figs 11-13's split): per run, the transfer times against eq
+(25)'s mean and §II-E's distribution at the configured loss rate (the same w1 and b; T0 the
+model's default, RTT + 200 ms, Linux's and the ns-3 backend's RTO on a steady path), the
+steady-state models beside them (PFTK [34]: d / R(p); Mathis [27]: d / X(p), with the same b),
+the timeouts per transfer against PFTK's, and papers/001's error by class (``no_loss``,
+``fast_retransmit``, ``rto``) with each model at the transfer's own loss rate ``k / (d + k)``
+(k its retransmissions): Fig 11's (modeled - measured) / RTT for loss-free transfers, Figs
+12-13's median (modeled - measured) / measured; a last row pools every transfer.
+``--figure PREFIX.png`` draws Figs 6-9's views, a PNG per transfer size.
 
 Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (the page's
 numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the committed runs).
@@ -40,10 +46,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from repro_common import run_json, runs  # noqa: E402
+from repro_common import run_json, runs, save_figure  # noqa: E402
 
 from tcpdelay.experiments.scenario import load_scenario  # noqa: E402
+from tcpdelay.model import throughput as tp  # noqa: E402
 from tcpdelay.model.handshake import handshake_cdf, handshake_mean_approx_s, handshake_mean_s  # noqa: E402
+from tcpdelay.model.latency_distribution import loss_scenarios, transfer_distribution  # noqa: E402
 from tcpdelay.model.transfer import transfer_time_s  # noqa: E402
 
 #: The initial SYN timeout of each backend (s): ns-3 3.44's TcpSocket::ConnTimeout default, and
@@ -127,41 +135,220 @@ def lossfree_summary(sweep_dir: Path) -> list[dict]:
     return sorted(out, key=lambda x: (x["rtt_s"], x["size_bytes"]))
 
 
-def loss_summary(sweep_dir: Path) -> list[dict]:
-    """Transfers with loss against eq (25)'s mean at the configured p, overall and by class."""
+#: the models of Figs 12-13: eq (25), PFTK [34] (d / R) and Mathis [27] (d / X)
+MODELS = ("eq25", "pftk", "mathis")
+
+
+def flow_loss_rate(t: dict, d: int) -> float:
+    """The loss rate a transfer saw, as §II-E counts it: ``k / (d + k)`` for ``k``
+    retransmissions while its ``d`` segments got through (0 for a transfer without one)."""
+    k = t["retransmits"] or 0
+    return k / (d + k)
+
+
+def _q(x, q: float):
+    return round(float(np.quantile(x, q)), 4) if len(x) else None
+
+
+def _median(x):
+    return round(float(np.median(x)), 3) if len(x) else None
+
+
+def _class_errors(flows: list[dict]) -> dict:
+    """Figs 11-13's errors over ``flows`` (dicts with ``class``, ``transfer_s``, ``rtt_s`` and the
+    models' predictions at the flow's own loss rate). Fig 11 (no loss): eq (15)'s error
+    ``(modeled - measured) / RTT``, its median and the share within one RTT, and the median
+    relative error; Figs 12-13 (fast retransmit only; at least one RTO): the median relative
+    error ``(modeled - measured) / measured`` of eq (25), PFTK [34] (d / R) and Mathis [27]."""
+    out = {}
+    nl = [f for f in flows if f["class"] == "no_loss"]
+    e_rtt = np.array([(f["eq25_s"] - f["transfer_s"]) / f["rtt_s"] for f in nl])
+    out["no_loss_n"] = len(nl)
+    out["no_loss_median_err_rtts"] = _median(e_rtt)
+    out["no_loss_within_1rtt"] = round(float(np.mean(np.abs(e_rtt) <= 1.0 + 1e-9)), 3) if len(nl) else None
+    out["no_loss_median_rel_err"] = _median([(f["eq25_s"] - f["transfer_s"]) / f["transfer_s"] for f in nl])
+    for cls in ("fast_retransmit", "rto"):
+        fl = [f for f in flows if f["class"] == cls]
+        out[f"{cls}_n"] = len(fl)
+        for m in MODELS:
+            out[f"{cls}_{m}_median_rel_err"] = _median([(f[m + "_s"] - f["transfer_s"]) / f["transfer_s"] for f in fl])
+    return out
+
+
+def _loss_flows(rtt: float, d: int, w1: float, rows: list[dict]) -> list[dict]:
+    """Each finished transfer with its own loss rate and what each model predicts at it (eq 25,
+    PFTK's d / R and Mathis's d / X; the last two have no value without loss)."""
     out = []
+    t0 = float(tp.default_t0_s(rtt))
+    for t in rows:
+        pk = flow_loss_rate(t, d)
+        out.append({"class": t["class"], "transfer_s": t["transfer_s"], "rtt_s": rtt, "p": pk,
+                    "eq25_s": float(transfer_time_s(d, pk, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)),
+                    "pftk_s": d / float(tp.pftk_segments_per_s(pk, rtt, t0, ACKS_PER_SEGMENT)) if pk > 0 else None,
+                    "mathis_s": d / float(tp.mathis_segments_per_s(pk, rtt, ACKS_PER_SEGMENT)) if pk > 0 else None})
+    return out
+
+
+def _loss_cell(r: dict) -> tuple[dict, list[dict]]:
+    rj, rtt, fwd, cross, rows, mss, w1, d = _transfer_run(r)
+    p = _loss(fwd)
+    t0 = float(tp.default_t0_s(rtt))
+    t = np.array([x["transfer_s"] for x in rows], dtype=float)
+    n = len(t)
+    model = float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT))
+    dist = transfer_distribution(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)
+    k = sum(x["retransmits"] or 0 for x in rows)
+    grid = np.unique(t)
+    meas_cdf = np.searchsorted(np.sort(t), grid, side="right") / n
+    # the measured CDF jumps at each value: compare the model with both sides of each step
+    below = np.searchsorted(np.sort(t), grid, side="left") / n
+    model_cdf = np.asarray(dist.cdf(grid), dtype=float)
+    gap = float(max(np.max(np.abs(meas_cdf - model_cdf)), np.max(np.abs(below - model_cdf))))
+    row = {"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "p": p, "size_bytes": cross.size_bytes,
+           "mss_bytes": mss, "d": d, "w1": w1, "t0_s": round(t0, 4), "transfers": n,
+           "incomplete": len(_rows(rj)) - n,
+           "flow_loss_rate": round(k / (n * d + k), 4),
+           "mean_s": round(float(t.mean()), 4), "ci95_s": round(1.96 * float(t.std(ddof=1)) / math.sqrt(n), 4),
+           "model_s": round(model, 4), "dist_mean_s": round(dist.mean(), 4),
+           "pftk_s": round(d / float(tp.pftk_segments_per_s(p, rtt, t0, ACKS_PER_SEGMENT)), 4),
+           "mathis_s": round(d / float(tp.mathis_segments_per_s(p, rtt, ACKS_PER_SEGMENT)), 4)}
+    row["error"] = round(model / row["mean_s"] - 1, 3)
+    # timeouts: measured per transfer against the timeout sequences PFTK (inside eq 25) expects,
+    # d p Q(p, W(p)): a loss indication per segment with probability p, a timeout with Q
+    w_p = float(tp.expected_loss_window(p, ACKS_PER_SEGMENT)) if p > 0 else None
+    row["rtos_per_transfer"] = round(float(np.mean([x["rtos"] or 0 for x in rows])), 3)
+    row["pftk_timeouts_per_transfer"] = round(d * p * float(tp.timeout_probability(p, w_p)), 3) if p > 0 else 0.0
+    for q in (0.25, 0.5, 0.75, 0.9):
+        row[f"p{round(q * 100)}_s"] = _q(t, q)
+        row[f"model_p{round(q * 100)}_s"] = round(float(dist.quantile(q)), 4)
+    row["cdf_max_gap"] = round(gap, 4)
+    row["ks_bound_95"] = round(1.36 / math.sqrt(n), 4)
+    flows = _loss_flows(rtt, d, w1, rows)
+    for cls in ("no_loss", "fast_retransmit", "rto"):
+        c = [x["transfer_s"] for x in rows if x["class"] == cls]
+        row[f"{cls}_mean_s"] = round(float(np.mean(c)), 4) if c else None
+    row.update(_class_errors(flows))
+    return row, flows
+
+
+def loss_summary(sweep_dir: Path) -> list[dict]:
+    """Transfers with loss (§IV-A, Figs 6-9) against eq (25)'s mean and §II-E's distribution at
+    the configured p, the steady-state models beside them, and the error by class (Figs 11-13)
+    at each transfer's own loss rate; a last row (``cell`` "all") pools the classes' errors over
+    every transfer of the sweep, as the paper pools its HTTP flows."""
+    out, flows = [], []
+    for r in runs(sweep_dir):
+        row, f = _loss_cell(r)
+        out.append(row)
+        flows += f
+    out.sort(key=lambda x: (x["size_bytes"], x["p"]))
+    if out:
+        out.append({"cell": "all", "transfers": len(flows), **_class_errors(flows)})
+    return out
+
+
+def loss_figure(sweep_dir: Path, prefix: Path) -> list[Path]:
+    """Figs 6-9's views, one PNG per transfer size (PREFIX-<size>kB.png), a row per loss rate:
+    left, each transfer's latency against the loss rate it saw (by class), with eq (25), PFTK's
+    d / R and Mathis's d / X as curves of the loss rate, §II-E's scenarios (eq 25 at k / (d + k),
+    marker area by probability) and the means at the configured p; right, the measured
+    distribution against §II-E's, with the measured mean and eq (25)'s."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = {}
     for r in runs(sweep_dir):
         rj, rtt, fwd, cross, rows, mss, w1, d = _transfer_run(r)
-        p = _loss(fwd)
-        model = float(transfer_time_s(d, p, rtt, w1=w1, b=ACKS_PER_SEGMENT)) if d else None
-        row = {"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "p": p, "size_bytes": cross.size_bytes,
-               "d": d, "w1": w1, "transfers": len(rows), "incomplete": len(_rows(rj)) - len(rows),
-               "mean_s": round(float(np.mean([t["transfer_s"] for t in rows])), 4) if rows else None,
-               "model_s": round(model, 4) if model is not None else None}
-        row["error"] = round(row["mean_s"] / model - 1, 3) if rows and model else None
-        for cls in ("no_loss", "fast_retransmit", "rto"):
-            t = [x["transfer_s"] for x in rows if x["class"] == cls]
-            row[f"{cls}_n"] = len(t)
-            row[f"{cls}_mean_s"] = round(float(np.mean(t)), 4) if t else None
-        out.append(row)
-    return sorted(out, key=lambda x: (x["size_bytes"], x["p"]))
+        cells.setdefault(cross.size_bytes, []).append((_loss(fwd), rtt, w1, d, rows))
+    colours = {"no_loss": "tab:green", "fast_retransmit": "tab:blue", "rto": "tab:red"}
+    paths = []
+    for size, cs in sorted(cells.items()):
+        cs.sort(key=lambda c: c[0])
+        fig, axes = plt.subplots(len(cs), 2, figsize=(10, 3.2 * len(cs)), squeeze=False)
+        for (p, rtt, w1, d, rows), (ax, bx) in zip(cs, axes):
+            t0 = float(tp.default_t0_s(rtt))
+            t = np.array([x["transfer_s"] for x in rows])
+            pk = np.array([flow_loss_rate(x, d) for x in rows])
+            for cls, col in colours.items():
+                m = np.array([x["class"] == cls for x in rows])
+                if m.any():
+                    ax.scatter(pk[m], t[m], s=12, color=col, alpha=0.7, label=f"{cls} ({m.sum()})")
+            hi = max(float(pk.max()), p) * 1.15 + 1e-4
+            grid = np.linspace(hi / 400, hi, 400)
+            ax.plot(grid, transfer_time_s(d, grid, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT), "k-", lw=1.2,
+                    label="eq 25")
+            ax.plot(grid, d / tp.pftk_segments_per_s(grid, rtt, t0, ACKS_PER_SEGMENT), "--", color="tab:purple",
+                    lw=1, label="PFTK d/R [34]")
+            ax.plot(grid, d / tp.mathis_segments_per_s(grid, rtt, ACKS_PER_SEGMENT), ":", color="tab:brown",
+                    lw=1.2, label="Mathis d/X [27]")
+            dist = transfer_distribution(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)
+            ks, ws, pks, _ = loss_scenarios(d, p)
+            keep = ws > 1e-3
+            ax.scatter(pks[keep], dist.atoms_s[keep], s=400 * ws[keep], facecolors="none", edgecolors="k",
+                       lw=0.8, label="§II-E scenarios")
+            ax.axhline(float(t.mean()), color="tab:orange", lw=1, label=f"measured mean {t.mean():.2f} s")
+            ax.axhline(float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)), color="k", lw=0.8,
+                       ls="-.", label="eq 25 mean at p")
+            top = max(float(t.max()), float(dist.quantile(0.995))) * 1.15
+            ax.set_ylim(0, top)
+            ax.set_xlim(-hi * 0.02, hi)
+            ax.set_xlabel("loss rate the transfer saw, k/(d+k)")
+            ax.set_ylabel("transfer latency (s)")
+            ax.set_title(f"{size // 1024} kB, p = {p:g}, RTT {rtt * 1000:g} ms, w1 = {w1}")
+            ax.legend(fontsize=6.5, loc="upper left")
+            xs = np.sort(t)
+            bx.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", color="tab:orange",
+                    label=f"measured ({len(xs)})")
+            g = np.linspace(0, top, 600)
+            bx.plot(g, dist.cdf(g), "k-", lw=1, label="§II-E distribution")
+            bx.axvline(float(t.mean()), color="tab:orange", lw=0.8, ls="--", label="measured mean")
+            bx.axvline(float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)), color="k", lw=0.8,
+                       ls="-.", label="eq 25 mean")
+            bx.set_xlim(0, top)
+            bx.set_xlabel("transfer latency (s)")
+            bx.set_ylabel("fraction of transfers")
+            bx.legend(fontsize=7, loc="lower right")
+        path = prefix.with_name(f"{prefix.stem}-{size // 1024}kB.png")
+        save_figure(fig, path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
 
 
 SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary, "loss": loss_summary}
 
 
-def markdown(s: dict) -> str:
-    """The page's table of a summary (docs/experiments/latency-cardwell.md)."""
+def _pct(x) -> str:
+    return "—" if x is None else f"{x:+.0%}"
+
+
+def markdown(s: dict, part: str = "main") -> str:
+    """The page's table of a summary (docs/experiments/latency-cardwell.md); a ``loss`` summary
+    has two: ``main`` (means and distributions, Figs 6-9) and ``class`` (Figs 11-13)."""
+    if s["kind"] == "loss" and part == "class":
+        out = ["| size | p | no loss: n | eq 15 within 1 RTT | median (model − measured) / RTT | "
+               "fast retransmit only: n | median rel. error eq 25 / PFTK / Mathis | RTO: n | "
+               "median rel. error eq 25 / PFTK / Mathis |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in s["rows"]:
+            head = "all | all" if r["cell"] == "all" else f"{r['size_bytes'] // 1024} kB | {r['p']:g}"
+            nl = (f"{r['no_loss_within_1rtt']:.0%} | {r['no_loss_median_err_rtts']:+.2f}" if r["no_loss_n"]
+                  else "— | —")
+            cls = [f"{r[c + '_n']} | " + (" / ".join(_pct(r[f"{c}_{m}_median_rel_err"]) for m in MODELS)
+                                           if r[c + "_n"] else "—") for c in ("fast_retransmit", "rto")]
+            out.append(f"| {head} | {r['no_loss_n']} | {nl} | {cls[0]} | {cls[1]} |")
+        return "\n".join(out)
     if s["kind"] == "loss":
-        out = ["| size | p | transfers | mean (s) | eq 25 (s) | error | no loss: n, mean (s) | fast retransmit only | "
-               "RTO |", "|---|---|---|---|---|---|---|---|---|"]
-
-        def cls(r, k):
-            return f"{r[k + '_n']}, {r[k + '_mean_s']:.3f}" if r[k + "_n"] else "0"
-
-        out += [f"| {r['size_bytes'] // 1024} kB | {r['p']:g} | {r['transfers']} | {r['mean_s']:.3f} | "
-                f"{r['model_s']:.3f} | {r['error']:+.1%} | {cls(r, 'no_loss')} | {cls(r, 'fast_retransmit')} | "
-                f"{cls(r, 'rto')} |" for r in s["rows"]]
+        out = ["| size | p | transfers | loss rate seen | mean ± 95 % (s) | eq 25 (s) | §II-E mean (s) | "
+               "PFTK d/R (s) | Mathis d/X (s) | median: measured / §II-E (s) | 90th pct: measured / §II-E (s) | "
+               "max CDF gap | 95 % KS bound | RTOs per transfer: measured / PFTK |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r['size_bytes'] // 1024} kB | {r['p']:g} | {r['transfers']} | {r['flow_loss_rate']:.4f} | "
+                f"{r['mean_s']:.3f} ± {r['ci95_s']:.3f} | {r['model_s']:.3f} | {r['dist_mean_s']:.3f} | "
+                f"{r['pftk_s']:.3f} | {r['mathis_s']:.3f} | {r['p50_s']:.3f} / {r['model_p50_s']:.3f} | "
+                f"{r['p90_s']:.3f} / {r['model_p90_s']:.3f} | {r['cdf_max_gap']:.3f} | {r['ks_bound_95']:.3f} | "
+                f"{r['rtos_per_transfer']:.2f} / {r['pftk_timeouts_per_transfer']:.2f} |"
+                for r in s["rows"] if r["cell"] != "all"]
         return "\n".join(out)
     if s["kind"] == "lossfree":
         out = ["| RTT (ms) | d (segments) | ns-3 (s) | eq 15 (s) | error (RTTs) |", "|---|---|---|---|---|"]
@@ -189,19 +376,26 @@ def main() -> None:
     ap.add_argument("sweep_dir", type=Path)
     ap.add_argument("--write", action="store_true", help="keep the table as SWEEP_DIR/summary.json")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--markdown", action="store_true", help="the page's table")
+    ap.add_argument("--markdown", action="store_true", help="the page's table(s)")
+    ap.add_argument("--figure", type=Path, help="loss: PNGs PREFIX-<size>kB.png (Figs 6-9's views)")
     a = ap.parse_args()
     s = summary(a.kind, a.sweep_dir)
     if a.json:
         print(json.dumps(s, indent=1))
     elif a.markdown:
         print(markdown(s))
+        if a.kind == "loss":
+            print()
+            print(markdown(s, "class"))
     else:
         rows = s["rows"]
         keys = list(rows[0]) if rows else []
         print("  ".join(keys))
         for row in rows:
-            print("  ".join("-" if row[k] is None else str(row[k]) for k in keys))
+            print("  ".join("-" if row.get(k) is None else str(row[k]) for k in keys))
+    if a.figure and a.kind == "loss":
+        for path in loss_figure(a.sweep_dir, a.figure):
+            print(f"wrote {path}", file=sys.stderr)
     if a.write:
         (a.sweep_dir / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
 

@@ -17,7 +17,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import repro_latency_cardwell as repro  # noqa: E402
 
 RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "handshake",
-           "latency-cardwell-lossfree": "lossfree", "latency-cardwell-loss": "loss"}
+           "latency-cardwell-lossfree": "lossfree", "latency-cardwell-loss": "loss",
+           "latency-cardwell-loss-nosack": "loss"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -42,8 +43,11 @@ def test_handshake_rows_are_simulated_with_the_papers_syn_timeout(name):
 
 
 PAGE = ROOT / "docs" / "experiments" / "latency-cardwell.md"
-TABLES = {"latency-cardwell-fig3": "fig3", "latency-cardwell-fig4": "fig4", "latency-cardwell-lossfree": "lossfree",
-          "latency-cardwell-loss": "loss"}
+#: each committed summary's tables on the page: (marker, the script's table part)
+TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": [("fig4", "main")],
+          "latency-cardwell-lossfree": [("lossfree", "main")],
+          "latency-cardwell-loss": [("loss", "main"), ("loss-class", "class")],
+          "latency-cardwell-loss-nosack": [("loss-nosack", "main"), ("loss-nosack-class", "class")]}
 
 
 @pytest.mark.parametrize("name", COMMITTED)
@@ -51,7 +55,45 @@ def test_the_pages_tables_are_the_committed_summaries(name):
     """Each table of docs/experiments/latency-cardwell.md follows its ``<!-- marker -->`` and is
     the script's table of the committed summary."""
     page = PAGE.read_text()
-    marker = f"<!-- {TABLES[name]} -->\n"
-    assert marker in page, marker
-    table = page.split(marker, 1)[1].split("\n\n", 1)[0]
-    assert table == repro.markdown(json.loads((ROOT / "results" / name / "summary.json").read_text()))
+    for marker, part in TABLES[name]:
+        marker = f"<!-- {marker} -->\n"
+        assert marker in page, marker
+        table = page.split(marker, 1)[1].split("\n\n", 1)[0]
+        assert table == repro.markdown(json.loads((ROOT / "results" / name / "summary.json").read_text()), part)
+
+
+@pytest.mark.parametrize("name", [n for n in COMMITTED if RESULTS[n] == "loss"])
+def test_loss_rows_class_every_transfer_and_pool_them(name):
+    """Each cell's transfers fall in exactly one of papers/001's classes, none given up, and the
+    pooled row counts every transfer of the sweep; the §II-E distribution's mean is eq (25)'s
+    within a third (they differ only by averaging over loss scenarios)."""
+    rows = json.loads((ROOT / "results" / name / "summary.json").read_text())["rows"]
+    cells, pooled = rows[:-1], rows[-1]
+    assert pooled["cell"] == "all" and len(cells) == 6
+    for r in cells:
+        assert r["backend"] == "ns3-simulation" and r["transfers"] >= 100 and r["incomplete"] == 0
+        assert r["no_loss_n"] + r["fast_retransmit_n"] + r["rto_n"] == r["transfers"]
+        assert r["dist_mean_s"] == pytest.approx(r["model_s"], rel=1 / 3)
+    for k in ("no_loss_n", "fast_retransmit_n", "rto_n", "transfers"):
+        assert pooled[k] == sum(r[k] for r in cells)
+
+
+def test_class_errors_against_hand_computed_flows():
+    """Figs 11-13's statistics: (modeled - measured) / RTT for loss-free flows, relative error
+    (modeled - measured) / measured for the others, medians over each class."""
+    f = [{"class": "no_loss", "transfer_s": 0.5, "rtt_s": 0.1, "eq25_s": 0.4, "pftk_s": None, "mathis_s": None},
+         {"class": "no_loss", "transfer_s": 0.7, "rtt_s": 0.1, "eq25_s": 0.4, "pftk_s": None, "mathis_s": None},
+         {"class": "no_loss", "transfer_s": 0.4, "rtt_s": 0.1, "eq25_s": 0.4, "pftk_s": None, "mathis_s": None},
+         {"class": "fast_retransmit", "transfer_s": 1.0, "rtt_s": 0.1, "eq25_s": 2.0, "pftk_s": 1.5, "mathis_s": 0.5},
+         {"class": "rto", "transfer_s": 2.0, "rtt_s": 0.1, "eq25_s": 1.0, "pftk_s": 3.0, "mathis_s": 2.0},
+         {"class": "rto", "transfer_s": 4.0, "rtt_s": 0.1, "eq25_s": 1.0, "pftk_s": 3.0, "mathis_s": 2.0}]
+    e = repro._class_errors(f)
+    assert e["no_loss_n"] == 3 and e["no_loss_median_err_rtts"] == pytest.approx(-1.0)
+    assert e["no_loss_within_1rtt"] == pytest.approx(2 / 3, abs=1e-3)
+    assert e["no_loss_median_rel_err"] == pytest.approx(-0.2)
+    assert (e["fast_retransmit_eq25_median_rel_err"], e["fast_retransmit_pftk_median_rel_err"],
+            e["fast_retransmit_mathis_median_rel_err"]) == pytest.approx((1.0, 0.5, -0.5))
+    assert e["rto_n"] == 2 and e["rto_eq25_median_rel_err"] == pytest.approx((-0.5 - 0.75) / 2)
+    assert e["rto_pftk_median_rel_err"] == pytest.approx((0.5 - 0.25) / 2)
+    assert repro.flow_loss_rate({"retransmits": 4}, 46) == pytest.approx(4 / 50)
+    assert repro.flow_loss_rate({"retransmits": 0}, 46) == 0
