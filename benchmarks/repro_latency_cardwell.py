@@ -351,7 +351,8 @@ def markdown(s: dict, part: str = "main") -> str:
                 for r in s["rows"] if r["cell"] != "all"]
         return "\n".join(out)
     if s["kind"] == "lossfree":
-        out = ["| RTT (ms) | d (segments) | ns-3 (s) | eq 15 (s) | error (RTTs) |", "|---|---|---|---|---|"]
+        name = "ns-3" if all(r["backend"] == "ns3-simulation" for r in s["rows"]) else "Linux"
+        out = [f"| RTT (ms) | d (segments) | {name} (s) | eq 15 (s) | error (RTTs) |", "|---|---|---|---|---|"]
         out += [f"| {r['rtt_s'] * 1000:g} | {r['d']} | {r['mean_s']:.4f} | {r['model_s']:.4f} | {r['error_rtts']:+.2f} |"
                 for r in s["rows"]]
         return "\n".join(out)
