@@ -4,7 +4,8 @@ or simulated ``transfers`` runs (docs/experiments/latency-cardwell.md).
     python benchmarks/repro_latency_cardwell.py handshake results/latency-cardwell-fig3 [--write]
     python benchmarks/repro_latency_cardwell.py handshake results/latency-cardwell-fig4 [--write]
     python benchmarks/repro_latency_cardwell.py lossfree results/latency-cardwell-lossfree [--write]
-    python benchmarks/repro_latency_cardwell.py loss results/latency-cardwell-loss [--write]
+    python benchmarks/repro_latency_cardwell.py loss results/latency-cardwell-loss [--write] [--figure PNG]
+    python benchmarks/repro_latency_cardwell.py lte results/latency-cardwell-lte-verizon [--write]
 
 ``handshake`` (§III, Figs 3-4): per run, the handshake times of its transfers (``connect()`` to
 established) against eqs (1)-(4) with the run's RTT, ``p_f`` (the path's forward loss: SYN/ACK),
@@ -30,6 +31,10 @@ the timeouts per transfer against PFTK's, and papers/001's error by class (``no_
 12-13's median (modeled - measured) / measured; a last row pools every transfer.
 ``--figure PREFIX.png`` draws Figs 6-9's views, a PNG per transfer size.
 
+``lte`` (§IV-B/C replaced by Mahimahi LTE traces): per size, the transfers over the trace
+against eq (15) at the median handshake time (the idle path's RTT), and the time the trace's
+mean rate needs for the bytes plus that RTT.
+
 Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (the page's
 numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the committed runs).
 """
@@ -37,13 +42,16 @@ numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from repro_common import run_json, runs, save_figure  # noqa: E402
@@ -316,7 +324,51 @@ def loss_figure(sweep_dir: Path, prefix: Path) -> list[Path]:
     return paths
 
 
-SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary, "loss": loss_summary}
+@functools.lru_cache(maxsize=None)
+def _trace_rate_bps(name: str) -> float:
+    """A Mahimahi trace's mean rate: one 1500-byte delivery opportunity per line, over the
+    trace's length in ms (its last timestamp)."""
+    ms = np.loadtxt(ROOT / "data" / "links" / "mahimahi" / name, dtype=np.int64, ndmin=1)
+    return len(ms) * 1500 * 8 / (float(ms[-1]) / 1000.0)
+
+
+def lte_summary(sweep_dir: Path) -> list[dict]:
+    """§IV-B/C replaced: transfers over a Mahimahi LTE trace (no loss) against eq (15) at the RTT
+    of the cell's handshakes (median of connect() to established on the idle path), and the
+    time the trace's mean rate needs for the bytes (plus that RTT) as the rate's reference.
+    The scenario is read as written (its trace path is the machine's that ran it); the trace is
+    the repository's file of that name."""
+    out = []
+    for r in runs(sweep_dir):
+        rj = run_json(r["dir"])
+        sc = tomllib.loads((r["dir"] / "scenario.toml").read_text())
+        trace = Path(sc["path"]["forward"]["trace"]).name
+        size = int(sc["cross"][0]["size_bytes"])
+        server = rj["run"]["cross"][0]["server_host"]
+        w1 = next(h["tcp"].get("initcwnd_segments") for h in rj["run"]["hosts"] if h["name"] == server)
+        rows = [t for t in _rows(rj) if t["transfer_s"] is not None]
+        mss = rows[0]["mss_bytes"]
+        d = math.ceil(size / mss)
+        t = np.array([x["transfer_s"] for x in rows], dtype=float)
+        rtt = float(np.median([x["handshake_s"] for x in rows]))
+        model = float(transfer_time_s(d, 0.0, rtt, w1=w1, b=ACKS_PER_SEGMENT))
+        rate = _trace_rate_bps(trace)
+        k = sum(x["retransmits"] or 0 for x in rows)
+        mean = float(t.mean())
+        out.append({"cell": r["cell_id"], "backend": _backend(rj), "trace": trace, "trace_rate_bps": round(rate),
+                    "base_rtt_s": float(sc["path"]["rtt_s"]), "size_bytes": size, "d": d, "w1": w1,
+                    "transfers": len(rows), "incomplete": len(_rows(rj)) - len(rows),
+                    "loss_rate_seen": round(k / (len(rows) * d + k), 4),
+                    "handshake_rtt_s": round(rtt, 4),
+                    "mean_s": round(mean, 4), "ci95_s": round(1.96 * float(t.std(ddof=1)) / math.sqrt(len(t)), 4),
+                    "p50_s": _q(t, 0.5), "p90_s": _q(t, 0.9),
+                    "model_s": round(model, 4),
+                    "error_rtts": round((model - mean) / rtt, 2), "rel_error": round(model / mean - 1, 3),
+                    "rate_time_s": round(size * 8 / rate + rtt, 4)})
+    return sorted(out, key=lambda x: x["size_bytes"])
+
+
+SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary, "loss": loss_summary, "lte": lte_summary}
 
 
 def _pct(x) -> str:
@@ -326,6 +378,16 @@ def _pct(x) -> str:
 def markdown(s: dict, part: str = "main") -> str:
     """The page's table of a summary (docs/experiments/latency-cardwell.md); a ``loss`` summary
     has two: ``main`` (means and distributions, Figs 6-9) and ``class`` (Figs 11-13)."""
+    if s["kind"] == "lte":
+        out = ["| trace (mean rate) | size | d | transfers | handshake RTT (s) | mean ± 95 % (s) | median / 90th pct (s) | "
+               "eq 15 (s) | (eq 15 − mean) / RTT | relative | bytes at the mean rate + RTT (s) | retransmitted |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r['trace'].rsplit('.', 1)[0]} ({r['trace_rate_bps'] / 1e6:.1f} Mb/s) | "
+                f"{r['size_bytes']} B | {r['d']} | {r['transfers']} | {r['handshake_rtt_s']:.3f} | "
+                f"{r['mean_s']:.3f} ± {r['ci95_s']:.3f} | {r['p50_s']:.3f} / {r['p90_s']:.3f} | {r['model_s']:.3f} | "
+                f"{r['error_rtts']:+.2f} | {r['rel_error']:+.0%} | {r['rate_time_s']:.3f} | {r['loss_rate_seen']:.2%} |"
+                for r in s["rows"]]
+        return "\n".join(out)
     if s["kind"] == "loss" and part == "class":
         out = ["| size | p | no loss: n | eq 15 within 1 RTT | median (model − measured) / RTT | "
                "fast retransmit only: n | median rel. error eq 25 / PFTK / Mathis | RTO: n | "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ import repro_latency_cardwell as repro  # noqa: E402
 RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "handshake",
            "latency-cardwell-lossfree": "lossfree", "latency-cardwell-loss": "loss",
            "latency-cardwell-loss-nosack": "loss", "latency-cardwell-fig3-linux": "handshake",
-           "latency-cardwell-lossfree-linux": "lossfree", "latency-cardwell-loss-iw10": "loss"}
+           "latency-cardwell-lossfree-linux": "lossfree", "latency-cardwell-loss-iw10": "loss",
+           "latency-cardwell-lte-verizon": "lte", "latency-cardwell-lte-tmobile": "lte", "latency-cardwell-lte-att": "lte"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -54,7 +56,9 @@ TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": 
           "latency-cardwell-loss-nosack": [("loss-nosack", "main"), ("loss-nosack-class", "class")],
           "latency-cardwell-fig3-linux": [("fig3-linux", "main")],
           "latency-cardwell-lossfree-linux": [("lossfree-linux", "main")],
-          "latency-cardwell-loss-iw10": [("loss-iw10", "main"), ("loss-iw10-class", "class")]}
+          "latency-cardwell-loss-iw10": [("loss-iw10", "main"), ("loss-iw10-class", "class")],
+          "latency-cardwell-lte-verizon": [("lte-verizon", "main")], "latency-cardwell-lte-tmobile": [("lte-tmobile", "main")],
+          "latency-cardwell-lte-att": [("lte-att", "main")]}
 
 
 @pytest.mark.parametrize("name", COMMITTED)
@@ -104,3 +108,13 @@ def test_class_errors_against_hand_computed_flows():
     assert e["rto_pftk_median_rel_err"] == pytest.approx((0.5 - 0.25) / 2)
     assert repro.flow_loss_rate({"retransmits": 4}, 46) == pytest.approx(4 / 50)
     assert repro.flow_loss_rate({"retransmits": 0}, 46) == 0
+
+
+@pytest.mark.parametrize("name", [n for n in COMMITTED if RESULTS[n] == "lte"])
+def test_lte_rows_are_the_repositorys_trace_and_whole(name):
+    """Each LTE cell ran over the trace its file names (the repository's copy, by name), every
+    transfer finished, and the handshake RTT is at least the configured base RTT."""
+    trace = tomllib.loads((ROOT / "experiments" / f"{name}.toml").read_text())["path"]["forward"]["trace"]
+    for r in json.loads((ROOT / "results" / name / "summary.json").read_text())["rows"]:
+        assert r["trace"] == Path(trace).name and r["incomplete"] == 0 and r["transfers"] == 50
+        assert r["handshake_rtt_s"] >= r["base_rtt_s"] - 1e-6
