@@ -6,6 +6,7 @@ or simulated ``transfers`` runs (docs/experiments/latency-cardwell.md).
     python benchmarks/repro_latency_cardwell.py lossfree results/latency-cardwell-lossfree [--write]
     python benchmarks/repro_latency_cardwell.py loss results/latency-cardwell-loss [--write] [--figure PNG]
     python benchmarks/repro_latency_cardwell.py lte results/latency-cardwell-lte-verizon [--write]
+    python benchmarks/repro_latency_cardwell.py state results/latency-cardwell-lossfree-state [--write]
 
 ``handshake`` (§III, Figs 3-4): per run, the handshake times of its transfers (``connect()`` to
 established) against eqs (1)-(4) with the run's RTT, ``p_f`` (the path's forward loss: SYN/ACK),
@@ -34,6 +35,9 @@ the timeouts per transfer against PFTK's, and papers/001's error by class (``no_
 ``lte`` (§IV-B/C replaced by Mahimahi LTE traces): per size, the transfers over the trace
 against eq (15) at the median handshake time (the idle path's RTT), and the time the trace's
 mean rate needs for the bytes plus that RTT.
+
+``state`` (Fig 5's probe): the rounds a loss-free transfer took against eq (15)'s, and the
+sender's ACK clock from 1-ms TCP state records.
 
 Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (the page's
 numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the committed runs).
@@ -368,7 +372,36 @@ def lte_summary(sweep_dir: Path) -> list[dict]:
     return sorted(out, key=lambda x: x["size_bytes"])
 
 
-SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary, "loss": loss_summary, "lte": lte_summary}
+def state_summary(sweep_dir: Path) -> list[dict]:
+    """Fig 5's probe: per cell, the rounds the first transfer took (transfer time / RTT) against
+    eq (15)'s, and the sender's ACK clock from its 1-ms TCP state records: at each change of
+    (cwnd, bytes acknowledged), the ms since the connection's first record, the segments
+    acknowledged and cwnd."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for r in runs(sweep_dir):
+        rj, rtt, _, cross, rows, mss, w1, d = _transfer_run(r)
+        first = min(rows, key=lambda x: x["index"])
+        files = sorted((r["dir"] / "tcp_state").glob("*.parquet"))
+        recs = [x for f in files for x in pq.read_table(f).to_pylist()]
+        conn = min(x["connection"] for x in recs)
+        recs = sorted((x for x in recs if x["connection"] == conn), key=lambda x: x["time_s"])
+        steps, prev = [], None
+        for x in recs:
+            key = (x["cwnd_segments"], x["bytes_acked"])
+            if key != prev and x["bytes_acked"]:
+                steps.append([round((x["time_s"] - recs[0]["time_s"]) * 1000), x["bytes_acked"] // mss,
+                              x["cwnd_segments"]])
+            prev = key
+        out.append({"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "d": d, "w1": w1,
+                    "transfer_s": round(first["transfer_s"], 4), "rounds": round(first["transfer_s"] / rtt, 2),
+                    "model_rounds": round(float(transfer_time_s(d, 0.0, rtt, w1=w1, b=ACKS_PER_SEGMENT)) / rtt, 2),
+                    "acks": steps})
+    return sorted(out, key=lambda x: x["rtt_s"])
+
+
+SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary, "loss": loss_summary, "lte": lte_summary, "state": state_summary}
 
 
 def _pct(x) -> str:
@@ -378,6 +411,12 @@ def _pct(x) -> str:
 def markdown(s: dict, part: str = "main") -> str:
     """The page's table of a summary (docs/experiments/latency-cardwell.md); a ``loss`` summary
     has two: ``main`` (means and distributions, Figs 6-9) and ``class`` (Figs 11-13)."""
+    if s["kind"] == "state":
+        out = ["| RTT (ms) | d | rounds (transfer / RTT) | eq 15 rounds | ms after the first record: segments acknowledged (cwnd) |",
+               "|---|---|---|---|---|"]
+        out += [f"| {r['rtt_s'] * 1000:g} | {r['d']} | {r['rounds']:.2f} | {r['model_rounds']:.2f} | "
+                + "; ".join(f"{t}: {a} ({c})" for t, a, c in r["acks"]) + " |" for r in s["rows"]]
+        return "\n".join(out)
     if s["kind"] == "lte":
         out = ["| trace (mean rate) | size | d | transfers | handshake RTT (s) | mean ± 95 % (s) | median / 90th pct (s) | "
                "eq 15 (s) | (eq 15 − mean) / RTT | relative | bytes at the mean rate + RTT (s) | retransmitted |",

@@ -21,7 +21,8 @@ RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "hands
            "latency-cardwell-lossfree": "lossfree", "latency-cardwell-loss": "loss",
            "latency-cardwell-loss-nosack": "loss", "latency-cardwell-fig3-linux": "handshake",
            "latency-cardwell-lossfree-linux": "lossfree", "latency-cardwell-loss-iw10": "loss",
-           "latency-cardwell-lte-verizon": "lte", "latency-cardwell-lte-tmobile": "lte", "latency-cardwell-lte-att": "lte"}
+           "latency-cardwell-lte-verizon": "lte", "latency-cardwell-lte-tmobile": "lte", "latency-cardwell-lte-att": "lte",
+           "latency-cardwell-lossfree-state": "state"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -58,7 +59,8 @@ TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": 
           "latency-cardwell-lossfree-linux": [("lossfree-linux", "main")],
           "latency-cardwell-loss-iw10": [("loss-iw10", "main"), ("loss-iw10-class", "class")],
           "latency-cardwell-lte-verizon": [("lte-verizon", "main")], "latency-cardwell-lte-tmobile": [("lte-tmobile", "main")],
-          "latency-cardwell-lte-att": [("lte-att", "main")]}
+          "latency-cardwell-lte-att": [("lte-att", "main")],
+          "latency-cardwell-lossfree-state": [("lossfree-state", "main")]}
 
 
 @pytest.mark.parametrize("name", COMMITTED)
