@@ -7,6 +7,7 @@ or simulated ``transfers`` runs (docs/experiments/latency-cardwell.md).
     python benchmarks/repro_latency_cardwell.py loss results/latency-cardwell-loss [--write] [--figure PNG]
     python benchmarks/repro_latency_cardwell.py lte results/latency-cardwell-lte-verizon [--write]
     python benchmarks/repro_latency_cardwell.py state results/latency-cardwell-lossfree-state [--write]
+    python benchmarks/repro_latency_cardwell.py window results/latency-cardwell-loss-state [--write]
 
 ``handshake`` (§III, Figs 3-4): per run, the handshake times of its transfers (``connect()`` to
 established) against eqs (1)-(4) with the run's RTT, ``p_f`` (the path's forward loss: SYN/ACK),
@@ -38,6 +39,9 @@ mean rate needs for the bytes plus that RTT.
 
 ``state`` (Fig 5's probe): the rounds a loss-free transfer took against eq (15)'s, and the
 sender's ACK clock from 1-ms TCP state records.
+
+``window`` (Figs 6-9's probe): the window at slow start's end against eq (11) and at the later
+loss indications against PFTK's W(p), from the sender's TCP state records.
 
 Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (the page's
 numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the committed runs).
@@ -401,7 +405,42 @@ def state_summary(sweep_dir: Path) -> list[dict]:
     return sorted(out, key=lambda x: x["rtt_s"])
 
 
-SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary, "loss": loss_summary, "lte": lte_summary, "state": state_summary}
+def window_summary(sweep_dir: Path) -> list[dict]:
+    """Figs 6-9's probe: from the sender's TCP state records, per cell, the window when slow
+    start ended (cwnd at the first loss indication: entry into recovery or loss) against eq
+    (11)'s E[W_ss], and the window at the later loss indications against PFTK's W(p), the
+    window at which eq (22) has the sender lose; mean over the transfers / indications."""
+    import pyarrow.parquet as pq
+
+    from tcpdelay.model import transfer as tr
+
+    out = []
+    for r in runs(sweep_dir):
+        rj, rtt, fwd, cross, rows, mss, w1, d = _transfer_run(r)
+        p = _loss(fwd)
+        recs = [x for f in sorted((r["dir"] / "tcp_state").glob("*.parquet")) for x in pq.read_table(f).to_pylist()]
+        first, later = [], []
+        for conn in sorted({x["connection"] for x in recs}):
+            seq = sorted((x for x in recs if x["connection"] == conn), key=lambda x: x["time_s"])
+            marks = [a["cwnd_segments"] for a, b in zip(seq, seq[1:])
+                     if a["ca_state"] in (0, 1) and b["ca_state"] in (3, 4)]
+            if marks:
+                first.append(marks[0])
+                later += marks[1:]
+        dss = float(tr.expected_slow_start_data(d, p))
+        out.append({"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "p": p, "d": d, "w1": w1,
+                    "transfers": len(rows), "with_loss": len(first),
+                    "ss_end_cwnd": round(float(np.mean(first)), 1) if first else None,
+                    "model_ss_end_cwnd": round(float(tr.slow_start_window(dss, w1, ACKS_PER_SEGMENT)), 1),
+                    "indications": len(later),
+                    "loss_cwnd": round(float(np.mean(later)), 1) if later else None,
+                    "pftk_loss_window": round(float(tp.expected_loss_window(p, ACKS_PER_SEGMENT)), 1),
+                    "rtos_per_transfer": round(float(np.mean([x["rtos"] or 0 for x in rows])), 2),
+                    "indications_per_transfer": round((len(first) + len(later)) / len(rows), 1)})
+    return sorted(out, key=lambda x: x["p"])
+
+
+SUMMARIES = {"handshake": handshake_summary, "lossfree": lossfree_summary, "loss": loss_summary, "lte": lte_summary, "state": state_summary, "window": window_summary}
 
 
 def _pct(x) -> str:
@@ -411,6 +450,13 @@ def _pct(x) -> str:
 def markdown(s: dict, part: str = "main") -> str:
     """The page's table of a summary (docs/experiments/latency-cardwell.md); a ``loss`` summary
     has two: ``main`` (means and distributions, Figs 6-9) and ``class`` (Figs 11-13)."""
+    if s["kind"] == "window":
+        out = ["| p | transfers | cwnd at the first loss (segments) | eq (11) E[W_ss] | loss indications per transfer | "
+               "cwnd at the later ones | PFTK W(p) | timeouts per transfer |", "|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r['p']:g} | {r['transfers']} | {r['ss_end_cwnd']} | {r['model_ss_end_cwnd']} | "
+                f"{r['indications_per_transfer']} | {r['loss_cwnd']} | {r['pftk_loss_window']} | {r['rtos_per_transfer']} |"
+                for r in s["rows"]]
+        return "\n".join(out)
     if s["kind"] == "state":
         out = ["| RTT (ms) | d | rounds (transfer / RTT) | eq 15 rounds | ms after the first record: segments acknowledged (cwnd) |",
                "|---|---|---|---|---|"]
