@@ -23,7 +23,8 @@ RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "hands
            "latency-cardwell-lossfree-linux": "lossfree", "latency-cardwell-loss-iw10": "loss",
            "latency-cardwell-lte-verizon": "lte", "latency-cardwell-lte-tmobile": "lte", "latency-cardwell-lte-att": "lte",
            "latency-cardwell-lossfree-state": "state", "latency-cardwell-loss-state": "window",
-           "latency-cardwell-loss-iw10-state": "window"}
+           "latency-cardwell-loss-iw10-state": "window",
+           "latency-cardwell-lossfree-linux-rtt64": "lossfree"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -63,7 +64,8 @@ TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": 
           "latency-cardwell-lte-att": [("lte-att", "main")],
           "latency-cardwell-lossfree-state": [("lossfree-state", "main")],
           "latency-cardwell-loss-state": [("loss-state", "main")],
-          "latency-cardwell-loss-iw10-state": [("loss-iw10-state", "main")]}
+          "latency-cardwell-loss-iw10-state": [("loss-iw10-state", "main")],
+          "latency-cardwell-lossfree-linux-rtt64": [("lossfree-linux", "main")]}
 
 
 @pytest.mark.parametrize("name", COMMITTED)
