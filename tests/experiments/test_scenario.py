@@ -294,3 +294,26 @@ def test_access_table_keys_limits_and_trace_files(tmp_path):
     (tmp_path / "m.toml").write_text('duration_s = 5\n[[flows]]\nprofile = "voip"\n[access]\ntrace = "nope.trace"\n')
     with pytest.raises(ParameterError, match="access.trace"):
         load_scenario(tmp_path / "m.toml")
+
+
+def test_trace_paths_in_a_sweep_resolve_relative_to_the_file(tmp_path):
+    """A sweep over traces (one value per trace file, or tables holding one) finds them next to
+    the scenario file, as a trace outside the sweep is found; a missing one is named."""
+    (tmp_path / "traces").mkdir()
+    for name in ("a.down", "b.down"):
+        (tmp_path / "traces" / name).write_text("0\n1\n")
+    f = tmp_path / "s.toml"
+    f.write_text('duration_s = 5\n[[flows]]\nprofile = "voip"\n[path.forward]\ntrace = "traces/a.down"\n'
+                 '[sweep]\n"path.forward.trace" = ["traces/a.down", "traces/b.down"]\n'
+                 '"access.right" = [{ trace = "traces/b.down" }]\n')
+    sc = load_scenario(f)
+    resolved = [str((tmp_path / "traces" / n).resolve()) for n in ("a.down", "b.down")]
+    assert sc.sweep["path.forward.trace"] == resolved
+    assert sc.sweep["access.right"] == [{"trace": resolved[1]}]
+    cells = [cell_scenario(sc, o) for o in grid(sc)]
+    assert [c.path.direction("forward").trace_file for c in cells] == resolved
+    assert all(c.access.right.trace == resolved[1] for c in cells)
+    f.write_text('duration_s = 5\n[[flows]]\nprofile = "voip"\n[sweep]\n"path.forward.trace" = ["traces/nope.down"]\n')
+    with pytest.raises(ParameterError, match=r"s.toml: \[sweep\] 'path.forward.trace', value 1.trace: "
+                                             r"file 'traces/nope.down' does not exist"):
+        load_scenario(f)

@@ -618,7 +618,28 @@ def _resolve_files(scenario: Scenario, base_dir: FsPath | None, source: str) -> 
         fix(access.get(side, {}), f"access.{side}")
     for i, f in enumerate(data["flows"]):
         fix(f, f"flows[{i}]")
+    # The sweep's values too: a key ending in ".trace" (each value a path), or a value that is a
+    # table holding "trace" (e.g. "flows[0]" = [{..., trace = "..."}] or "path.forward" = [...]).
+    for key, values in (data.get("sweep") or {}).items():
+        if not isinstance(values, list):
+            continue            # _validate has said what is wrong
+        for j, v in enumerate(values):
+            where = f"[sweep] {key!r}, value {j + 1}"
+            if isinstance(v, str) and any(k.rsplit(".", 1)[-1] == "trace" for k in linked_keys(key, source)):
+                holder = {"trace": v}
+                fix(holder, where)
+                values[j] = holder["trace"]
+            elif isinstance(v, dict):
+                _fix_tables(v, where, fix)
     return _validate(data, source)
+
+
+def _fix_tables(table: dict, where: str, fix) -> None:
+    """``fix`` every table inside ``table`` (itself included) that holds a ``trace``."""
+    fix(table, where)
+    for k, v in table.items():
+        if isinstance(v, dict):
+            _fix_tables(v, f"{where}.{k}", fix)
 
 
 def _validate(data: dict, source: str) -> Scenario:
