@@ -43,7 +43,8 @@ sender's ACK clock from 1-ms TCP state records.
 ``window`` (Figs 6-9's probe): the window at slow start's end against eq (11) and at the later
 loss indications against PFTK's W(p), from the sender's TCP state records.
 
-Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (the page's
+Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (``state``
+and ``window`` also keep the TCP state records they read as ``tcp_state.parquet``; the page's
 numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the committed runs).
 """
 
@@ -376,19 +377,47 @@ def lte_summary(sweep_dir: Path) -> list[dict]:
     return sorted(out, key=lambda x: x["size_bytes"])
 
 
+#: The TCP state columns the probes read; ``--write`` keeps them for every run in the sweep's
+#: ``tcp_state.parquet`` (a run's own record parts are not committed, results/.gitignore).
+STATE_COLUMNS = ("connection", "time_s", "cwnd_segments", "bytes_acked", "ca_state")
+
+
+def _state_records(r: dict, sweep_dir: Path) -> list[dict]:
+    """A run's TCP state records (the probes' columns): from its record parts where the run is
+    on this machine, else from the sweep's committed ``tcp_state.parquet``."""
+    import pyarrow.parquet as pq
+
+    files = sorted((r["dir"] / "tcp_state").glob("*.parquet"))
+    if files:
+        return [{k: x[k] for k in STATE_COLUMNS} for f in files for x in pq.read_table(f).to_pylist()]
+    kept = sweep_dir / "tcp_state.parquet"
+    if not kept.is_file():
+        raise SystemExit(f"{r['dir']}: no TCP state records (tcp_state/) and no {kept}")
+    t = pq.read_table(kept, filters=[("cell_id", "=", r["cell_id"])])
+    return [{k: x[k] for k in STATE_COLUMNS} for x in t.to_pylist()]
+
+
+def write_state_records(sweep_dir: Path) -> Path:
+    """Every run's TCP state records (the probes' columns, by cell) in one committed file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"cell_id": r["cell_id"], **x} for r in runs(sweep_dir) for x in _state_records(r, sweep_dir)]
+    out = sweep_dir / "tcp_state.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), out, compression="zstd")
+    return out
+
+
 def state_summary(sweep_dir: Path) -> list[dict]:
     """Fig 5's probe: per cell, the rounds the first transfer took (transfer time / RTT) against
     eq (15)'s, and the sender's ACK clock from its 1-ms TCP state records: at each change of
     (cwnd, bytes acknowledged), the ms since the connection's first record, the segments
     acknowledged and cwnd."""
-    import pyarrow.parquet as pq
-
     out = []
     for r in runs(sweep_dir):
         rj, rtt, _, cross, rows, mss, w1, d = _transfer_run(r)
         first = min(rows, key=lambda x: x["index"])
-        files = sorted((r["dir"] / "tcp_state").glob("*.parquet"))
-        recs = [x for f in files for x in pq.read_table(f).to_pylist()]
+        recs = _state_records(r, sweep_dir)
         conn = min(x["connection"] for x in recs)
         recs = sorted((x for x in recs if x["connection"] == conn), key=lambda x: x["time_s"])
         steps, prev = [], None
@@ -410,15 +439,13 @@ def window_summary(sweep_dir: Path) -> list[dict]:
     start ended (cwnd at the first loss indication: entry into recovery or loss) against eq
     (11)'s E[W_ss], and the window at the later loss indications against PFTK's W(p), the
     window at which eq (22) has the sender lose; mean over the transfers / indications."""
-    import pyarrow.parquet as pq
-
     from tcpdelay.model import transfer as tr
 
     out = []
     for r in runs(sweep_dir):
         rj, rtt, fwd, cross, rows, mss, w1, d = _transfer_run(r)
         p = _loss(fwd)
-        recs = [x for f in sorted((r["dir"] / "tcp_state").glob("*.parquet")) for x in pq.read_table(f).to_pylist()]
+        recs = _state_records(r, sweep_dir)
         first, later = [], []
         for conn in sorted({x["connection"] for x in recs}):
             seq = sorted((x for x in recs if x["connection"] == conn), key=lambda x: x["time_s"])
@@ -546,6 +573,8 @@ def main() -> None:
             print(f"wrote {path}", file=sys.stderr)
     if a.write:
         (a.sweep_dir / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
+        if a.kind in ("state", "window"):
+            print(f"wrote {write_state_records(a.sweep_dir)}", file=sys.stderr)
 
 
 if __name__ == "__main__":
