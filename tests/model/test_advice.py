@@ -59,23 +59,30 @@ def test_bottleneck_bounds_the_fit():
     assert f["fits"] is False and f["max_rate_bps"] == 50_000 and "bottleneck" in f["message"]
 
 
-def test_every_quantified_option_equals_predict():
-    budget = Budget(0.3, 0.05)
-    res = advise_model("ivideo", rtt_s=0.1, loss=0.01, budget=budget, limited_transmit=False)
-    checked = 0
+def _check_options_equal_predict(res: dict, profile: str, **path) -> list:
+    """Every option the model quantified has the numbers ``predict`` (``tcpdelay delay``) gives
+    for the path and the option's settings; the (settings, prediction) pairs checked."""
+    checked = []
     for o in res["options"]:
         if o["delay_args"] is None or o["predicted"] is None:
             continue
         kw = dict(o["settings"])
         kw.pop("playout_s", None)
         kw.pop("scheduler", None)
-        pred = predict("ivideo", rtt_s=0.1, loss=0.01, **{"limited_transmit": False, **kw})
+        pred = predict(profile, **{**path, **kw})
         assert o["predicted"]["mean_s"] == pred.mean_s
         assert o["predicted"]["p95_s"] == pred.percentile_s(95)
         assert o["predicted"]["p99_s"] == pred.percentile_s(99)
         assert o["predicted"]["late_fraction"] == float(pred.late_fraction(o["predicted"]["playout_s"]))
-        checked += 1
-    assert checked >= 8   # as-is, 2 playout, 2 split, 2 connections, queue, limited transmit
+        checked.append((kw, pred))
+    return checked
+
+
+def test_every_quantified_option_equals_predict():
+    budget = Budget(0.3, 0.05)
+    res = advise_model("ivideo", rtt_s=0.1, loss=0.01, budget=budget, limited_transmit=False)
+    checked = _check_options_equal_predict(res, "ivideo", rtt_s=0.1, loss=0.01, limited_transmit=False)
+    assert len(checked) >= 8   # as-is, 2 playout, 2 split, 2 connections, queue, limited transmit
 
 
 def test_rank_puts_unquantified_last_and_meeting_first():
@@ -102,20 +109,9 @@ def test_every_quantified_option_equals_predict_with_correlated_loss():
 
     budget = Budget(0.4, 0.01)
     res = advise_model("video", rtt_s=0.3, loss=0.005, budget=budget, loss_model="correlated")
-    checked = 0
-    for o in res["options"]:
-        if o["delay_args"] is None or o["predicted"] is None:
-            continue
-        kw = dict(o["settings"])
-        kw.pop("playout_s", None)
-        kw.pop("scheduler", None)
-        pred = predict("video", rtt_s=0.3, loss=0.005, loss_model="correlated", **kw)
-        assert o["predicted"]["mean_s"] == pred.mean_s
-        assert o["predicted"]["p95_s"] == pred.percentile_s(95)
-        assert o["predicted"]["p99_s"] == pred.percentile_s(99)
-        assert o["predicted"]["late_fraction"] == float(pred.late_fraction(o["predicted"]["playout_s"]))
+    checked = _check_options_equal_predict(res, "video", rtt_s=0.3, loss=0.005, loss_model="correlated")
+    for kw, pred in checked:
         if not kw:
             assert pred.info["recurrent_states"] >= solve_mod.ITERATIVE_MIN_STATES
             assert pred.info["residual"] <= solve_mod.ITERATIVE_RESIDUAL_TOL
-        checked += 1
-    assert checked >= 7   # as-is, 2 playout, 2 split, 2 connections
+    assert len(checked) >= 7   # as-is, 2 playout, 2 split, 2 connections

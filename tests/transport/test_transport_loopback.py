@@ -62,6 +62,15 @@ def delays(run_dir):
 VOIP = CbrSource(172, 0.02)
 
 
+def _hello(ctl: socket.socket, run_id: str, **params) -> dict:
+    """A hand-driven sender's hello on its control connection; the receiver's accept."""
+    control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
+                       "run_id": run_id, "params": RunParams(**params).to_dict()},
+                 pad_to=control.REQUEST_PAD_BYTES)
+    accept, _ = control.recv(ctl, 5)
+    return accept
+
+
 @pytest.mark.parametrize("transport", ["tcp", "udp"])
 def test_every_packet_arrives_and_is_recorded_with_its_delay(tmp_path, transport):
     rx = Receiver(out_dir=str(tmp_path))
@@ -235,10 +244,7 @@ def test_receiver_gone_mid_run_ends_the_sender_cleanly(tmp_path):
 def test_receiver_idle_timeout_keeps_what_it_recorded(tmp_path):
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=0.5)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
-                           "run_id": "idle", "params": RunParams(duration_s=5).to_dict()},
-                     pad_to=control.REQUEST_PAD_BYTES)
-        accept, _ = control.recv(ctl, 5)
+        accept = _hello(ctl, "idle", duration_s=5)
         with socket.create_connection(("127.0.0.1", rx.port)) as data:
             data.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
             pkt = encode_media(flow_id=0, rtp_seq=0, rtp_timestamp=0, marker=True, seq=0,
@@ -252,10 +258,7 @@ def test_receiver_idle_timeout_keeps_what_it_recorded(tmp_path):
 def test_wrong_token_and_garbage_are_shut_out(tmp_path):
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=2)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
-                           "run_id": "tok", "params": RunParams(duration_s=5).to_dict()},
-                     pad_to=control.REQUEST_PAD_BYTES)
-        accept, _ = control.recv(ctl, 5)
+        accept = _hello(ctl, "tok", duration_s=5)
         with socket.create_connection(("127.0.0.1", rx.port)) as bad:
             bad.sendall(control.encode({"type": "data", "token": "0" * 32, "connection": 0}))
             bad.settimeout(5)
@@ -326,10 +329,7 @@ def test_in_order_gap_that_never_fills_is_skipped_not_held_for_ever(tmp_path, mo
     monkeypatch.setattr(receiver_mod, "MAX_HELD_PACKETS", 5)
     rx = Receiver(out_dir=str(tmp_path), idle_timeout_s=5)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION, "run_id": "gap",
-                           "params": RunParams(duration_s=5, delivery="in-order").to_dict()},
-                     pad_to=control.REQUEST_PAD_BYTES)
-        accept, _ = control.recv(ctl, 5)
+        accept = _hello(ctl, "gap", duration_s=5, delivery="in-order")
         with socket.create_connection(("127.0.0.1", rx.port)) as data:
             data.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
             for seq in range(1, 11):         # seq 0 never comes
@@ -349,10 +349,7 @@ def test_a_length_beyond_the_flows_packet_size_fails_the_run_at_the_prefix(tmp_p
     assert rx0.join()[0].params["max_packet_bytes"] == 172
     rx = Receiver(out_dir=str(tmp_path / "rx"), idle_timeout_s=5)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
-                           "run_id": "bound", "params": RunParams(duration_s=5, max_packet_bytes=100).to_dict()},
-                     pad_to=control.REQUEST_PAD_BYTES)
-        accept, _ = control.recv(ctl, 5)
+        accept = _hello(ctl, "bound", duration_s=5, max_packet_bytes=100)
         with socket.create_connection(("127.0.0.1", rx.port)) as data:
             data.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
             data.sendall(frame(encode_media(flow_id=0, rtp_seq=0, rtp_timestamp=0, marker=True, seq=0,
@@ -373,10 +370,7 @@ def test_a_reset_lost_after_a_drain_timeout_does_not_hold_the_receiver(tmp_path)
     the testbed's deadline)."""
     rx = Receiver(out_dir=str(tmp_path), udp_linger_s=0.5, idle_timeout_s=30)
     with socket.create_connection(("127.0.0.1", rx.port)) as ctl:
-        control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
-                           "run_id": "lostrst", "params": RunParams(duration_s=5).to_dict()},
-                     pad_to=control.REQUEST_PAD_BYTES)
-        accept, _ = control.recv(ctl, 5)
+        accept = _hello(ctl, "lostrst", duration_s=5)
         with socket.create_connection(("127.0.0.1", rx.port)) as media:
             media.sendall(control.encode({"type": "data", "token": accept["token"], "connection": 0}))
             for seq in range(3):
