@@ -58,3 +58,26 @@ def test_loss_free_transfers_are_within_one_rtt_of_eq_15(tmp_path):
             if d <= 16:
                 assert limited == 0 and abs(r["transfer_s"] - model) <= RTT_S, (d, r["transfer_s"], model)
             assert RTT_S * 0.98 <= r["handshake_s"] <= RTT_S * 1.5, r
+
+
+@pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")
+@pytest.mark.testbed
+@pytest.mark.slow
+def test_a_run_of_transfers_alone_ends_when_they_are_done(tmp_path):
+    """The transfer server stops after its client's last transfer, so a run of transfers alone
+    does not last its whole ``duration_s`` (here ten minutes for two one-segment transfers)."""
+    import time
+
+    from tcpdelay.experiments.run import run_scenario
+
+    sc = parse_scenario({"name": "transfers-end", "duration_s": 600, "tcp_state_period_s": 0,
+                         "path": {"rtt_s": RTT_S},
+                         "cross": [{"kind": "transfers", "size_bytes": 1448, "transfers": 2, "gap_s": 0.05,
+                                    "tcp": {"preset": "newreno-2008", "no_metrics_save": True}}]})
+    began = time.monotonic()
+    totals = run_scenario(sc, 1, tmp_path)
+    assert totals["errors"] == []
+    assert time.monotonic() - began < 300, "the run lasted its duration after its transfers were done"
+    (flow,) = json.loads((tmp_path / "run.json").read_text())["run"]["cross"]
+    rows = flow["result"]["transfers"]
+    assert len(rows) == 2 and all(r["complete"] for r in rows), rows

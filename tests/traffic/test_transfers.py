@@ -82,6 +82,22 @@ def test_scenario_plans_a_transfers_flow_on_its_own_port():
         parse_scenario({"duration_s": 10, "cross": [{"kind": "transfers", "size_bytes": 0}]})
 
 
+def test_a_server_told_how_many_transfers_to_expect_ends_after_the_last_one():
+    port = 47_127
+    out: dict = {}
+    # a limit no machine reaches: the server must end because the client's three are done
+    server = threading.Thread(target=lambda: out.update(
+        transfers.serve(port, duration_s=3600.0, host="127.0.0.1", expect=3)), daemon=True)
+    server.start()
+    got = transfers.client("127.0.0.1", port, size_bytes=50_000, transfers=3, gap_s=0.01, duration_s=60.0)
+    server.join(timeout=120.0)
+    assert not server.is_alive(), "the server kept listening after its client's last transfer"
+    rows = transfers.merge(got["transfers"], out["transfers"])
+    assert len(rows) == 3 and all(r["complete"] for r in rows), (got, out)
+    with pytest.raises(ParameterError, match="expect"):
+        transfers.serve(port, duration_s=1.0, expect=0)
+
+
 def test_loopback_transfers_are_timed_and_counted():
     port = 47_123
     out: dict = {}

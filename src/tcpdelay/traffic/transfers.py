@@ -92,9 +92,16 @@ def _delta(after: dict, before: dict, key: str) -> int | None:
     return int(after[key]) - int(before[key])
 
 
-def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float = POLL_S) -> dict:
+def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float = POLL_S,
+          expect: int | None = None) -> dict:
     """Answer transfer requests (:mod:`.response_server`'s request format, sized responses
     only) one connection at a time for ``duration_s`` seconds, timing each (module doc).
+
+    With ``expect`` (the client's ``transfers``) the server also stops once it has accepted and
+    answered that many connections: the client opens one connection per transfer and never two,
+    so the count is reached only when its last transfer is done, and a run of transfers alone
+    ends when they are (``duration_s`` stays the limit: a transfer whose handshake never
+    completed is never accepted, and then the server listens to the end).
 
     Returns ``{"transfers": [{"peer_port", "size_bytes", "bytes", "transfer_s", "retransmits",
     "rtos", "recoveries", "synack_retransmits", "mss_bytes", "rwnd_limited_s", "sndbuf_limited_s",
@@ -105,7 +112,10 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
         raise ParameterError(f"duration_s: {duration_s} must be > 0")
     if not 0 < poll_s <= 0.1:
         raise ParameterError(f"poll_s: {poll_s} must be in (0, 0.1]")
+    if expect is not None and expect < 1:
+        raise ParameterError(f"expect: {expect} must be >= 1 (the client's transfers)")
     deadline = time.monotonic() + duration_s
+    accepted = 0
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind((host, port))
@@ -113,11 +123,12 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
     srv.settimeout(0.1)
     out: dict = {"transfers": [], "rejected": 0, "errors": []}
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and (expect is None or accepted < expect):
             try:
                 conn, peer = srv.accept()
             except socket.timeout:
                 continue
+            accepted += 1
             try:
                 row = _one_transfer(conn, peer[1], deadline, poll_s)
                 if row is None:

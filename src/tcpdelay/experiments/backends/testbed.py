@@ -346,8 +346,10 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -
     servers = sorted({c.server for c in plan.cross if c.transport != "udp" and c.kind != "transfers"})
     for c in plan.cross:
         if c.kind == "transfers":    # a server of its own: it times each transfer
+            # it ends when its client's sequence is done, so a run of transfers alone ends then
             handles[f"server:{c.server}/transfers{c.flow_id}"] = tb.hosts[c.server].spawn(
-                transfers.serve, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic())
+                transfers.serve, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic(),
+                expect=c.cross.transfers)
     for host in servers:
         # TCP state over time of the cross flows this host sends, under flows/server-<host>/;
         # a record names its flow by the client's address (-1 when several flows share one).
