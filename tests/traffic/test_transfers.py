@@ -98,6 +98,31 @@ def test_a_server_told_how_many_transfers_to_expect_ends_after_the_last_one():
         transfers.serve(port, duration_s=1.0, expect=0)
 
 
+def test_the_server_waits_for_a_request_longer_than_a_retransmitted_requests_backoff():
+    """A request lost twice after a retransmitted SYN arrives 3 + 6 s after the handshake (RFC
+    6298 §5.7's 3-s RTO, doubled): here the request comes 6 s after connecting."""
+    import socket
+    import time
+
+    from tcpdelay.traffic.response_server import encode_request
+
+    port = 47_129
+    out: dict = {}
+    server = threading.Thread(target=lambda: out.update(
+        transfers.serve(port, duration_s=60.0, host="127.0.0.1", expect=1)), daemon=True)
+    server.start()
+    s = transfers.connect("127.0.0.1", port, deadline=time.monotonic() + 10)
+    time.sleep(6.0)
+    s.sendall(encode_request(10_000, None, transfers.WRITE_BYTES, None))
+    got = b""
+    s.settimeout(10.0)
+    while len(got) < 10_000 and (chunk := s.recv(65536)):
+        got += chunk
+    s.close()
+    server.join(timeout=30.0)
+    assert len(got) == 10_000 and out["transfers"][0]["complete"], out
+
+
 def test_loopback_transfers_are_timed_and_counted():
     port = 47_123
     out: dict = {}
