@@ -74,8 +74,25 @@ from tcpdelay.model.transfer import transfer_time_s  # noqa: E402
 #: The initial SYN timeout of each backend (s): ns-3 3.44's TcpSocket::ConnTimeout default, and
 #: Linux's TCP_TIMEOUT_INIT (RFC 6298).
 SYN_TIMEOUT_S = {"ns3-simulation": 3.0, "testbed": 1.0}
-#: Linux's growth per segment acknowledged (ns-3 too): the model's b = 1.
+#: Linux's growth per segment acknowledged (ns-3's TcpLinuxReno and CUBIC too): the model's b = 1.
 ACKS_PER_SEGMENT = 1
+#: The congestion controls that grow by one segment per ACK in slow start, whatever the ACK
+#: covers (ns-3's TcpNewReno: ``TcpNewReno::SlowStart``), as the paper's TCP: with a receiver
+#: that ACKs every second segment the model's b = 2 (gamma = 1.5).
+PER_ACK_GROWTH = ("newreno",)
+#: The receiver's delayed-ACK timer in those runs (s): ns-3's DelAckTimeout as the backend sets
+#: it (Linux's TCP_ATO_MIN), the model's E[T_delay] when w1 = 1 leaves a segment alone.
+DELAYED_ACK_S = 0.04
+
+
+def model_stack(rj: dict) -> tuple[int, float]:
+    """``(b, delayed_ack_s)`` for the model from the stack a run used: b = 2 and the receiver's
+    delayed-ACK timer when the server's congestion control grows per ACK (:data:`PER_ACK_GROWTH`),
+    else b = 1 and no delayed-ACK cost (growth per segment acknowledged makes delayed ACKs cost
+    no window; a lone first segment's ACK is not held by Linux's quick-ACK mode)."""
+    server = rj["run"]["cross"][0]["server_host"]
+    cc = next(h["tcp"].get("congestion_control") for h in rj["run"]["hosts"] if h["name"] == server)
+    return (2, DELAYED_ACK_S) if cc in PER_ACK_GROWTH else (ACKS_PER_SEGMENT, 0.0)
 
 
 def _backend(rj: dict) -> str:
@@ -141,9 +158,11 @@ def lossfree_summary(sweep_dir: Path) -> list[dict]:
         rj, rtt, _, cross, rows, mss, w1, d = _transfer_run(r)
         clean = [t for t in rows if t["class"] == "no_loss"]
         t = np.array([x["transfer_s"] for x in clean], dtype=float)
-        model = float(transfer_time_s(d, 0.0, rtt, w1=w1, b=ACKS_PER_SEGMENT)) if d else None
+        b, delack = model_stack(rj)
+        model = float(transfer_time_s(d, 0.0, rtt, w1=w1, b=b, delayed_ack=delack)) if d else None
         out.append({"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "size_bytes": cross.size_bytes,
-                    "mss_bytes": mss, "d": d, "w1": w1, "transfers": len(rows), "no_loss": len(clean),
+                    "mss_bytes": mss, "d": d, "w1": w1, "b": b, "delayed_ack_s": delack,
+                    "transfers": len(rows), "no_loss": len(clean),
                     "mean_s": round(float(t.mean()), 4) if len(t) else None,
                     "min_s": round(float(t.min()), 4) if len(t) else None,
                     "max_s": round(float(t.max()), 4) if len(t) else None,
@@ -192,7 +211,8 @@ def _class_errors(flows: list[dict]) -> dict:
     return out
 
 
-def _loss_flows(rtt: float, d: int, w1: float, rows: list[dict]) -> list[dict]:
+def _loss_flows(rtt: float, d: int, w1: float, rows: list[dict], b: int = ACKS_PER_SEGMENT,
+                delack: float = 0.0) -> list[dict]:
     """Each finished transfer with its own loss rate and what each model predicts at it (eq 25,
     PFTK's d / R and Mathis's d / X; the last two have no value without loss)."""
     out = []
@@ -200,20 +220,21 @@ def _loss_flows(rtt: float, d: int, w1: float, rows: list[dict]) -> list[dict]:
     for t in rows:
         pk = flow_loss_rate(t, d)
         out.append({"class": t["class"], "transfer_s": t["transfer_s"], "rtt_s": rtt, "p": pk,
-                    "eq25_s": float(transfer_time_s(d, pk, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)),
-                    "pftk_s": d / float(tp.pftk_segments_per_s(pk, rtt, t0, ACKS_PER_SEGMENT)) if pk > 0 else None,
-                    "mathis_s": d / float(tp.mathis_segments_per_s(pk, rtt, ACKS_PER_SEGMENT)) if pk > 0 else None})
+                    "eq25_s": float(transfer_time_s(d, pk, rtt, t0_s=t0, w1=w1, b=b, delayed_ack=delack)),
+                    "pftk_s": d / float(tp.pftk_segments_per_s(pk, rtt, t0, b)) if pk > 0 else None,
+                    "mathis_s": d / float(tp.mathis_segments_per_s(pk, rtt, b)) if pk > 0 else None})
     return out
 
 
 def _loss_cell(r: dict) -> tuple[dict, list[dict]]:
     rj, rtt, fwd, cross, rows, mss, w1, d = _transfer_run(r)
     p = _loss(fwd)
+    b, delack = model_stack(rj)
     t0 = float(tp.default_t0_s(rtt))
     t = np.array([x["transfer_s"] for x in rows], dtype=float)
     n = len(t)
-    model = float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT))
-    dist = transfer_distribution(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)
+    model = float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=b, delayed_ack=delack))
+    dist = transfer_distribution(d, p, rtt, t0_s=t0, w1=w1, b=b, delayed_ack=delack)
     k = sum(x["retransmits"] or 0 for x in rows)
     grid = np.unique(t)
     meas_cdf = np.searchsorted(np.sort(t), grid, side="right") / n
@@ -222,17 +243,17 @@ def _loss_cell(r: dict) -> tuple[dict, list[dict]]:
     model_cdf = np.asarray(dist.cdf(grid), dtype=float)
     gap = float(max(np.max(np.abs(meas_cdf - model_cdf)), np.max(np.abs(below - model_cdf))))
     row = {"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "p": p, "size_bytes": cross.size_bytes,
-           "mss_bytes": mss, "d": d, "w1": w1, "t0_s": round(t0, 4), "transfers": n,
+           "mss_bytes": mss, "d": d, "w1": w1, "b": b, "delayed_ack_s": delack, "t0_s": round(t0, 4), "transfers": n,
            "incomplete": len(_rows(rj)) - n,
            "flow_loss_rate": round(k / (n * d + k), 4),
            "mean_s": round(float(t.mean()), 4), "ci95_s": round(1.96 * float(t.std(ddof=1)) / math.sqrt(n), 4),
            "model_s": round(model, 4), "dist_mean_s": round(dist.mean(), 4),
-           "pftk_s": round(d / float(tp.pftk_segments_per_s(p, rtt, t0, ACKS_PER_SEGMENT)), 4),
-           "mathis_s": round(d / float(tp.mathis_segments_per_s(p, rtt, ACKS_PER_SEGMENT)), 4)}
+           "pftk_s": round(d / float(tp.pftk_segments_per_s(p, rtt, t0, b)), 4),
+           "mathis_s": round(d / float(tp.mathis_segments_per_s(p, rtt, b)), 4)}
     row["error"] = round(model / row["mean_s"] - 1, 3)
     # timeouts: measured per transfer against the timeout sequences PFTK (inside eq 25) expects,
     # d p Q(p, W(p)): a loss indication per segment with probability p, a timeout with Q
-    w_p = float(tp.expected_loss_window(p, ACKS_PER_SEGMENT)) if p > 0 else None
+    w_p = float(tp.expected_loss_window(p, b)) if p > 0 else None
     row["rtos_per_transfer"] = round(float(np.mean([x["rtos"] or 0 for x in rows])), 3)
     row["pftk_timeouts_per_transfer"] = round(d * p * float(tp.timeout_probability(p, w_p)), 3) if p > 0 else 0.0
     for q in (0.25, 0.5, 0.75, 0.9):
@@ -240,7 +261,7 @@ def _loss_cell(r: dict) -> tuple[dict, list[dict]]:
         row[f"model_p{round(q * 100)}_s"] = round(float(dist.quantile(q)), 4)
     row["cdf_max_gap"] = round(gap, 4)
     row["ks_bound_95"] = round(1.36 / math.sqrt(n), 4)
-    flows = _loss_flows(rtt, d, w1, rows)
+    flows = _loss_flows(rtt, d, w1, rows, b, delack)
     for cls in ("no_loss", "fast_retransmit", "rto"):
         c = [x["transfer_s"] for x in rows if x["class"] == cls]
         row[f"{cls}_mean_s"] = round(float(np.mean(c)), 4) if c else None
@@ -277,13 +298,13 @@ def loss_figure(sweep_dir: Path, prefix: Path) -> list[Path]:
     cells = {}
     for r in runs(sweep_dir):
         rj, rtt, fwd, cross, rows, mss, w1, d = _transfer_run(r)
-        cells.setdefault(cross.size_bytes, []).append((_loss(fwd), rtt, w1, d, rows))
+        cells.setdefault(cross.size_bytes, []).append((_loss(fwd), rtt, w1, d, rows, *model_stack(rj)))
     colours = {"no_loss": "tab:green", "fast_retransmit": "tab:blue", "rto": "tab:red"}
     paths = []
     for size, cs in sorted(cells.items()):
         cs.sort(key=lambda c: c[0])
         fig, axes = plt.subplots(len(cs), 2, figsize=(10, 3.2 * len(cs)), squeeze=False)
-        for (p, rtt, w1, d, rows), (ax, bx) in zip(cs, axes):
+        for (p, rtt, w1, d, rows, b, delack), (ax, bx) in zip(cs, axes):
             t0 = float(tp.default_t0_s(rtt))
             t = np.array([x["transfer_s"] for x in rows])
             pk = np.array([flow_loss_rate(x, d) for x in rows])
@@ -293,19 +314,19 @@ def loss_figure(sweep_dir: Path, prefix: Path) -> list[Path]:
                     ax.scatter(pk[m], t[m], s=12, color=col, alpha=0.7, label=f"{cls} ({m.sum()})")
             hi = max(float(pk.max()), p) * 1.15 + 1e-4
             grid = np.linspace(hi / 400, hi, 400)
-            ax.plot(grid, transfer_time_s(d, grid, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT), "k-", lw=1.2,
+            ax.plot(grid, transfer_time_s(d, grid, rtt, t0_s=t0, w1=w1, b=b, delayed_ack=delack), "k-", lw=1.2,
                     label="eq 25")
-            ax.plot(grid, d / tp.pftk_segments_per_s(grid, rtt, t0, ACKS_PER_SEGMENT), "--", color="tab:purple",
+            ax.plot(grid, d / tp.pftk_segments_per_s(grid, rtt, t0, b), "--", color="tab:purple",
                     lw=1, label="PFTK d/R [34]")
-            ax.plot(grid, d / tp.mathis_segments_per_s(grid, rtt, ACKS_PER_SEGMENT), ":", color="tab:brown",
+            ax.plot(grid, d / tp.mathis_segments_per_s(grid, rtt, b), ":", color="tab:brown",
                     lw=1.2, label="Mathis d/X [27]")
-            dist = transfer_distribution(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)
+            dist = transfer_distribution(d, p, rtt, t0_s=t0, w1=w1, b=b, delayed_ack=delack)
             ks, ws, pks, _ = loss_scenarios(d, p)
             keep = ws > 1e-3
             ax.scatter(pks[keep], dist.atoms_s[keep], s=400 * ws[keep], facecolors="none", edgecolors="k",
                        lw=0.8, label="§II-E scenarios")
             ax.axhline(float(t.mean()), color="tab:orange", lw=1, label=f"measured mean {t.mean():.2f} s")
-            ax.axhline(float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)), color="k", lw=0.8,
+            ax.axhline(float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=b, delayed_ack=delack)), color="k", lw=0.8,
                        ls="-.", label="eq 25 mean at p")
             top = max(float(t.max()), float(dist.quantile(0.995))) * 1.15
             ax.set_ylim(0, top)
@@ -320,7 +341,7 @@ def loss_figure(sweep_dir: Path, prefix: Path) -> list[Path]:
             g = np.linspace(0, top, 600)
             bx.plot(g, dist.cdf(g), "k-", lw=1, label="§II-E distribution")
             bx.axvline(float(t.mean()), color="tab:orange", lw=0.8, ls="--", label="measured mean")
-            bx.axvline(float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=ACKS_PER_SEGMENT)), color="k", lw=0.8,
+            bx.axvline(float(transfer_time_s(d, p, rtt, t0_s=t0, w1=w1, b=b, delayed_ack=delack)), color="k", lw=0.8,
                        ls="-.", label="eq 25 mean")
             bx.set_xlim(0, top)
             bx.set_xlabel("transfer latency (s)")

@@ -6,6 +6,7 @@ of the runs."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tomllib
 from pathlib import Path
@@ -24,7 +25,9 @@ RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "hands
            "latency-cardwell-lte-verizon": "lte", "latency-cardwell-lte-tmobile": "lte", "latency-cardwell-lte-att": "lte",
            "latency-cardwell-lossfree-state": "state", "latency-cardwell-loss-state": "window",
            "latency-cardwell-loss-iw10-state": "window",
-           "latency-cardwell-lossfree-linux-rtt64": "lossfree"}
+           "latency-cardwell-lossfree-linux-rtt64": "lossfree", "latency-cardwell-lossfree-linux-rtt16": "lossfree",
+           "latency-cardwell-lossfree-linux-rtt256": "lossfree", "latency-cardwell-lossfree-paper": "lossfree",
+           "latency-cardwell-loss-paper": "loss"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -65,7 +68,11 @@ TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": 
           "latency-cardwell-lossfree-state": [("lossfree-state", "main")],
           "latency-cardwell-loss-state": [("loss-state", "main")],
           "latency-cardwell-loss-iw10-state": [("loss-iw10-state", "main")],
-          "latency-cardwell-lossfree-linux-rtt64": [("lossfree-linux", "main")]}
+          "latency-cardwell-lossfree-linux-rtt64": [("lossfree-linux", "main")],
+          "latency-cardwell-lossfree-linux-rtt16": [("lossfree-linux-rtt16", "main")],
+          "latency-cardwell-lossfree-linux-rtt256": [("lossfree-linux-rtt256", "main")],
+          "latency-cardwell-lossfree-paper": [("lossfree-paper", "main")],
+          "latency-cardwell-loss-paper": [("loss-paper", "main"), ("loss-paper-class", "class")]}
 
 
 @pytest.mark.parametrize("name", COMMITTED)
@@ -87,9 +94,11 @@ def test_loss_rows_class_every_transfer_and_pool_them(name):
     within a third (they differ only by averaging over loss scenarios)."""
     rows = json.loads((ROOT / "results" / name / "summary.json").read_text())["rows"]
     cells, pooled = rows[:-1], rows[-1]
-    assert pooled["cell"] == "all" and len(cells) == 6
+    grid = tomllib.loads((ROOT / "experiments" / f"{name}.toml").read_text())["sweep"]
+    assert pooled["cell"] == "all" and len(cells) == math.prod(len(v) for v in grid.values())
+    backend = "testbed" if "-linux" in name else "ns3-simulation"
     for r in cells:
-        assert r["backend"] == "ns3-simulation" and r["transfers"] >= 100 and r["incomplete"] == 0
+        assert r["backend"] == backend and r["transfers"] >= 100 and r["incomplete"] == 0
         assert r["no_loss_n"] + r["fast_retransmit_n"] + r["rto_n"] == r["transfers"]
         assert r["dist_mean_s"] == pytest.approx(r["model_s"], rel=1 / 3)
     for k in ("no_loss_n", "fast_retransmit_n", "rto_n", "transfers"):
@@ -125,3 +134,15 @@ def test_lte_rows_are_the_repositorys_trace_and_whole(name):
     for r in json.loads((ROOT / "results" / name / "summary.json").read_text())["rows"]:
         assert r["trace"] == Path(trace).name and r["incomplete"] == 0 and r["transfers"] == 50
         assert r["handshake_rtt_s"] >= r["base_rtt_s"] - 1e-6
+
+
+@pytest.mark.parametrize("name", [n for n in COMMITTED if RESULTS[n] in ("lossfree", "loss")])
+def test_the_model_takes_the_growth_of_the_stack_that_ran(name):
+    """The paper's TCP (ns-3 TcpNewReno: a segment per ACK) is compared at b = 2 with the 40-ms
+    delayed-ACK timer's cost, every other stack (growth per segment acknowledged) at b = 1."""
+    cc = tomllib.loads((ROOT / "experiments" / f"{name.split('-rtt')[0]}.toml").read_text())["cross"][0]["tcp"].get(
+        "congestion_control")
+    want = (2, 0.04) if cc == "newreno" else (1, 0.0)
+    for r in json.loads((ROOT / "results" / name / "summary.json").read_text())["rows"]:
+        if r["cell"] != "all":
+            assert (r["b"], r["delayed_ack_s"]) == want, (name, r["cell"])
