@@ -27,7 +27,7 @@ RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "hands
            "latency-cardwell-loss-iw10-state": "window",
            "latency-cardwell-lossfree-linux-rtt64": "lossfree", "latency-cardwell-lossfree-linux-rtt16": "lossfree",
            "latency-cardwell-lossfree-linux-rtt256": "lossfree", "latency-cardwell-lossfree-paper": "lossfree",
-           "latency-cardwell-loss-paper": "loss"}
+           "latency-cardwell-loss-paper": "loss", "latency-cardwell-loss-linux": "loss"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -72,7 +72,8 @@ TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": 
           "latency-cardwell-lossfree-linux-rtt16": [("lossfree-linux-rtt16", "main")],
           "latency-cardwell-lossfree-linux-rtt256": [("lossfree-linux-rtt256", "main")],
           "latency-cardwell-lossfree-paper": [("lossfree-paper", "main")],
-          "latency-cardwell-loss-paper": [("loss-paper", "main"), ("loss-paper-class", "class")]}
+          "latency-cardwell-loss-paper": [("loss-paper", "main"), ("loss-paper-class", "class")],
+          "latency-cardwell-loss-linux": [("loss-linux", "main"), ("loss-linux-class", "class")]}
 
 
 @pytest.mark.parametrize("name", COMMITTED)
