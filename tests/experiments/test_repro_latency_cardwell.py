@@ -27,7 +27,8 @@ RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "hands
            "latency-cardwell-loss-iw10-state": "window",
            "latency-cardwell-lossfree-linux-rtt64": "lossfree", "latency-cardwell-lossfree-linux-rtt16": "lossfree",
            "latency-cardwell-lossfree-linux-rtt256": "lossfree", "latency-cardwell-lossfree-paper": "lossfree",
-           "latency-cardwell-loss-paper": "loss", "latency-cardwell-loss-linux": "loss"}
+           "latency-cardwell-loss-paper": "loss", "latency-cardwell-loss-linux": "loss",
+           "latency-cardwell-lossfree-linux-iw10": "lossfree", "latency-cardwell-loss-linux-iw10": "loss"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -73,7 +74,9 @@ TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": 
           "latency-cardwell-lossfree-linux-rtt256": [("lossfree-linux-rtt256", "main")],
           "latency-cardwell-lossfree-paper": [("lossfree-paper", "main")],
           "latency-cardwell-loss-paper": [("loss-paper", "main"), ("loss-paper-class", "class")],
-          "latency-cardwell-loss-linux": [("loss-linux", "main"), ("loss-linux-class", "class")]}
+          "latency-cardwell-loss-linux": [("loss-linux", "main"), ("loss-linux-class", "class")],
+          "latency-cardwell-lossfree-linux-iw10": [("lossfree-linux-iw10", "main")],
+          "latency-cardwell-loss-linux-iw10": [("loss-linux-iw10", "main"), ("loss-linux-iw10-class", "class")]}
 
 
 @pytest.mark.parametrize("name", COMMITTED)
