@@ -233,7 +233,11 @@ class Tcp(_Strict):
     """The largest window the receiver advertises (papers/001's ``W_max`` times the MSS). Linux:
     ``TCP_WINDOW_CLAMP`` on the receiving socket (the transfers client), set before connect so
     the SYN's window already respects it; ns-3: the receiver's ``RcvBufSize`` (ns-3 advertises
-    its free receive buffer). ``transfers`` only."""
+    its free receive buffer). Linux rounds the window it advertises down to a multiple of its
+    receive MSS, which counts the 12-byte timestamp option: ``W`` whole segments of ``mss_bytes``
+    need ``W * (mss_bytes + 12)`` here (``W * mss_bytes`` gives ``W - 1`` on Linux, ``W`` in
+    ns-3); the transfers rows report what the kernel advertised (``peer_window_max_bytes``).
+    ``transfers`` only."""
 
     @field_validator("preset")
     @classmethod

@@ -108,8 +108,9 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
     ``mss_bytes`` is the kernel's ``tcpi_snd_mss``, what it actually sent.
 
     Returns ``{"transfers": [{"peer_port", "size_bytes", "bytes", "transfer_s", "retransmits",
-    "rtos", "recoveries", "synack_retransmits", "mss_bytes", "rwnd_limited_s", "sndbuf_limited_s",
-    "complete"}...], "rejected",
+    "rtos", "recoveries", "synack_retransmits", "mss_bytes", "peer_window_max_bytes" (the largest
+    window the client advertised, ``tcpi_snd_wnd`` at the polls), "rwnd_limited_s",
+    "sndbuf_limited_s", "complete"}...], "rejected",
     "errors"}``.
     """
     if not duration_s > 0:
@@ -166,6 +167,7 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
     times, acked, ca = [], [], []
     sent, t_write, done = 0, time.monotonic(), None
     info = before
+    window = int(before.get("snd_wnd") or 0)   # the largest window the client advertised
     while time.monotonic() < deadline:
         wrote = 0
         if sent < size:
@@ -179,6 +181,7 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
         times.append(now - t_write)
         acked.append(int(info.get("bytes_acked") or 0))
         ca.append(int(info["ca_state"]))
+        window = max(window, int(info.get("snd_wnd") or 0))
         done = transfer_done_s(times[-1:], acked[-1:], size)
         if done is not None:
             break
@@ -188,7 +191,7 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
     row = {"peer_port": peer_port, "size_bytes": size, "bytes": sent, "transfer_s": done,
            "retransmits": retx, "rtos": rtos, "recoveries": recovery_episodes(ca),
            "synack_retransmits": int(before["total_retrans"]), "mss_bytes": int(info["snd_mss"]),
-           "complete": done is not None}
+           "peer_window_max_bytes": window or None, "complete": done is not None}
     # time the sender could not send for the receiver's window or its own send buffer (s)
     for key in ("rwnd_limited", "sndbuf_limited"):
         us = _delta(info, before, f"{key}_us")
@@ -284,7 +287,7 @@ def merge(client_rows: list[dict], server_rows: list[dict]) -> list[dict]:
         if "window_clamp_bytes" in c:
             row["window_clamp_bytes"] = c["window_clamp_bytes"]
         for k in ("transfer_s", "retransmits", "rtos", "recoveries", "synack_retransmits", "mss_bytes",
-                  "rwnd_limited_s", "sndbuf_limited_s"):
+                  "peer_window_max_bytes", "rwnd_limited_s", "sndbuf_limited_s"):
             row[k] = s.get(k)
         row["complete"] = bool(c.get("complete")) and bool(s.get("complete"))
         row["class"] = classify(row["retransmits"], row["rtos"])
