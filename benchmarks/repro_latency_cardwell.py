@@ -140,13 +140,16 @@ def _transfer_run(r: dict) -> tuple:
 
 
 def w_max_segments(cross, rows: list[dict], mss: int | None) -> int | None:
-    """eq (15)'s ``W_max`` of a transfers flow: the receiver's window clamp in whole segments (the
-    clamp the rows read back, else the scenario's ``tcp.window_clamp_bytes``); ``None`` without
-    a clamp (the stack's buffers are the only limit, as in the first loss-free runs)."""
-    clamp = next((t["window_clamp_bytes"] for t in rows if t.get("window_clamp_bytes")), None) \
-        or cross.tcp.window_clamp_bytes
-    if not clamp or not mss:
+    """eq (15)'s ``W_max`` of a transfers flow: the receiver's window clamp in whole segments;
+    ``None`` without a clamp (the stack's buffers are the only limit, as in the first loss-free
+    runs). The window is what the sender saw advertised where the rows have it (Linux:
+    ``peer_window_max_bytes``, the clamp rounded down to its receive MSS), else the clamp the
+    rows read back, else the scenario's ``tcp.window_clamp_bytes`` (ns-3 advertises the clamp)."""
+    if not cross.tcp.window_clamp_bytes or not mss:
         return None
+    seen = [t["peer_window_max_bytes"] for t in rows if t.get("peer_window_max_bytes")]
+    clamp = max(seen) if seen else next((t["window_clamp_bytes"] for t in rows if t.get("window_clamp_bytes")),
+                                        cross.tcp.window_clamp_bytes)
     return int(clamp) // int(mss)
 
 
