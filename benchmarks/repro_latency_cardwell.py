@@ -4,6 +4,7 @@ or simulated ``transfers`` runs (docs/experiments/latency-cardwell.md).
     python benchmarks/repro_latency_cardwell.py handshake results/latency-cardwell-fig3 [--write]
     python benchmarks/repro_latency_cardwell.py handshake results/latency-cardwell-fig4 [--write]
     python benchmarks/repro_latency_cardwell.py lossfree results/latency-cardwell-lossfree [--write]
+    python benchmarks/repro_latency_cardwell.py lossfree results/latency-cardwell-lossfree-grid [--write]
     python benchmarks/repro_latency_cardwell.py loss results/latency-cardwell-loss [--write] [--figure PNG]
     python benchmarks/repro_latency_cardwell.py lte results/latency-cardwell-lte-verizon [--write]
     python benchmarks/repro_latency_cardwell.py state results/latency-cardwell-lossfree-state [--write]
@@ -21,7 +22,10 @@ measured and the model's distribution functions (eq 3), against the 95 % Kolmogo
 ``lossfree`` (§IV-A, Fig 5): per run, the transfer times (first write to the last byte's
 ACK) of the transfers that saw no retransmission, against eq (15) with the stack's initial
 window and Linux's growth per segment acknowledged (``b = 1``, gamma = 2: both Linux and
-ns-3 grow cwnd by the segments an ACK covers), no delayed-ACK cost; the error in RTTs.
+ns-3 grow cwnd by the segments an ACK covers), no delayed-ACK cost; the error in RTTs. The
+MSS is the run's (its rows' segment size) and, where the receiver's window is clamped
+(``tcp.window_clamp_bytes``), eq (15)'s ``W_max`` is the clamp in whole segments
+(results/latency-cardwell-lossfree-grid: MSS 536/4312 x W_max 8..512).
 
 ``loss`` (§IV-A, Figs 6-9, and Figs 11-13's split): per run, the transfer times against eq
 (25)'s mean and §II-E's distribution at the configured loss rate (the same w1 and b; T0 the
@@ -152,23 +156,46 @@ def _transfer_run(r: dict) -> tuple:
     return rj, fwd.delay_s + rev.delay_s, fwd, cross, rows, mss, w1, d
 
 
+def w_max_segments(cross, rows: list[dict], mss: int | None) -> int | None:
+    """eq (15)'s ``W_max`` of a transfers flow: the receiver's window clamp in whole segments;
+    ``None`` without a clamp (the stack's buffers are the only limit, as in the first loss-free
+    runs). The window is what the sender saw advertised where the rows have it (Linux:
+    ``peer_window_max_bytes``, the clamp rounded down to its receive MSS), else the clamp the
+    rows read back, else the scenario's ``tcp.window_clamp_bytes`` (ns-3 advertises the clamp)."""
+    if not cross.tcp.window_clamp_bytes or not mss:
+        return None
+    seen = [t["peer_window_max_bytes"] for t in rows if t.get("peer_window_max_bytes")]
+    clamp = max(seen) if seen else next((t["window_clamp_bytes"] for t in rows if t.get("window_clamp_bytes")),
+                                        cross.tcp.window_clamp_bytes)
+    return int(clamp) // int(mss)
+
+
 def lossfree_summary(sweep_dir: Path) -> list[dict]:
+    """Per run, eq (15) with the run's MSS (the rows' segment size) and, with a window clamp, its
+    ``W_max`` (rows of such runs carry ``w_max``; those without keep the first runs' columns)."""
     out = []
     for r in runs(sweep_dir):
         rj, rtt, _, cross, rows, mss, w1, d = _transfer_run(r)
+        w_max = w_max_segments(cross, rows, mss)
         clean = [t for t in rows if t["class"] == "no_loss"]
         t = np.array([x["transfer_s"] for x in clean], dtype=float)
         b, delack = model_stack(rj)
-        model = float(transfer_time_s(d, 0.0, rtt, w1=w1, b=b, delayed_ack=delack)) if d else None
-        out.append({"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "size_bytes": cross.size_bytes,
-                    "mss_bytes": mss, "d": d, "w1": w1, "b": b, "delayed_ack_s": delack,
-                    "transfers": len(rows), "no_loss": len(clean),
+        model = float(transfer_time_s(d, 0.0, rtt, w1=w1, b=b, delayed_ack=delack,
+                                      w_max=np.inf if w_max is None else w_max)) if d else None
+        row = {"cell": r["cell_id"], "backend": _backend(rj), "rtt_s": rtt, "size_bytes": cross.size_bytes,
+               "mss_bytes": mss, "d": d, "w1": w1, "b": b, "delayed_ack_s": delack}
+        if w_max is not None:
+            row["w_max"] = w_max
+        row.update({"transfers": len(rows), "no_loss": len(clean),
                     "mean_s": round(float(t.mean()), 4) if len(t) else None,
                     "min_s": round(float(t.min()), 4) if len(t) else None,
                     "max_s": round(float(t.max()), 4) if len(t) else None,
                     "model_s": round(model, 4) if model is not None else None,
                     "error_rtts": round((float(t.mean()) - model) / rtt, 3) if len(t) and model is not None else None})
-    return sorted(out, key=lambda x: (x["rtt_s"], x["size_bytes"]))
+        out.append(row)
+    # the grid's runs by MSS and W_max first; runs without a clamp as before (RTT, size)
+    return sorted(out, key=lambda x: (x["mss_bytes"] if "w_max" in x else 0, x.get("w_max", 0), x["rtt_s"],
+                                      x["size_bytes"]))
 
 
 #: the models of Figs 12-13: eq (25), PFTK [34] (d / R) and Mathis [27] (d / X)
@@ -544,6 +571,13 @@ def markdown(s: dict, part: str = "main") -> str:
                 f"{r['p90_s']:.3f} / {r['model_p90_s']:.3f} | {r['cdf_max_gap']:.3f} | {r['ks_bound_95']:.3f} | "
                 f"{r['rtos_per_transfer']:.2f} / {r['pftk_timeouts_per_transfer']:.2f} |"
                 for r in s["rows"] if r["cell"] != "all"]
+        return "\n".join(out)
+    if s["kind"] == "lossfree" and any("w_max" in r for r in s["rows"]):
+        name = "ns-3" if all(r["backend"] == "ns3-simulation" for r in s["rows"]) else "Linux"
+        out = [f"| MSS (B) | W_max (segments) | RTT (ms) | d (segments) | {name} (s) | eq 15 (s) | error (RTTs) |",
+               "|---|---|---|---|---|---|---|"]
+        out += [f"| {r['mss_bytes']} | {r.get('w_max', '∞')} | {r['rtt_s'] * 1000:g} | {r['d']} | {r['mean_s']:.4f} | "
+                f"{r['model_s']:.4f} | {r['error_rtts']:+.2f} |" for r in s["rows"]]
         return "\n".join(out)
     if s["kind"] == "lossfree":
         name = "ns-3" if all(r["backend"] == "ns3-simulation" for r in s["rows"]) else "Linux"

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.plan import plan_run
 from tcpdelay.experiments.scenario import (
     PROFILES, BernoulliLoss, GilbertElliottLoss, NoLoss, apply_overrides, cell_scenario, describe,
     dump_scenario, grid, load_scenario, parse_scenario,
@@ -317,3 +318,66 @@ def test_trace_paths_in_a_sweep_resolve_relative_to_the_file(tmp_path):
     with pytest.raises(ParameterError, match=r"s.toml: \[sweep\] 'path.forward.trace', value 1.trace: "
                                              r"file 'traces/nope.down' does not exist"):
         load_scenario(f)
+
+
+# --------------------------------------------------------------------------- MSS, window clamp, MTU
+
+_TRANSFERS = {"kind": "transfers", "size_bytes": 536 * 16}
+
+
+def _transfers(tcp: dict, path: dict | None = None, kind: dict | None = None) -> dict:
+    return {"duration_s": 10, "path": {"rtt_s": 0.064, **(path or {})}, "cross": [{**(kind or _TRANSFERS), "tcp": tcp}]}
+
+
+def test_mss_window_clamp_and_mtu_are_taken_by_transfers():
+    sc = parse_scenario(_transfers({"mss_bytes": 4312, "window_clamp_bytes": 8 * 4312}, {"mtu_bytes": 9000}))
+    assert sc.cross[0].tcp.mss_bytes == 4312 and sc.cross[0].tcp.window_clamp_bytes == 8 * 4312
+    plan = plan_run(sc, 1)
+    assert plan.mtu_bytes == 9000 and plan.testbed_spec(1).mtu_bytes == 9000
+    # the MTU is no direction key: the link's direction tables do not get it
+    assert "mtu_bytes" not in plan.link["a_to_b"]
+    # unset: 1500, and left out of the scenario's data (older scenarios keep their cell ids)
+    plain = parse_scenario(_transfers({}))
+    assert plain.path.mtu == 1500 and plan_run(plain, 1).mtu_bytes == 1500
+    assert "mtu_bytes" not in plain.to_data()["path"]
+    assert parse_scenario(_transfers({"mss_bytes": 1448})).cross[0].tcp.mss_bytes == 1448   # 1448 + 52 = 1500
+
+
+@pytest.mark.parametrize("tcp, path, kind, expected", [
+    ({"mss_bytes": 1449}, None, None,
+     "scenario.toml: cross[0].tcp.mss_bytes: 1449 + 52 bytes of headers does not fit path.mtu_bytes 1500; "
+     "raise path.mtu_bytes to at least 1501"),
+    ({"mss_bytes": 4312}, {"mtu_bytes": 4000}, None,
+     "scenario.toml: cross[0].tcp.mss_bytes: 4312 + 52 bytes of headers does not fit path.mtu_bytes 4000; "
+     "raise path.mtu_bytes to at least 4364"),
+    ({"mss_bytes": 10}, None, None, "scenario.toml: cross[0].tcp.mss_bytes: 10: input should be greater than or equal to 76"),
+    ({"mss_bytes": 9000}, {"mtu_bytes": 9000}, None,
+     "scenario.toml: cross[0].tcp.mss_bytes: 9000: input should be less than or equal to 8948"),
+    ({"window_clamp_bytes": 100}, None, None,
+     "scenario.toml: cross[0].tcp.window_clamp_bytes: 100: input should be greater than or equal to 1024"),
+    ({}, {"mtu_bytes": 9001}, None, "scenario.toml: path.mtu_bytes: 9001: input should be less than or equal to 9000"),
+    ({}, {"mtu_bytes": 100}, None, "scenario.toml: path.mtu_bytes: 100: input should be greater than or equal to 576"),
+    ({"mss_bytes": 536}, None, {"kind": "bulk", "size_bytes": 10_000},
+     "scenario.toml: cross[0].tcp.mss_bytes: only cross kind 'transfers' applies it (kind 'bulk' would ignore it)"),
+    ({"window_clamp_bytes": 4288}, None, {"kind": "page_load", "start_s": 0, "start_spread_s": 0},
+     "scenario.toml: cross[0].tcp.window_clamp_bytes: only cross kind 'transfers' applies it "
+     "(kind 'page_load' would ignore it)"),
+])
+def test_bad_mss_window_clamp_and_mtu_are_one_line(tcp, path, kind, expected):
+    assert error(_transfers(tcp, path, kind)) == expected
+
+
+def test_a_media_flow_or_a_stream_refuses_the_transfers_keys():
+    assert error(with_(flows=[{"profile": "voip", "tcp": {"mss_bytes": 536}}])) == (
+        "scenario.toml: flows[0].tcp.mss_bytes: only cross kind 'transfers' applies it (a media flow would ignore it)")
+    assert error({"duration_s": 10, "streams": [{"kind": "http_video", "tcp": {"window_clamp_bytes": 65536}}]}) == (
+        "scenario.toml: streams[0].tcp.window_clamp_bytes: only cross kind 'transfers' applies it "
+        "(kind 'http_video' would ignore it)")
+
+
+def test_a_sweep_cell_whose_mss_does_not_fit_the_mtu_is_refused_at_load():
+    data = {**_transfers({"mss_bytes": 536}), "sweep": {"cross[0].tcp.mss_bytes": [536, 4312]}}
+    msg = error(data)
+    assert "cross[0].tcp.mss_bytes = 4312" in msg and "does not fit path.mtu_bytes 1500" in msg
+    data["path"]["mtu_bytes"] = 9000
+    assert parse_scenario(data, source="scenario.toml").sweep

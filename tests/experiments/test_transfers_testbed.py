@@ -81,3 +81,37 @@ def test_a_run_of_transfers_alone_ends_when_they_are_done(tmp_path):
     (flow,) = json.loads((tmp_path / "run.json").read_text())["run"]["cross"]
     rows = flow["result"]["transfers"]
     assert len(rows) == 2 and all(r["complete"] for r in rows), rows
+
+
+@pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")
+@pytest.mark.testbed
+@pytest.mark.slow
+def test_mss_and_window_clamp_take_effect_in_the_kernel(tmp_path):
+    """tcp.mss_bytes = 536 (TCP_MAXSEG on both sockets) gives the server segments of 536 bytes
+    (tcpi_snd_mss); tcp.window_clamp_bytes = 8 x (536 + 12) (TCP_WINDOW_CLAMP on the client before
+    connect) is what the server saw advertised (tcpi_snd_wnd), 8 segments, and a 64-segment
+    transfer takes eq (15)'s time with W_max = 8 (within one RTT), held by the receiver's window;
+    MSS 4312 crosses the 9000-byte path MTU (path.mtu_bytes) whole."""
+    from tcpdelay.experiments.run import run_scenario
+
+    rtt, d, mss, w = 0.05, 64, 536, 8
+    clamp = w * (mss + 12)
+    base = {"preset": "newreno-2008", "no_metrics_save": True}
+    cross = [{"kind": "transfers", "size_bytes": d * mss, "transfers": 2, "gap_s": 0.05, "start_s": 0.0,
+              "stop_s": 2.4, "tcp": {**base, "mss_bytes": mss, "window_clamp_bytes": clamp}},
+             {"kind": "transfers", "size_bytes": 16 * 4312, "transfers": 2, "gap_s": 0.05, "start_s": 2.5,
+              "stop_s": 3.5, "tcp": {**base, "mss_bytes": 4312}}]
+    sc = parse_scenario({"name": "transfers-mss-clamp", "duration_s": 3.5, "tcp_state_period_s": 0,
+                         "path": {"rtt_s": rtt, "mtu_bytes": 9000}, "cross": cross})
+    totals = run_scenario(sc, 1, tmp_path)
+    assert totals["errors"] == []
+    run = json.loads((tmp_path / "run.json").read_text())["run"]
+    clamped, big = (flow["result"]["transfers"] for flow in run["cross"])
+    model = float(transfer_time_s(d, 0.0, rtt, w1=3, b=1, w_max=w))
+    assert len(clamped) == 2 and all(r["complete"] for r in clamped), clamped
+    for r in clamped:
+        assert r["mss_bytes"] == mss and r["class"] == "no_loss", r
+        assert r["window_clamp_bytes"] == clamp and r["peer_window_max_bytes"] == clamp, r
+        assert r["rwnd_limited_s"] > 0, r
+        assert abs(r["transfer_s"] - model) <= rtt, (r["transfer_s"], model)
+    assert len(big) == 2 and all(r["complete"] and r["mss_bytes"] == 4312 for r in big), big

@@ -213,6 +213,57 @@ def test_timed_transfers_give_the_testbeds_rows(worker, tmp_path):
     assert all((r["class"] == "rto") == (r["rtos"] > 0) for r in done)
 
 
+def _transfer_rows(tmp_path: Path, name: str, d: int, tcp: dict, *, mtu: int = 1500, transfers: int = 3,
+                   rtt: float = 0.064, duration_s: float = 60) -> tuple[list[dict], dict]:
+    mss = tcp.get("mss_bytes", 1448)
+    data = {"name": name, "duration_s": duration_s, "seed": 1, "tcp_state_period_s": 0,
+            "path": {"rtt_s": rtt, "mtu_bytes": mtu},
+            "cross": [{"kind": "transfers", "size_bytes": d * mss, "transfers": transfers, "gap_s": 0.1,
+                       "tcp": {"preset": "newreno-2008", "no_metrics_save": True, **tcp}}]}
+    assert _run(data, tmp_path / name)["errors"] == []
+    run = json.loads((tmp_path / name / "run.json").read_text())["run"]
+    return run["cross"][0]["result"]["transfers"], run["link_counters"]
+
+
+def test_transfers_take_the_scenarios_mss_and_keep_to_eq_15(worker, tmp_path):
+    """tcp.mss_bytes = 536 (papers/001's smallest MSS): every data segment carries 536 bytes (the
+    rows say so, and the link carried d of them per transfer), and the time of d = 64 segments is
+    eq (15)'s for that d, within one RTT. MSS 4312 needs the 9000-byte MTU: its segments cross
+    the link whole."""
+    from tcpdelay.model.transfer import transfer_time_s
+
+    rtt, d = 0.064, 64
+    rows, counters = _transfer_rows(tmp_path, "mss536", d, {"mss_bytes": 536}, rtt=rtt)
+    assert len(rows) == 3 and all(r["complete"] and r["class"] == "no_loss" for r in rows), rows
+    model = float(transfer_time_s(d, 0.0, rtt, w1=3, b=1))
+    for r in rows:
+        assert r["mss_bytes"] == 536 and r["bytes"] == d * 536
+        assert abs(r["transfer_s"] - model) <= rtt, (r["transfer_s"], model)
+    # d data segments a transfer, plus at most three without data (SYN/ACK, ACKs, FIN): none larger
+    assert 3 * d < counters["a_to_b"]["packets_out"] <= 3 * (d + 3)
+    rows, counters = _transfer_rows(tmp_path, "mss4312", 16, {"mss_bytes": 4312}, mtu=9000, rtt=rtt)
+    assert all(r["mss_bytes"] == 4312 and r["complete"] for r in rows), rows
+    assert 3 * 16 < counters["a_to_b"]["packets_out"] <= 3 * (16 + 3)        # not fragmented
+    assert counters["a_to_b"]["bytes_out"] > 3 * 16 * 4312
+
+
+def test_a_window_clamp_is_eq_15s_w_max(worker, tmp_path):
+    """tcp.window_clamp_bytes = 8 segments: a 256-segment transfer is window-limited as eq (15)
+    with W_max = 8 has it (within one RTT), and clearly longer than without the clamp."""
+    from tcpdelay.model.transfer import transfer_time_s
+
+    rtt, d, mss = 0.064, 256, 536
+    rows, _ = _transfer_rows(tmp_path, "clamp8", d, {"mss_bytes": mss, "window_clamp_bytes": 8 * mss}, rtt=rtt,
+                             transfers=2)
+    free, _ = _transfer_rows(tmp_path, "free", d, {"mss_bytes": mss}, rtt=rtt, transfers=2)
+    model = float(transfer_time_s(d, 0.0, rtt, w1=3, b=1, w_max=8))
+    assert model > 4 * float(transfer_time_s(d, 0.0, rtt, w1=3, b=1))
+    for r, f in zip(rows, free):
+        assert r["complete"] and r["class"] == "no_loss" and r["window_clamp_bytes"] == 8 * mss, r
+        assert abs(r["transfer_s"] - model) <= rtt, (r["transfer_s"], model)
+        assert r["transfer_s"] > 3 * f["transfer_s"], (r["transfer_s"], f["transfer_s"])
+
+
 def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path):
     out = tmp_path / "v"
     proc = _cli("validate", "--backend", "ns3", "--duration-s", "20", "--loss", "0.01", "--profile", "voip",

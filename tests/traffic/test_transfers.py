@@ -135,3 +135,25 @@ def test_loopback_transfers_are_timed_and_counted():
     for r in rows:
         assert r["bytes"] == 200_000 and r["class"] == "no_loss"
         assert 0 < r["handshake_s"] < 0.5 and 0 < r["transfer_s"] < 0.5
+
+
+def test_loopback_transfers_take_the_mss_and_the_window_clamp():
+    """TCP_MAXSEG (mss_bytes + the 12-byte timestamp option) on both sockets gives segments of
+    mss_bytes (tcpi_snd_mss); TCP_WINDOW_CLAMP on the client reads back and bounds the window the
+    server saw (tcpi_snd_wnd). Linux rounds that window down to its receive MSS (536 + 12): 8 x 548
+    bytes advertise 8 segments, 8 x 536 only 7 (scenario.Tcp.window_clamp_bytes)."""
+    port = 47_131
+    for clamp, advertised in ((8 * 548, 8 * 548), (8 * 536, 7 * 548)):
+        out: dict = {}
+        server = threading.Thread(target=lambda: out.update(
+            transfers.serve(port, duration_s=3.0, host="127.0.0.1", mss_bytes=536)))
+        server.start()
+        got = transfers.client("127.0.0.1", port, size_bytes=64 * 536, transfers=2, gap_s=0.01, duration_s=2.0,
+                               mss_bytes=536, window_clamp_bytes=clamp)
+        server.join()
+        rows = transfers.merge(got["transfers"], out["transfers"])
+        assert len(rows) == 2 and all(r["complete"] for r in rows), (got, out)
+        for r in rows:
+            assert r["mss_bytes"] == 536 and r["window_clamp_bytes"] == clamp, r
+            assert r["peer_window_max_bytes"] == advertised, r
+        port += 1

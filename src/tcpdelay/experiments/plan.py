@@ -143,11 +143,13 @@ class RunPlan:
     timed_link: bool = False           # the link's behaviour depends on its clock (see timed_link)
     lead_s: float = LEAD_S             # with a timed link, t0 is this long after the link's start
     tcp_state_period_s: float = 0.01   # every TCP flow's TCP state sampled this often (s; 0 = off)
+    mtu_bytes: int = 1500              # the path MTU (every interface, the emulated link)
 
     def testbed_spec(self, seed: int):
         from tcpdelay.testbed.spec import parse_spec
 
-        return parse_spec({"hosts": self.hosts, "link": self.link, "seed": seed % (2**63)})
+        return parse_spec({"hosts": self.hosts, "link": self.link, "seed": seed % (2**63),
+                           "mtu_bytes": self.mtu_bytes})
 
 
 def _direction_spec(d: DirectionSpec, lead_s: float) -> dict:
@@ -199,7 +201,7 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
     forward, reverse = scenario.path.direction("forward"), scenario.path.direction("reverse")
     plan = RunPlan(hosts=hosts, link={"a_to_b": _direction_spec(forward, lead_s), "b_to_a": _direction_spec(reverse, lead_s)},
                    name=scenario.name, seed=seed, duration_s=scenario.duration_s,
-                   timed_link=timed_link(scenario), lead_s=lead_s,
+                   timed_link=timed_link(scenario), lead_s=lead_s, mtu_bytes=scenario.path.mtu,
                    tcp_state_period_s=DEFAULT_TCP_STATE_PERIOD_S if scenario.tcp_state_period_s is None
                    else scenario.tcp_state_period_s)
     flow_id = 0

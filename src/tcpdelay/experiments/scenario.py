@@ -123,12 +123,17 @@ class Direction(_Strict):
         return self
 
 
+DEFAULT_MTU_BYTES = 1500
+
+
 class Path(Direction):
     """The path between the two sides. Keys given here apply to both directions; ``forward``
     (the direction of the media, sender -> receiver) and ``reverse`` (its ACKs) override them.
     ``rtt_s`` is a shortcut for ``delay_s = rtt_s / 2`` each way."""
 
     rtt_s: Annotated[float, Field(ge=0.0, le=120.0, allow_inf_nan=False)] | None = None
+    mtu_bytes: Annotated[int, Field(ge=MIN_MTU_BYTES, le=MAX_MTU_BYTES)] | None = None
+    """The path MTU (bytes) of every interface and of the emulated link; unset: 1500."""
     forward: Direction = Field(default_factory=Direction)
     reverse: Direction = Field(default_factory=Direction)
 
@@ -143,7 +148,12 @@ class Path(Direction):
         :class:`~tcpdelay.link.DirectionSpec` (the scenario's ``trace`` is its ``trace_file``;
         outages in seconds from the run's start, see :meth:`~tcpdelay.link.DirectionSpec.later`)."""
         out: dict[str, Any] = {"delay_s": self.rtt_s / 2} if self.rtt_s is not None else {}
-        return _resolved(out, (self, getattr(self, which)), {"rtt_s", "forward", "reverse"})
+        return _resolved(out, (self, getattr(self, which)), {"rtt_s", "mtu_bytes", "forward", "reverse"})
+
+    @property
+    def mtu(self) -> int:
+        """The path MTU in bytes (``mtu_bytes``, default 1500)."""
+        return DEFAULT_MTU_BYTES if self.mtu_bytes is None else int(self.mtu_bytes)
 
 
 def _resolved(out: dict[str, Any], levels: tuple[Direction, ...], exclude: set[str]) -> DirectionSpec:
@@ -181,6 +191,16 @@ class Access(Direction):
 # --------------------------------------------------------------------------- TCP and heuristics
 
 
+#: IPv4 + TCP headers and the timestamp option a data segment carries besides its payload.
+MSS_OVERHEAD_BYTES = 52
+#: The smallest payload per segment tcp.mss_bytes takes (Linux's TCP_MIN_MSS, 88, less 12).
+MIN_MSS_BYTES = 76
+#: The path MTU's bounds (the testbed's: 576 to 9000 bytes).
+MIN_MTU_BYTES, MAX_MTU_BYTES = 576, 9000
+#: Per-socket TCP keys only the ``transfers`` cross kind applies.
+TRANSFERS_ONLY_TCP_KEYS = ("mss_bytes", "window_clamp_bytes")
+
+
 class Tcp(_Strict):
     """TCP settings of a flow: a ``preset`` with overrides on top. Host-wide knobs (SACK, RACK,
     TLP, window validation after idle, metrics caching, initial window) and per-socket knobs
@@ -202,6 +222,22 @@ class Tcp(_Strict):
     notsent_lowat_bytes: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None
     sndbuf_bytes: Annotated[int, Field(ge=1024, le=2**31 - 1)] | None = None
     rcvbuf_bytes: Annotated[int, Field(ge=1024, le=2**31 - 1)] | None = None
+    mss_bytes: Annotated[int, Field(ge=MIN_MSS_BYTES, le=MAX_MTU_BYTES - MSS_OVERHEAD_BYTES)] | None = None
+    """The most payload bytes a data segment carries (the MSS as papers/001 counts it: payload
+    per segment, TCP/IP headers and options not included). Linux: ``TCP_MAXSEG`` of
+    ``mss_bytes + 12`` (the timestamp option, which Linux subtracts) on both sockets of a
+    connection, set before connect/listen, so each SYN advertises it; ns-3: ``SegmentSize``.
+    It must fit ``path.mtu_bytes`` with 52 bytes of IP, TCP and timestamp headers. ``transfers``
+    only."""
+    window_clamp_bytes: Annotated[int, Field(ge=1024, le=2**30)] | None = None
+    """The largest window the receiver advertises (papers/001's ``W_max`` times the MSS). Linux:
+    ``TCP_WINDOW_CLAMP`` on the receiving socket (the transfers client), set before connect so
+    the SYN's window already respects it; ns-3: the receiver's ``RcvBufSize`` (ns-3 advertises
+    its free receive buffer). Linux rounds the window it advertises down to a multiple of its
+    receive MSS, which counts the 12-byte timestamp option: ``W`` whole segments of ``mss_bytes``
+    need ``W * (mss_bytes + 12)`` here (``W * mss_bytes`` gives ``W - 1`` on Linux, ``W`` in
+    ns-3); the transfers rows report what the kernel advertised (``peer_window_max_bytes``).
+    ``transfers`` only."""
 
     @field_validator("preset")
     @classmethod
@@ -520,10 +556,30 @@ class Scenario(_Strict):
             last = c.start_s + c.start_spread_s
             if c.count and last >= self.duration_s:
                 raise ValueError(f"cross[{i}] starts at {last:g} s, not before duration_s {self.duration_s:g}")
+        self._check_tcp_keys()
         names = [f.name for f in self.flows if f.name is not None]
         if len(set(names)) != len(names):
             raise ValueError("flow names must be unique")
         return self
+
+    def _check_tcp_keys(self) -> None:
+        """Per-socket keys only ``transfers`` applies are refused elsewhere (never ignored), and
+        an MSS must fit the path MTU with its headers."""
+        tables = [(f"flows[{i}].tcp", f.tcp, None) for i, f in enumerate(self.flows)]
+        tables += [(f"cross[{i}].tcp", getattr(c, "tcp", None), c.kind) for i, c in enumerate(self.cross)]
+        tables += [(f"streams[{i}].tcp", st.tcp, st.kind) for i, st in enumerate(self.streams)]
+        mtu = self.path.mtu
+        for where, tcp, kind in tables:
+            if tcp is None:
+                continue
+            for key in TRANSFERS_ONLY_TCP_KEYS:
+                if getattr(tcp, key) is not None and kind != "transfers":
+                    what = f"kind {kind!r}" if kind else "a media flow"
+                    raise ValueError(f"{where}.{key}: only cross kind 'transfers' applies it ({what} would ignore it)")
+            if tcp.mss_bytes is not None and tcp.mss_bytes + MSS_OVERHEAD_BYTES > mtu:
+                raise ValueError(f"{where}.mss_bytes: {tcp.mss_bytes} + {MSS_OVERHEAD_BYTES} bytes of headers does "
+                                 f"not fit path.mtu_bytes {mtu}; raise path.mtu_bytes to at least "
+                                 f"{tcp.mss_bytes + MSS_OVERHEAD_BYTES}")
 
     @property
     def seed_list(self) -> tuple[int, ...]:

@@ -159,6 +159,9 @@ class CrossJob:
     packet_size_bytes: int = 1200
     #: transfers: a connection not done this long after it opened is given up (0: never)
     timeout_s: float = 0.0
+    #: the client's receive buffer (bytes), which is the most ns-3 advertises: the scenario's
+    #: tcp.window_clamp_bytes (None: the host's)
+    rcvbuf_bytes: int | None = None
 
 
 @dataclass
@@ -173,6 +176,8 @@ class Job:
     cross: list[CrossJob] = field(default_factory=list)
     tcp_state_period_s: float = 0.01
     queue_period_s: float = 0.01
+    #: every device's MTU (bytes): no IP fragmentation of segments up to mtu_bytes - 40
+    mtu_bytes: int = 1500
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -85,6 +85,7 @@ def simulate(job: Job) -> dict:
 
     access = ns.PointToPointHelper()
     access.SetDeviceAttribute("DataRate", ns.StringValue(ACCESS_RATE))
+    access.SetDeviceAttribute("Mtu", ns.UintegerValue(int(job.mtu_bytes)))
     access.SetChannelAttribute("Delay", ns.StringValue("0s"))
     access.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", ns.StringValue(ACCESS_QUEUE))
     address = ns.Ipv4AddressHelper()
@@ -93,7 +94,7 @@ def simulate(job: Job) -> dict:
     for i, h in enumerate(job.hosts):
         router = routers.Get(0 if h["side"] == "left" else 1)
         if h.get("access"):
-            own = t.ConnectEmulated(nodes[h["name"]], router, TRUNK_RATE)
+            own = t.ConnectEmulated(nodes[h["name"]], router, TRUNK_RATE, int(job.mtu_bytes))
             devs = own.devices
             access_links[h["name"]] = t.Raw(own.channel)
             # random streams of their own: the bottleneck's are 1..5, host i's from 10 + 6 i
@@ -104,7 +105,7 @@ def simulate(job: Job) -> dict:
         ifs = address.Assign(devs)
         t.RemoveQdiscs(devs)
         ip_of[h["name"]] = ifs.GetAddress(0)
-    trunk = t.ConnectEmulated(routers.Get(0), routers.Get(1), TRUNK_RATE)
+    trunk = t.ConnectEmulated(routers.Get(0), routers.Get(1), TRUNK_RATE, int(job.mtu_bytes))
     address.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
     address.Assign(trunk.devices)
     t.RemoveQdiscs(trunk.devices)
@@ -360,7 +361,7 @@ def _cross(ns, t, job, c, nodes, ip_of, host_tcp, keep):
     nodes[c.server].AddApplication(server_app)
     server.SetStartTime(ns.Seconds(0.0))
 
-    maker = _socket_maker(t, nodes[c.client], cli_tcp, segment=c.segment_bytes)
+    maker = _socket_maker(t, nodes[c.client], cli_tcp, segment=c.segment_bytes, rcvbuf=c.rcvbuf_bytes)
     client_app = t.New[t.FetchClient]()
     client = t.Raw(client_app)
     client.server = ns.InetSocketAddress(ip_of[c.server], c.port).ConvertTo()
@@ -535,7 +536,7 @@ def _cross_results(job: Job, c, parts: dict, out: Path) -> dict:
            "error": None, "tcp_state": {"rows": rows, "connections": len(server.probes)},
            "warnings": [str(w) for w in server.warnings]}
     if c.kind == "transfers":
-        res["transfers"] = _transfer_rows(client, server, start)
+        res["transfers"] = _transfer_rows(client, server, start, c)
         res["complete"] = bool(res["transfers"]) and len(res["transfers"]) == len(c.responses) \
             and all(r["complete"] for r in res["transfers"])
     if c.kind == "page_load":
@@ -544,10 +545,11 @@ def _cross_results(job: Job, c, parts: dict, out: Path) -> dict:
     return {f"cross:{c.flow_id}": res}
 
 
-def _transfer_rows(client, server, start: float) -> list[dict]:
+def _transfer_rows(client, server, start: float, c) -> list[dict]:
     """A ``transfers`` flow's rows in :func:`tcpdelay.traffic.transfers.merge`'s schema: the
     client's (open, handshake, done, SYNs) joined with the server's timed responses (kind 4) by
-    the client's port."""
+    the client's port. ``mss_bytes`` is the server's SegmentSize; with a window clamp,
+    ``window_clamp_bytes`` is the client socket's RcvBufSize."""
     from tcpdelay.traffic.transfers import classify
 
     served = {}
@@ -558,7 +560,7 @@ def _transfer_rows(client, server, start: float) -> list[dict]:
         served[int(server.PeerPort(i))] = {
             "transfer_s": a - w if w >= 0 and a >= 0 else None, "retransmits": int(server.Retransmits(i)),
             "rtos": int(server.Rtos(i)), "recoveries": int(server.Recoveries(i)), "synack_retransmits": None,
-            "mss_bytes": LINUX_SEGMENT_BYTES, "sent": int(server.Sent(i))}
+            "mss_bytes": int(server.mss), "sent": int(server.Sent(i))}
     rows = []
     for i in range(len(client.bytes)):
         s = served.get(int(client.local_port[i]), {})
@@ -569,6 +571,8 @@ def _transfer_rows(client, server, start: float) -> list[dict]:
                "syn_retransmits": max(0, int(client.syns[i]) - 1)}
         for k in ("transfer_s", "retransmits", "rtos", "recoveries", "synack_retransmits", "mss_bytes"):
             row[k] = s.get(k)
+        if c.rcvbuf_bytes:
+            row["window_clamp_bytes"] = int(c.rcvbuf_bytes)
         row["complete"] = bool(done >= 0 and not client.failed[i] and row["transfer_s"] is not None)
         row["class"] = classify(row["retransmits"], row["rtos"])
         rows.append(row)

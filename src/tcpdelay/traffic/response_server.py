@@ -305,13 +305,17 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
 
 
 def connect(server: str, port: int, *, deadline: float, segment_bytes: int | None = None,
-            rcvbuf_bytes: int | None = None) -> socket.socket:
+            rcvbuf_bytes: int | None = None, window_clamp_bytes: int | None = None) -> socket.socket:
     """Connect, retrying while the server is not listening yet, until ``deadline`` (monotonic).
-    ``segment_bytes`` caps the payload of the segments the server sends (``TCP_MAXSEG``)."""
+    ``segment_bytes`` caps the payload of the segments the server sends (``TCP_MAXSEG``);
+    ``window_clamp_bytes`` the window this end advertises (``TCP_WINDOW_CLAMP``, set before the
+    SYN so its window respects it too)."""
     while True:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if segment_bytes:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, segment_bytes + TIMESTAMP_OPTION_BYTES)
+        if window_clamp_bytes:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP, window_clamp_bytes)
         if rcvbuf_bytes:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_bytes)
         s.settimeout(max(0.05, deadline - time.monotonic()))

@@ -34,7 +34,14 @@ import socket
 import time
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.traffic.response_server import REQUEST, _recv_exact, connect, decode_request, encode_request
+from tcpdelay.traffic.response_server import (
+    REQUEST,
+    TIMESTAMP_OPTION_BYTES,
+    _recv_exact,
+    connect,
+    decode_request,
+    encode_request,
+)
 from tcpdelay.transport import tcp_state
 
 #: papers/001's transfer classes: no retransmission; fast retransmit / recovery only; >= 1 RTO.
@@ -99,9 +106,12 @@ def _delta(after: dict, before: dict, key: str) -> int | None:
 
 
 def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float = POLL_S,
-          expect: int | None = None) -> dict:
+          mss_bytes: int | None = None, expect: int | None = None) -> dict:
     """Answer transfer requests (:mod:`.response_server`'s request format, sized responses
     only) one connection at a time for ``duration_s`` seconds, timing each (module doc).
+    ``mss_bytes`` caps the payload per segment both ways (``TCP_MAXSEG`` of ``mss_bytes`` plus
+    the 12-byte timestamp option on the listener, so each SYN/ACK advertises it); a row's
+    ``mss_bytes`` is the kernel's ``tcpi_snd_mss``, what it actually sent.
 
     With ``expect`` (the client's ``transfers``) the server also stops once it has accepted and
     answered that many connections: the client opens one connection per transfer and never two,
@@ -110,8 +120,9 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
     completed is never accepted, and then the server listens to the end).
 
     Returns ``{"transfers": [{"peer_port", "size_bytes", "bytes", "transfer_s", "retransmits",
-    "rtos", "recoveries", "synack_retransmits", "mss_bytes", "rwnd_limited_s", "sndbuf_limited_s",
-    "complete"}...], "rejected",
+    "rtos", "recoveries", "synack_retransmits", "mss_bytes", "peer_window_max_bytes" (the largest
+    window the client advertised, ``tcpi_snd_wnd`` at the polls), "rwnd_limited_s",
+    "sndbuf_limited_s", "complete"}...], "rejected",
     "errors"}``.
     """
     if not duration_s > 0:
@@ -124,6 +135,10 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
     accepted = 0
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if mss_bytes:
+        if mss_bytes < 1:
+            raise ParameterError(f"mss_bytes: {mss_bytes} must be >= 1")
+        srv.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss_bytes + TIMESTAMP_OPTION_BYTES)
     srv.bind((host, port))
     srv.listen(16)
     srv.settimeout(0.1)
@@ -168,6 +183,7 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
     times, acked, ca = [], [], []
     sent, t_write, done = 0, time.monotonic(), None
     info = before
+    window = int(before.get("snd_wnd") or 0)   # the largest window the client advertised
     while time.monotonic() < deadline:
         wrote = 0
         if sent < size:
@@ -181,6 +197,7 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
         times.append(now - t_write)
         acked.append(int(info.get("bytes_acked") or 0))
         ca.append(int(info["ca_state"]))
+        window = max(window, int(info.get("snd_wnd") or 0))
         done = transfer_done_s(times[-1:], acked[-1:], size)
         if done is not None:
             break
@@ -190,7 +207,7 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
     row = {"peer_port": peer_port, "size_bytes": size, "bytes": sent, "transfer_s": done,
            "retransmits": retx, "rtos": rtos, "recoveries": recovery_episodes(ca),
            "synack_retransmits": int(before["total_retrans"]), "mss_bytes": int(info["snd_mss"]),
-           "complete": done is not None}
+           "peer_window_max_bytes": window or None, "complete": done is not None}
     # time the sender could not send for the receiver's window or its own send buffer (s)
     for key in ("rwnd_limited", "sndbuf_limited"):
         us = _delta(info, before, f"{key}_us")
@@ -208,15 +225,19 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
 
 def client(server_address: str, port: int, *, size_bytes: int, transfers: int, gap_s: float,
            duration_s: float, timeout_s: float = 120.0, start_at: float | None = None,
-           congestion_control: str | None = None) -> dict:
+           congestion_control: str | None = None, mss_bytes: int | None = None,
+           window_clamp_bytes: int | None = None) -> dict:
     """``transfers`` transfers of ``size_bytes``, each on a fresh connection opened ``gap_s``
     after the previous one closed, from ``start_at`` (``time.monotonic()`` instant, default
     now) until all are done or ``start_at + duration_s``; a transfer not done ``timeout_s``
-    after its ``connect()`` is given up (incomplete) and the next one starts.
+    after its ``connect()`` is given up (incomplete) and the next one starts. ``mss_bytes``
+    (payload per segment: ``TCP_MAXSEG`` plus the timestamp option) and ``window_clamp_bytes``
+    (``TCP_WINDOW_CLAMP``: the most this receiver advertises) are set before each connect.
 
     Returns ``{"start_s", "transfers": [{"index", "local_port", "open_s" (from start_s),
     "handshake_s", "done_s" (the client read the last byte, from start_s), "bytes",
-    "syn_retransmits", "complete"}...], "bytes", "complete"}``.
+    "syn_retransmits", "window_clamp_bytes" (read back from the kernel), "complete"}...],
+    "bytes", "complete"}``.
     """
     if size_bytes < 1 or transfers < 1 or gap_s < 0 or not duration_s > 0 or not timeout_s > 0:
         raise ParameterError(f"size_bytes {size_bytes}, transfers {transfers}, gap_s {gap_s}, duration_s "
@@ -239,7 +260,8 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
         try:
             # the first connection may find the server not listening yet: retried (refused
             # connections are fast and not handshakes; their time is not counted)
-            s = connect(server_address, port, deadline=until)
+            s = connect(server_address, port, deadline=until, segment_bytes=mss_bytes,
+                        window_clamp_bytes=window_clamp_bytes)
         except OSError as err:
             row["error"] = f"connect: {err}"
             continue
@@ -248,6 +270,8 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
         try:
             row["local_port"] = s.getsockname()[1]
             row["syn_retransmits"] = int(tcp_state.tcp_info_raw(s)["total_retrans"])
+            if window_clamp_bytes:
+                row["window_clamp_bytes"] = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP)
             s.sendall(request)
             while (left := until - time.monotonic()) > 0:
                 s.settimeout(left)
@@ -276,8 +300,10 @@ def merge(client_rows: list[dict], server_rows: list[dict]) -> list[dict]:
     for c in client_rows:
         s = by_port.get(c.get("local_port"), {})
         row = {k: c.get(k) for k in ("index", "open_s", "handshake_s", "done_s", "bytes", "syn_retransmits")}
+        if "window_clamp_bytes" in c:
+            row["window_clamp_bytes"] = c["window_clamp_bytes"]
         for k in ("transfer_s", "retransmits", "rtos", "recoveries", "synack_retransmits", "mss_bytes",
-                  "rwnd_limited_s", "sndbuf_limited_s"):
+                  "peer_window_max_bytes", "rwnd_limited_s", "sndbuf_limited_s"):
             row[k] = s.get(k)
         row["complete"] = bool(c.get("complete")) and bool(s.get("complete"))
         row["class"] = classify(row["retransmits"], row["rtos"])

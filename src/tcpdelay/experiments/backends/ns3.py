@@ -167,7 +167,7 @@ def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=
     cross = [_cross_job(c) for c in plan.cross]
     return Job(seed=plan.seed, duration_s=plan.duration_s, t0_s=plan.lead_s, link=plan.link, hosts=hosts,
                out_dir=out_dir, media=media, cross=cross, tcp_state_period_s=plan.tcp_state_period_s,
-               queue_period_s=plan.tcp_state_period_s or 0.01)
+               queue_period_s=plan.tcp_state_period_s or 0.01, mtu_bytes=int(plan.mtu_bytes))
 
 
 def _cross_job(c):
@@ -189,8 +189,11 @@ def _cross_job(c):
         sizes = split_bytes(int(x.total_bytes), int(x.connections))
         return CrossJob(**base, responses=[[0, n] for n in sizes], starts_s=[c.start_s] * len(sizes))
     if c.kind == "transfers":    # one after another, each gap_s after the previous closed
+        # tcp.mss_bytes: both ends' SegmentSize (ns-3 has no MSS option: each end sends its own);
+        # tcp.window_clamp_bytes: the client's receive buffer, the most ns-3 advertises
         return CrossJob(**base, responses=[[4, int(x.size_bytes)]] * int(x.transfers), schedule=1,
-                        offs_s=[float(x.gap_s)] * (int(x.transfers) - 1), timeout_s=float(x.timeout_s))
+                        offs_s=[float(x.gap_s)] * (int(x.transfers) - 1), timeout_s=float(x.timeout_s),
+                        segment_bytes=x.tcp.mss_bytes, rcvbuf_bytes=x.tcp.window_clamp_bytes)
     if c.kind == "web_onoff" and x.mode == "poisson":
         return CrossJob(**base, responses=[[2, 0]], starts_s=[c.start_s], segment_bytes=int(x.packet_size_bytes),
                         gap_mean_s=float(x.gap_mean_s))

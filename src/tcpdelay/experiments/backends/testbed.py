@@ -303,7 +303,8 @@ def _start_transfers(tb, c: CrossPlan, start_at: float, dur: float):
                                     niceness=CROSS_NICENESS,
                                     transfers=x.transfers, gap_s=x.gap_s, timeout_s=x.timeout_s,
                                     duration_s=dur, start_at=start_at,
-                                    congestion_control=_congestion_control(tb, c))
+                                    congestion_control=_congestion_control(tb, c),
+                                    mss_bytes=x.tcp.mss_bytes, window_clamp_bytes=x.tcp.window_clamp_bytes)
 
 
 def _start_udp(tb, c: CrossPlan, start_at: float, dur: float):
@@ -349,7 +350,7 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -
             # it ends when its client's sequence is done, so a run of transfers alone ends then
             handles[f"server:{c.server}/transfers{c.flow_id}"] = tb.hosts[c.server].spawn(
                 transfers.serve, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic(),
-                expect=c.cross.transfers)
+                mss_bytes=c.cross.tcp.mss_bytes, expect=c.cross.transfers)
     for host in servers:
         # TCP state over time of the cross flows this host sends, under flows/server-<host>/;
         # a record names its flow by the client's address (-1 when several flows share one).

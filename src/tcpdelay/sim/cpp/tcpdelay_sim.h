@@ -226,13 +226,14 @@ struct Trunk {
     NetDeviceContainer devices;
 };
 
-inline Trunk ConnectEmulated(Ptr<Node> a, Ptr<Node> b, std::string rate) {
+inline Trunk ConnectEmulated(Ptr<Node> a, Ptr<Node> b, std::string rate, uint16_t mtu = 1500) {
     Trunk t;
     t.channel = CreateObject<EmulatedChannel>();
     for (Ptr<Node> n : {a, b}) {
         Ptr<PointToPointNetDevice> dev = CreateObject<PointToPointNetDevice>();
         dev->SetAddress(Mac48Address::Allocate());
         dev->SetDataRate(DataRate(rate));
+        dev->SetMtu(mtu);
         Ptr<DropTailQueue<Packet>> q = CreateObject<DropTailQueue<Packet>>();
         q->SetMaxSize(QueueSize("1000000p"));
         dev->SetQueue(q);
