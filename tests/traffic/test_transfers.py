@@ -137,6 +137,25 @@ def test_loopback_transfers_are_timed_and_counted():
         assert 0 < r["handshake_s"] < 0.5 and 0 < r["transfer_s"] < 0.5
 
 
+def test_a_window_clamp_holds_while_the_receive_buffer_would_grow():
+    """Linux's receive-buffer autotuning raises the window clamp with the buffer ("make the
+    window clamp follow along"), and an unlocked buffer starts below a large clamp: the client
+    locks its buffer (SO_RCVBUF) at twice the clamp, so a long transfer sees exactly the clamp."""
+    port = 47_141
+    clamp = 128 * 548
+    out: dict = {}
+    server = threading.Thread(target=lambda: out.update(
+        transfers.serve(port, duration_s=10.0, host="127.0.0.1", mss_bytes=536, expect=2)))
+    server.start()
+    got = transfers.client("127.0.0.1", port, size_bytes=4_000_000, transfers=2, gap_s=0.01, duration_s=8.0,
+                           mss_bytes=536, window_clamp_bytes=clamp)
+    server.join()
+    rows = transfers.merge(got["transfers"], out["transfers"])
+    assert len(rows) == 2 and all(r["complete"] for r in rows), (got, out)
+    for r in rows:
+        assert r["window_clamp_bytes"] == clamp and r["peer_window_max_bytes"] == clamp, r
+
+
 def test_loopback_transfers_take_the_mss_and_the_window_clamp():
     """TCP_MAXSEG (mss_bytes + the 12-byte timestamp option) on both sockets gives segments of
     mss_bytes (tcpi_snd_mss); TCP_WINDOW_CLAMP on the client reads back and bounds the window the

@@ -232,7 +232,8 @@ class Tcp(_Strict):
     window_clamp_bytes: Annotated[int, Field(ge=1024, le=2**30)] | None = None
     """The largest window the receiver advertises (papers/001's ``W_max`` times the MSS). Linux:
     ``TCP_WINDOW_CLAMP`` on the receiving socket (the transfers client), set before connect so
-    the SYN's window already respects it; ns-3: the receiver's ``RcvBufSize`` (ns-3 advertises
+    the SYN's window already respects it, with the socket's receive buffer locked at twice the
+    clamp (receive-buffer autotuning would move the clamp with the buffer); ns-3: the receiver's ``RcvBufSize`` (ns-3 advertises
     its free receive buffer). Linux rounds the window it advertises down to a multiple of its
     receive MSS, which counts the 12-byte timestamp option: ``W`` whole segments of ``mss_bytes``
     need ``W * (mss_bytes + 12)`` here (``W * mss_bytes`` gives ``W - 1`` on Linux, ``W`` in

@@ -57,6 +57,13 @@ WRITE_BYTES = 65_535
 #: losses in a row. (At 5 s, Fig 3's Linux run lost 19 of 1000 transfers after their handshake:
 #: a SYN retransmitted and the request lost twice.)
 REQUEST_WAIT_S = 60.0
+#: With a window clamp the client locks its receive buffer (SO_RCVBUF) at this many times the
+#: clamp. Linux's receive-buffer autotuning otherwise overrides a TCP_WINDOW_CLAMP both ways:
+#: at connect the clamp is cut to what the initial buffer holds (65 000 bytes for any larger
+#: clamp), and as the buffer grows the clamp follows it (tcp_rcv_space_adjust: "make the window
+#: clamp follow along") — 128 segments of 536 bytes advertised 244. A locked buffer turns
+#: autotuning off; twice the clamp (which the kernel doubles again) holds the clamped window.
+CLAMP_RCVBUF_FACTOR = 2
 
 
 def classify(retransmits: int | None, rtos: int | None) -> str | None:
@@ -261,7 +268,8 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
             # the first connection may find the server not listening yet: retried (refused
             # connections are fast and not handshakes; their time is not counted)
             s = connect(server_address, port, deadline=until, segment_bytes=mss_bytes,
-                        window_clamp_bytes=window_clamp_bytes)
+                        window_clamp_bytes=window_clamp_bytes,
+                        rcvbuf_bytes=CLAMP_RCVBUF_FACTOR * window_clamp_bytes if window_clamp_bytes else None)
         except OSError as err:
             row["error"] = f"connect: {err}"
             continue
