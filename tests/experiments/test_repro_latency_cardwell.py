@@ -29,7 +29,7 @@ RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "hands
            "latency-cardwell-lossfree-linux-rtt256": "lossfree", "latency-cardwell-lossfree-paper": "lossfree",
            "latency-cardwell-loss-paper": "loss", "latency-cardwell-loss-linux": "loss",
            "latency-cardwell-lossfree-linux-iw10": "lossfree", "latency-cardwell-loss-linux-iw10": "loss",
-           "latency-cardwell-lossfree-grid": "lossfree"}
+           "latency-cardwell-lossfree-grid": "lossfree", "latency-cardwell-fig4-linux": "handshake"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -78,7 +78,8 @@ TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": 
           "latency-cardwell-loss-linux": [("loss-linux", "main"), ("loss-linux-class", "class")],
           "latency-cardwell-lossfree-linux-iw10": [("lossfree-linux-iw10", "main")],
           "latency-cardwell-loss-linux-iw10": [("loss-linux-iw10", "main"), ("loss-linux-iw10-class", "class")],
-          "latency-cardwell-lossfree-grid": [("lossfree-grid", "main")]}
+          "latency-cardwell-lossfree-grid": [("lossfree-grid", "main")],
+          "latency-cardwell-fig4-linux": [("fig4-linux", "main")]}
 
 
 def test_every_committed_summary_has_its_table_on_the_page():
