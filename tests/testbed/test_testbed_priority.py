@@ -52,12 +52,14 @@ class _Host:
 def test_every_cross_traffic_starter_nices_its_program():
     from types import SimpleNamespace
 
+    from tcpdelay.experiments.scenario import Tcp
+
     log: list = []
     hosts = {"c": _Host(log), "s": _Host(log)}
     fake_tb = SimpleNamespace(hosts=hosts, kernel_name=lambda name, params: name)
     cross = SimpleNamespace(size_bytes=None, on_mean_s=1.0, off_mean_s=1.0, packet_size_bytes=1000, mode="onoff",
                             gap_mean_s=None, connections=1, total_bytes=1, transfers=1, gap_s=0.1, timeout_s=1.0,
-                            rate_bps=1e6, tcp=None)
+                            rate_bps=1e6, tcp=Tcp())
     plan = SimpleNamespace(client="c", server="s", port=1, seed=1, cross=cross)
     for kind, start in tb_backend.CROSS_STARTERS.items():
         start(fake_tb, plan, 0.0, 1.0)
