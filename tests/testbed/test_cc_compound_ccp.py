@@ -97,10 +97,15 @@ def test_compound_delay_window_grows_below_gamma_and_shrinks_above():
     assert open_ and all(s["cwnd"] >= s["cc"][3] - 2 for s in open_)
     assert sum(s["cwnd"] >= s["cc"][3] for s in open_) >= 0.95 * len(open_)
 
+    # gamma = 30: the queue after the first loss sits about gamma, so dwnd is mostly 0, and it
+    # may grow only at a round whose diff was below gamma (a queue that dipped under 30 packets
+    # on a busy machine is Compound's rule at work, not a fault; the rule is what is checked).
     first_loss = next(i for i, s in enumerate(got["ctcp"]) if s["retrans"] > 0)
     later = [s["cc"] for s in got["ctcp"][first_loss:] if s["cc"]]
-    assert later and all(cc[0] == 0 for cc in later)
+    assert later and sum(cc[0] == 0 for cc in later) >= 0.9 * len(later)
     assert max(cc[1] for cc in later) / 1000 >= 30      # the queue did sit above gamma
+    grew30 = [(a[0], b[0], b[1] / 1000) for a, b in zip(later, later[1:]) if b[1] != a[1] and b[0] > a[0]]
+    assert all(diff < 30 for _, _, diff in grew30), grew30
 
 
 def _median(xs: list[float]) -> float:
