@@ -51,10 +51,12 @@ def test_loss_free_transfers_are_within_one_rtt_of_eq_15(tmp_path):
             model = float(transfer_time_s(d, 0.0, RTT_S, w1=3, b=1))
             # Linux's receiver opens its window from 10 segments (TCP_DEFAULT_INIT_RCVWND) as data
             # arrives: d = 256 on IW3 is held by it for about two rounds (tcpi_rwnd_limited_us),
-            # a window limit eq 15 does not have. The rest is within one RTT.
+            # a window limit eq 15 does not have. A window limit can only slow the sender, and by
+            # no more than the time it held it (while held, the sender still sends up to the
+            # window): the transfer is within one RTT of the model, plus at most that time.
             limited = r["rwnd_limited_s"] + r["sndbuf_limited_s"]
             assert limited <= 3 * RTT_S, r
-            assert abs(r["transfer_s"] - limited - model) <= RTT_S, (d, r["transfer_s"], limited, model)
+            assert model - RTT_S <= r["transfer_s"] <= model + limited + RTT_S, (d, r["transfer_s"], limited, model)
             if d <= 16:
                 assert limited == 0 and abs(r["transfer_s"] - model) <= RTT_S, (d, r["transfer_s"], model)
             assert RTT_S * 0.98 <= r["handshake_s"] <= RTT_S * 1.5, r
