@@ -159,12 +159,16 @@ def _transfer_run(r: dict) -> tuple:
 def w_max_segments(cross, rows: list[dict], mss: int | None) -> int | None:
     """eq (15)'s ``W_max`` of a transfers flow: the receiver's window clamp in whole segments;
     ``None`` without a clamp (the stack's buffers are the only limit, as in the first loss-free
-    runs). The window is what the sender saw advertised where the rows have it (Linux:
-    ``peer_window_max_bytes``, the clamp rounded down to its receive MSS), else the clamp the
-    rows read back, else the scenario's ``tcp.window_clamp_bytes`` (ns-3 advertises the clamp)."""
+    runs). The window is what the sender saw advertised where the rows have it (Linux: the
+    client's last window, ``peer_window_last_bytes``, the clamp rounded down to its receive MSS;
+    rows from before that column have only the largest, ``peer_window_max_bytes``, which with an
+    MSS above 536 includes the first round's window before the client set its clamp again —
+    src/tcpdelay/traffic/transfers.py), else the clamp the rows read back, else the scenario's
+    ``tcp.window_clamp_bytes`` (ns-3 advertises the clamp)."""
     if not cross.tcp.window_clamp_bytes or not mss:
         return None
-    seen = [t["peer_window_max_bytes"] for t in rows if t.get("peer_window_max_bytes")]
+    key = "peer_window_last_bytes" if any(t.get("peer_window_last_bytes") for t in rows) else "peer_window_max_bytes"
+    seen = [t[key] for t in rows if t.get(key)]
     clamp = max(seen) if seen else next((t["window_clamp_bytes"] for t in rows if t.get("window_clamp_bytes")),
                                         cross.tcp.window_clamp_bytes)
     return int(clamp) // int(mss)

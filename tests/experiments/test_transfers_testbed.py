@@ -92,8 +92,10 @@ def test_mss_and_window_clamp_take_effect_in_the_kernel(tmp_path):
     """tcp.mss_bytes = 536 (TCP_MAXSEG on both sockets) gives the server segments of 536 bytes
     (tcpi_snd_mss); tcp.window_clamp_bytes = 8 x (536 + 12) (TCP_WINDOW_CLAMP on the client before
     connect) is what the server saw advertised (tcpi_snd_wnd), 8 segments, and a 64-segment
-    transfer takes eq (15)'s time with W_max = 8 (within one RTT), held by the receiver's window;
-    MSS 4312 crosses the 9000-byte path MTU (path.mtu_bytes) whole."""
+    transfer takes eq (15)'s time with W_max = 8 (within one RTT), held by the receiver's window.
+    MSS 4312 crosses the 9000-byte path MTU (path.mtu_bytes) whole, and its clamp of 8 segments
+    holds past the first segment, which makes Linux replace a clamp (the client sets it again):
+    the client's last window is 8 segments and the transfer takes eq (15)'s time at W_max = 8."""
     from tcpdelay.experiments.run import run_scenario
 
     rtt, d, mss, w = 0.05, 64, 536, 8
@@ -101,9 +103,9 @@ def test_mss_and_window_clamp_take_effect_in_the_kernel(tmp_path):
     base = {"preset": "newreno-2008", "no_metrics_save": True}
     cross = [{"kind": "transfers", "size_bytes": d * mss, "transfers": 2, "gap_s": 0.05, "start_s": 0.0,
               "stop_s": 2.4, "tcp": {**base, "mss_bytes": mss, "window_clamp_bytes": clamp}},
-             {"kind": "transfers", "size_bytes": 16 * 4312, "transfers": 2, "gap_s": 0.05, "start_s": 2.5,
-              "stop_s": 3.5, "tcp": {**base, "mss_bytes": 4312}}]
-    sc = parse_scenario({"name": "transfers-mss-clamp", "duration_s": 3.5, "tcp_state_period_s": 0,
+             {"kind": "transfers", "size_bytes": d * 4312, "transfers": 2, "gap_s": 0.05, "start_s": 2.5,
+              "stop_s": 4.9, "tcp": {**base, "mss_bytes": 4312, "window_clamp_bytes": w * (4312 + 12)}}]
+    sc = parse_scenario({"name": "transfers-mss-clamp", "duration_s": 4.9, "tcp_state_period_s": 0,
                          "path": {"rtt_s": rtt, "mtu_bytes": 9000}, "cross": cross})
     totals = run_scenario(sc, 1, tmp_path)
     assert totals["errors"] == []
@@ -117,3 +119,7 @@ def test_mss_and_window_clamp_take_effect_in_the_kernel(tmp_path):
         assert r["rwnd_limited_s"] > 0, r
         assert abs(r["transfer_s"] - model) <= rtt, (r["transfer_s"], model)
     assert len(big) == 2 and all(r["complete"] and r["mss_bytes"] == 4312 for r in big), big
+    for r in big:
+        assert r["class"] == "no_loss" and r["window_clamp_bytes"] == w * (4312 + 12), r
+        assert w * 4312 <= r["peer_window_last_bytes"] <= w * (4312 + 12), r
+        assert abs(r["transfer_s"] - model) <= rtt, (r["transfer_s"], model)

@@ -156,6 +156,32 @@ def test_a_window_clamp_holds_while_the_receive_buffer_would_grow():
         assert r["window_clamp_bytes"] == clamp and r["peer_window_max_bytes"] == clamp, r
 
 
+def test_a_window_clamp_holds_past_the_first_segment_above_536_bytes():
+    """Linux replaces a TCP_WINDOW_CLAMP with what the receive buffer holds when the first data
+    segment longer than 536 bytes (its initial receive-MSS estimate) arrives
+    (tcp_measure_rcv_mss), locked buffer or not: with MSS 1448 and 4312 the clamp was lost (8
+    segments of 4312 advertised 15, then the whole buffer). The client sets it again after its
+    first read: at the end of each transfer the clamp reads back as set and the client's last
+    window is W whole segments."""
+    port = 47_151
+    w = 8
+    for mss in (1448, 4312):
+        clamp = w * (mss + 12)
+        out: dict = {}
+        server = threading.Thread(target=lambda: out.update(
+            transfers.serve(port, duration_s=10.0, host="127.0.0.1", mss_bytes=mss, expect=2)))
+        server.start()
+        got = transfers.client("127.0.0.1", port, size_bytes=256 * mss, transfers=2, gap_s=0.01, duration_s=8.0,
+                               mss_bytes=mss, window_clamp_bytes=clamp)
+        server.join()
+        rows = transfers.merge(got["transfers"], out["transfers"])
+        assert len(rows) == 2 and all(r["complete"] for r in rows), (got, out)
+        for r in rows:
+            assert r["mss_bytes"] == mss and r["window_clamp_bytes"] == clamp, r
+            assert w * mss <= r["peer_window_last_bytes"] <= clamp, r
+        port += 1
+
+
 def test_loopback_transfers_take_the_mss_and_the_window_clamp():
     """TCP_MAXSEG (mss_bytes + the 12-byte timestamp option) on both sockets gives segments of
     mss_bytes (tcpi_snd_mss); TCP_WINDOW_CLAMP on the client reads back and bounds the window the

@@ -128,7 +128,8 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
 
     Returns ``{"transfers": [{"peer_port", "size_bytes", "bytes", "transfer_s", "retransmits",
     "rtos", "recoveries", "synack_retransmits", "mss_bytes", "peer_window_max_bytes" (the largest
-    window the client advertised, ``tcpi_snd_wnd`` at the polls), "rwnd_limited_s",
+    window the client advertised, ``tcpi_snd_wnd`` at the polls), "peer_window_last_bytes" (the
+    window it advertised last, when the transfer was done: the one in force), "rwnd_limited_s",
     "sndbuf_limited_s", "complete"}...], "rejected",
     "errors"}``.
     """
@@ -214,7 +215,8 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
     row = {"peer_port": peer_port, "size_bytes": size, "bytes": sent, "transfer_s": done,
            "retransmits": retx, "rtos": rtos, "recoveries": recovery_episodes(ca),
            "synack_retransmits": int(before["total_retrans"]), "mss_bytes": int(info["snd_mss"]),
-           "peer_window_max_bytes": window or None, "complete": done is not None}
+           "peer_window_max_bytes": window or None,
+           "peer_window_last_bytes": int(info.get("snd_wnd") or 0) or None, "complete": done is not None}
     # time the sender could not send for the receiver's window or its own send buffer (s)
     for key in ("rwnd_limited", "sndbuf_limited"):
         us = _delta(info, before, f"{key}_us")
@@ -243,7 +245,8 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
 
     Returns ``{"start_s", "transfers": [{"index", "local_port", "open_s" (from start_s),
     "handshake_s", "done_s" (the client read the last byte, from start_s), "bytes",
-    "syn_retransmits", "window_clamp_bytes" (read back from the kernel), "complete"}...],
+    "syn_retransmits", "window_clamp_bytes" (read back from the kernel at the transfer's end),
+    "complete"}...],
     "bytes", "complete"}``.
     """
     if size_bytes < 1 or transfers < 1 or gap_s < 0 or not duration_s > 0 or not timeout_s > 0:
@@ -278,12 +281,20 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
         try:
             row["local_port"] = s.getsockname()[1]
             row["syn_retransmits"] = int(tcp_state.tcp_info_raw(s)["total_retrans"])
-            if window_clamp_bytes:
-                row["window_clamp_bytes"] = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP)
             s.sendall(request)
             while (left := until - time.monotonic()) > 0:
                 s.settimeout(left)
                 n = s.recv_into(buf)
+                if window_clamp_bytes and n and not row["bytes"]:
+                    # Set the clamp again after the first read. Linux (6.x, tcp_measure_rcv_mss)
+                    # replaces it with what the receive buffer holds (tcp_win_from_space of
+                    # sk_rcvbuf) when the first data segment longer than its initial receive-MSS
+                    # estimate (536 bytes) changes its payload-to-memory ratio, locked buffer or
+                    # not: with an MSS above 536 the clamp set before connect is lost at the first
+                    # segment (MSS 4312, 8 segments: 15 advertised). Set again, it holds to the
+                    # end; the ACKs of segments that came before this read may have advertised
+                    # more already (a window's right edge never retreats), for about one round.
+                    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP, window_clamp_bytes)
                 row["bytes"] += n
                 if n == 0 or row["bytes"] >= size_bytes:   # all read: no need to wait for the FIN
                     row["complete"] = row["bytes"] >= size_bytes
@@ -291,6 +302,11 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
         except (OSError, socket.timeout) as err:
             row["error"] = str(err)
         finally:
+            if window_clamp_bytes:
+                try:   # the clamp in force at the end of the transfer
+                    row["window_clamp_bytes"] = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP)
+                except OSError:
+                    pass
             s.close()
         row["done_s"] = time.monotonic() - start
         if gap_s:
@@ -311,7 +327,7 @@ def merge(client_rows: list[dict], server_rows: list[dict]) -> list[dict]:
         if "window_clamp_bytes" in c:
             row["window_clamp_bytes"] = c["window_clamp_bytes"]
         for k in ("transfer_s", "retransmits", "rtos", "recoveries", "synack_retransmits", "mss_bytes",
-                  "peer_window_max_bytes", "rwnd_limited_s", "sndbuf_limited_s"):
+                  "peer_window_max_bytes", "peer_window_last_bytes", "rwnd_limited_s", "sndbuf_limited_s"):
             row[k] = s.get(k)
         row["complete"] = bool(c.get("complete")) and bool(s.get("complete"))
         row["class"] = classify(row["retransmits"], row["rtos"])
