@@ -232,12 +232,15 @@ class Tcp(_Strict):
     window_clamp_bytes: Annotated[int, Field(ge=1024, le=2**30)] | None = None
     """The largest window the receiver advertises (papers/001's ``W_max`` times the MSS). Linux:
     ``TCP_WINDOW_CLAMP`` on the receiving socket (the transfers client), set before connect so
-    the SYN's window already respects it, with the socket's receive buffer locked at twice the
-    clamp (receive-buffer autotuning would move the clamp with the buffer); ns-3: the receiver's ``RcvBufSize`` (ns-3 advertises
+    the SYN's window already respects it and again after the first read (Linux replaces the
+    clamp with what the receive buffer holds at the first segment above 536 bytes), with the
+    socket's receive buffer locked at twice the clamp (receive-buffer autotuning would move the
+    clamp with the buffer); ns-3: the receiver's ``RcvBufSize`` (ns-3 advertises
     its free receive buffer). Linux rounds the window it advertises down to a multiple of its
     receive MSS, which counts the 12-byte timestamp option: ``W`` whole segments of ``mss_bytes``
     need ``W * (mss_bytes + 12)`` here (``W * mss_bytes`` gives ``W - 1`` on Linux, ``W`` in
-    ns-3); the transfers rows report what the kernel advertised (``peer_window_max_bytes``).
+    ns-3); the transfers rows report the window in force at the end (``peer_window_last_bytes``)
+    and the largest advertised (``peer_window_max_bytes``).
     ``transfers`` only."""
 
     @field_validator("preset")
