@@ -4,7 +4,7 @@ import pytest
 
 from tcpdelay.testbed import LINUX_DEFAULT, NEWRENO_2008, HostSpec, TcpSettings, Testbed, TestbedSpec
 from tcpdelay.testbed.netns import list_netns, unavailable_reason
-from tcpdelay.testbed.tcp_settings import available_congestion_controls
+from tcpdelay.testbed.tcp_settings import available_congestion_controls, rack_always_on
 
 pytestmark = [pytest.mark.testbed, pytest.mark.skipif(unavailable_reason() is not None,
                                                       reason=str(unavailable_reason()))]
@@ -26,6 +26,10 @@ def test_every_setting_reads_back_as_set_per_host():
         assert old.tcp_applied["initcwnd_segments"] == 3
         assert (old.sysctl("net.ipv4.tcp_sack"), old.sysctl("net.ipv4.tcp_early_retrans")) == ("1", "0")
         assert int(old.sysctl("net.ipv4.tcp_recovery")) & 1 == 0
+        # rack = false is written, but from Linux 6.17 SACK connections use RACK regardless
+        assert old.tcp_applied["rack"] is False and old.tcp_applied["rack_in_effect"] is rack_always_on()
+        assert new.tcp_applied["rack_in_effect"] is True
+        assert cust.tcp_applied["rack_in_effect"] is False   # no SACK: NewReno's duplicate-ACK counting
         assert new.tcp_applied["congestion_control"] == "cubic"
         assert new.tcp_applied["initcwnd_segments"] == 10
         assert int(new.sysctl("net.ipv4.tcp_recovery")) & 1 == 1 and new.sysctl("net.ipv4.tcp_early_retrans") == "3"

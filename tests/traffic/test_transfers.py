@@ -202,3 +202,27 @@ def test_loopback_transfers_take_the_mss_and_the_window_clamp():
             assert r["mss_bytes"] == 536 and r["window_clamp_bytes"] == clamp, r
             assert r["peer_window_max_bytes"] == advertised, r
         port += 1
+
+
+def test_the_server_samples_each_transfers_tcp_state_into_records(tmp_path):
+    """With tcp_state_dir and a period the server writes each transfer's TCP_INFO over time as
+    tcp_state records (the sender's window, as ns-3's probe records it): the flow id it is
+    given, one connection number per transfer in order, and a window that is there."""
+    from tcpdelay.records import read_records
+
+    port = 47_161
+    out: dict = {}
+    server = threading.Thread(target=lambda: out.update(transfers.serve(
+        port, duration_s=10.0, host="127.0.0.1", expect=2, tcp_state_dir=str(tmp_path),
+        tcp_state_period_s=0.0005, flow_id=7)))
+    server.start()
+    got = transfers.client("127.0.0.1", port, size_bytes=30_000_000, transfers=2, gap_s=0.01, duration_s=8.0)
+    server.join()
+    assert got["complete"] and len(out["transfers"]) == 2, (got, out)
+    recs = read_records(tmp_path, "tcp_state").to_pydict()
+    assert set(recs["flow_id"]) == {7}
+    assert set(recs["connection"]) == {0, 1}
+    assert min(recs["cwnd_segments"]) > 0
+    for c in (0, 1):   # in time order within a transfer
+        times = [t for t, k in zip(recs["time_s"], recs["connection"]) if k == c]
+        assert len(times) >= 2 and times == sorted(times)

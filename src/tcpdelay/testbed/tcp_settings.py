@@ -12,6 +12,9 @@ namespace may not select the congestion control itself, ``congctl``: a namespace
 
 from __future__ import annotations
 
+import platform
+import re
+
 from tcpdelay.errors import ParameterError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed.spec import TcpSettings
@@ -34,6 +37,24 @@ def check_congestion_control(name: str) -> None:
     if name not in avail:
         raise ParameterError(
             f"congestion_control {name!r} is not offered by this kernel; allowed: {', '.join(avail)}")
+
+
+#: The first kernel whose SACK connections always detect losses with RACK (RFC 8985): Linux 6.17
+#: removed the RFC 6675 (dupthresh) loss detection that ``tcp_recovery``'s bit 0 = 0 selected
+#: (Neal Cardwell, "tcp: remove obsolete and unused RFC3517/RFC6675 loss recovery code",
+#: net-next, June 2025). The bit is still writable and reads back as written, but "has no
+#: effect" (Documentation/networking/ip-sysctl.rst); ``benchmarks/testbed_rack_off.py``
+#: measures it. A connection without SACK uses NewReno's duplicate-ACK counting either way.
+RACK_ALWAYS_ON_SINCE = (6, 17)
+
+
+def rack_always_on(release: str | None = None) -> bool:
+    """Whether the kernel (``release``, default this one's ``uname -r``) ignores ``rack = false``
+    for SACK connections: true from Linux 6.17 (:data:`RACK_ALWAYS_ON_SINCE`)."""
+    m = re.match(r"(\d+)\.(\d+)", release if release is not None else platform.release())
+    if not m:
+        raise ParameterError(f"kernel release {release!r} does not start with MAJOR.MINOR")
+    return (int(m[1]), int(m[2])) >= RACK_ALWAYS_ON_SINCE
 
 
 def _sysctl_writes(s: TcpSettings, current_recovery: int) -> list[tuple[str, str]]:
@@ -106,7 +127,7 @@ def read_back(netns: str, route_dsts: list[str]) -> dict:
         got = {
             "sysctl_congestion_control": r("net.ipv4.tcp_congestion_control"),
             "sack": r("net.ipv4.tcp_sack") == "1",
-            "rack": bool(recovery & 1),
+            "rack": bool(recovery & 1),   # the sysctl as written; see rack_in_effect below
             "tlp": r("net.ipv4.tcp_early_retrans") != "0",
             "slow_start_after_idle": r("net.ipv4.tcp_slow_start_after_idle") == "1",
             "no_metrics_save": r("net.ipv4.tcp_no_metrics_save") == "1",
@@ -114,6 +135,8 @@ def read_back(netns: str, route_dsts: list[str]) -> dict:
             "rmem_bytes": tuple(int(x) for x in r("net.ipv4.tcp_rmem").split()),
             "wmem_bytes": tuple(int(x) for x in r("net.ipv4.tcp_wmem").split()),
         }
+    # What SACK connections do: RACK also with the bit cleared from Linux 6.17 (rack_always_on).
+    got["rack_in_effect"] = got["rack"] or (got["sack"] and rack_always_on())
     routes = {rt["dst"]: (rt.get("metrics") or [{}])[0] for rt in nsutil.ip("route", "show", netns=netns, json_out=True)}
     metrics = []
     for dst in route_dsts:

@@ -113,7 +113,8 @@ def _delta(after: dict, before: dict, key: str) -> int | None:
 
 
 def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float = POLL_S,
-          mss_bytes: int | None = None, expect: int | None = None) -> dict:
+          mss_bytes: int | None = None, expect: int | None = None, tcp_state_dir: str | None = None,
+          tcp_state_period_s: float = 0.0, flow_id: int = -1) -> dict:
     """Answer transfer requests (:mod:`.response_server`'s request format, sized responses
     only) one connection at a time for ``duration_s`` seconds, timing each (module doc).
     ``mss_bytes`` caps the payload per segment both ways (``TCP_MAXSEG`` of ``mss_bytes`` plus
@@ -125,6 +126,12 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
     so the count is reached only when its last transfer is done, and a run of transfers alone
     ends when they are (``duration_s`` stays the limit: a transfer whose handshake never
     completed is never accepted, and then the server listens to the end).
+
+    With ``tcp_state_dir`` and ``tcp_state_period_s`` > 0 the server also samples each
+    transfer's ``TCP_INFO`` at that period into ``tcp_state`` records there
+    (:mod:`tcpdelay.transport.tcp_state_sampler`; the sender's window over time, as ns-3's probe
+    records it): a record's ``flow_id`` is ``flow_id``, its ``connection`` the transfer's count
+    (0, 1, ...) among the connections the server accepted.
 
     Returns ``{"transfers": [{"peer_port", "size_bytes", "bytes", "transfer_s", "retransmits",
     "rtos", "recoveries", "synack_retransmits", "mss_bytes", "peer_window_max_bytes" (the largest
@@ -141,6 +148,13 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
         raise ParameterError(f"expect: {expect} must be >= 1 (the client's transfers)")
     deadline = time.monotonic() + duration_s
     accepted = 0
+    sampler = state_writer = None
+    if tcp_state_dir is not None and tcp_state_period_s > 0:
+        from tcpdelay.records import RecordWriter
+        from tcpdelay.transport.tcp_state_sampler import TcpStateSampler
+
+        state_writer = RecordWriter(tcp_state_dir, "tcp_state", writer_id=f"transfers-{flow_id}-{port}")
+        sampler = TcpStateSampler(state_writer, tcp_state_period_s)
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if mss_bytes:
@@ -159,7 +173,8 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
                 continue
             accepted += 1
             try:
-                row = _one_transfer(conn, peer[1], deadline, poll_s)
+                row = _one_transfer(conn, peer[1], deadline, poll_s,
+                                    None if sampler is None else (sampler, flow_id, accepted - 1))
                 if row is None:
                     out["rejected"] += 1
                 else:
@@ -171,10 +186,15 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
                 conn.close()
     finally:
         srv.close()
+        if state_writer is not None:
+            state_writer.close()
     return out
 
 
-def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: float) -> dict | None:
+def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: float,
+                  state: tuple | None = None) -> dict | None:
+    """Answer one connection's request and time it; ``state`` = (sampler, flow_id, connection)
+    samples its TCP_INFO while the transfer is under way."""
     conn.settimeout(max(0.01, min(REQUEST_WAIT_S, deadline - time.monotonic())))
     try:
         size, dur, _, cc, gap, _ = decode_request(_recv_exact(conn, REQUEST.size))
@@ -201,6 +221,8 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
             except (BlockingIOError, InterruptedError):
                 pass
         now = time.monotonic()
+        if state is not None and (now_ns := time.monotonic_ns()) >= state[0].due_ns():
+            state[0].sample([(state[1], state[2], conn)], now_ns)
         info = tcp_state.tcp_info_raw(conn)
         times.append(now - t_write)
         acked.append(int(info.get("bytes_acked") or 0))

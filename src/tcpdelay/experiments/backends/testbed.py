@@ -350,7 +350,9 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -
             # it ends when its client's sequence is done, so a run of transfers alone ends then
             handles[f"server:{c.server}/transfers{c.flow_id}"] = tb.hosts[c.server].spawn(
                 transfers.serve, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic(),
-                mss_bytes=c.cross.tcp.mss_bytes, expect=c.cross.transfers)
+                mss_bytes=c.cross.tcp.mss_bytes, expect=c.cross.transfers,
+                # the sender's TCP state over time in the run's own tcp_state records, as ns-3's
+                tcp_state_dir=str(rd), tcp_state_period_s=plan.tcp_state_period_s, flow_id=c.flow_id)
     for host in servers:
         # TCP state over time of the cross flows this host sends, under flows/server-<host>/;
         # a record names its flow by the client's address (-1 when several flows share one).
