@@ -36,7 +36,8 @@ _TCP_SETTINGS = (
      "packets wait for ACKs)", {"tcp": {"nodelay": True}}, {}, "Brosh et al. §3, §8.1"),
     ("SACK", "tcp", "enable selective acknowledgments (the model's random-loss recovery is SACK-like)",
      {"tcp": {"sack": True}}, {}, "Brosh et al. §8.1"),
-    ("RACK/TLP", "tcp", "enable RACK loss detection and tail loss probes (after the paper; ns-3 has no RACK)",
+    ("RACK/TLP", "tcp", "enable RACK loss detection and tail loss probes (after the paper; ns-3 has no RACK; "
+     "Linux from 6.17 has RACK with SACK regardless, so there it adds the tail loss probe)",
      {"tcp": {"rack": True, "tlp": True}}, {"note": "a probe segment per tail loss"}, "RFC 8985"),
     ("initial window 4", "tcp", "initial congestion window of 4 segments (start-up delay)",
      {"tcp": {"initcwnd_segments": 4}}, {}, "Brosh et al. §8.1"),
