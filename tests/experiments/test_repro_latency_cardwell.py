@@ -32,7 +32,8 @@ RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "hands
            "latency-cardwell-lossfree-grid": "lossfree", "latency-cardwell-fig4-linux": "handshake",
            "latency-cardwell-lte-verizon-linux": "lte", "latency-cardwell-lte-tmobile-linux": "lte",
            "latency-cardwell-lte-att-linux": "lte", "latency-cardwell-lossfree-grid-linux": "lossfree",
-           "latency-cardwell-loss-linux-iw10-1mb": "loss", "latency-cardwell-loss-linux-iw10-state": "window"}
+           "latency-cardwell-loss-linux-iw10-1mb": "loss", "latency-cardwell-loss-linux-iw10-state": "window",
+           "latency-cardwell-loss-linux-state": "window"}
 COMMITTED = [n for n in RESULTS if (ROOT / "results" / n / "summary.json").exists()]
 
 
@@ -88,7 +89,8 @@ TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": 
           "latency-cardwell-lte-att-linux": [("lte-att-linux", "main")],
           "latency-cardwell-lossfree-grid-linux": [("lossfree-grid-linux", "main")],
           "latency-cardwell-loss-linux-iw10-1mb": [("loss-linux-iw10-1mb", "main"), ("loss-linux-iw10-1mb-class", "class")],
-          "latency-cardwell-loss-linux-iw10-state": [("loss-linux-iw10-state", "main")]}
+          "latency-cardwell-loss-linux-iw10-state": [("loss-linux-iw10-state", "main")],
+          "latency-cardwell-loss-linux-state": [("loss-linux-state", "main")]}
 
 
 def test_every_committed_summary_has_its_table_on_the_page():
