@@ -100,6 +100,9 @@ def test_loss_gives_tcp_head_of_line_delays_and_udp_losses(tmp_path):
     s, r, _, delay, _ = media_run(tmp_path / "tcp", link, tcp=tcp, duration_s=4.0, transport="tcp")
     assert r.received_packets == s.packets == 200    # TCP: nothing lost...
     assert s.tcp_info_end[0]["total_retrans"] >= 1
+    # the sender's namespace counted the same repairs: retransmitted segments and recoveries
+    assert s.tcp_counters["RetransSegs"] >= s.tcp_info_end[0]["total_retrans"]
+    assert s.tcp_counters["TCPSackRecovery"] + s.tcp_counters["TCPLossProbes"] >= 1
     peaks = _hol_peaks(delay, L_S + RTT_S / 2)
     assert len(peaks) >= 1                           # ...but delayed
     # A loss repaired by fast retransmit costs the lost packet RTT + the time to detect it:

@@ -51,6 +51,7 @@ from tcpdelay.transport.runmeta import update_run_metadata
 from tcpdelay.transport.scheduler import CA_OPEN, ConnectionView, make_scheduler
 from tcpdelay.transport.sockopts import apply_buffers, apply_congestion, apply_tcp, read_back
 from tcpdelay.transport.cc_state import CcStateMap
+from tcpdelay.transport import netstat
 from tcpdelay.transport.tcp_state import tcp_info_raw, unsent_bytes
 from tcpdelay.transport.tcp_state_sampler import TcpStateSampler
 
@@ -89,6 +90,9 @@ class SenderResult:
     per_connection_packets: list[int] = field(default_factory=list)
     socket_options: list[dict] = field(default_factory=list)
     tcp_info_end: list[dict] = field(default_factory=list)
+    tcp_counters: dict = field(default_factory=dict)
+    """The sender namespace's loss-recovery counters over the run (TLPs, fast recoveries, RTOs;
+    :mod:`tcpdelay.transport.netstat`): the connection's own where it has the namespace alone."""
     receiver: dict | None = None
     error: str | None = None
 
@@ -204,6 +208,7 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
     interval_s = float(getattr(source, "nominal_interval_s", 0.02))
     deadline = time.monotonic() + cfg.connect_timeout_s
 
+    counters_start = netstat.tcp_counters()   # before the control connection's handshake
     # 1. control
     ctl = _connect_control(cfg, deadline)
     conns: list[_Conn] = []
@@ -279,6 +284,7 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
                 pass
             c.sock.close()
         ctl.close()
+        result.tcp_counters = netstat.counter_delta(counters_start, netstat.tcp_counters())
         if run_dir is not None and writer is not None:
             meta.update(status=result.status, result=result.to_dict())
             update_run_metadata(run_dir, common, "sender", meta)
@@ -287,8 +293,9 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
 
 def _info_summary(sock: socket.socket) -> dict:
     r = tcp_info_raw(sock)
-    keep = ("ca_state", "snd_cwnd", "rtt_us", "min_rtt_us", "total_retrans", "lost",
-            "bytes_acked", "bytes_retrans", "total_rto")
+    keep = ("ca_state", "snd_cwnd", "snd_ssthresh", "rtt_us", "rttvar_us", "min_rtt_us", "rto_us",
+            "total_retrans", "lost", "bytes_acked", "bytes_retrans", "total_rto",
+            "total_rto_recoveries", "total_rto_time_ms", "reord_seen", "dsack_dups")
     return {k: r[k] for k in keep if k in r}
 
 
