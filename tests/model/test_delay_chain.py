@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import math
 import random
 
@@ -15,6 +17,10 @@ from tcpdelay.model.delay import DelayParams, predict
 from tcpdelay.model.delay.chain import build_chain, random_loss_probs, random_loss_probs_al
 from tcpdelay.model.delay.montecarlo import Walker
 from tcpdelay.model.delay.solve import solve_chain
+
+
+# Table 6's chain (stack 'paper'); the linux and classic stacks: test_delay_stacks.py.
+predict = functools.partial(predict, stack="paper")
 
 OPTION_SETS = [
     {},

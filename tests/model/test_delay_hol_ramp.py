@@ -3,6 +3,8 @@ retransmit (docs/models/delay.md, "The head-of-line ramp")."""
 
 from __future__ import annotations
 
+import functools
+
 import importlib.util
 import json
 import math
@@ -18,6 +20,10 @@ from tcpdelay.model.delay import DelayParams, get_profile, predict
 from tcpdelay.model.delay.chain import build_chain
 from tcpdelay.model.delay.montecarlo import walk
 from tcpdelay.model.delay.predict import solve_params
+
+
+# hol_ramp is an option of the paper's chain (stack 'paper').
+predict = functools.partial(predict, stack="paper")
 
 ROOT = Path(__file__).resolve().parents[2]
 VOIP_F = get_profile("voip").rate_pps
@@ -180,7 +186,7 @@ def test_params_resolve_count_fresh_packets():
 def test_cli_flag_and_json():
     def run(*extra):
         out = subprocess.run([sys.executable, "-m", "tcpdelay", "delay", "--profile", "voip", "--rtt-s", "0.3",
-                              "--loss", "0.01", "--json", *extra], capture_output=True, text=True, timeout=120)
+                              "--loss", "0.01", "--stack", "paper", "--json", *extra], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
     on, off = run("--hol-ramp"), run()

@@ -14,6 +14,7 @@ from tcpdelay.cli.common import (
 from tcpdelay.errors import ParameterError
 from tcpdelay.model.delay.predict import MAX_CONNECTIONS, MAX_SPLIT
 from tcpdelay.model.delay.profiles import PROFILES
+from tcpdelay.model.delay.stacks import DEFAULT_STACK, STACKS
 
 
 def _source_options(f):
@@ -28,6 +29,10 @@ def _source_options(f):
 
 def _model_options(f):
     opts = [
+        click.option("--stack", type=click.Choice(list(STACKS)), default=DEFAULT_STACK, show_default=True,
+                     help="Whose loss recovery: linux (today's: RACK-TLP, CUBIC, PRR), classic (three "
+                          "duplicate ACKs and RTOs: ns-3, kernels before RACK) or paper (Brosh et al.'s "
+                          "Table 6 as published). docs/models/delay.md."),
         click.option("--one-way-s", type=FiniteFloatRange(min=0), default=None, help="One-way delay L [default RTT/2]."),
         click.option("--mss-bytes", type=POSITIVE, default=1448, show_default=True),
         click.option("--t0-s", type=POSITIVE, default=None, help="First retransmission timeout [default RTT + 0.2 s, the Linux RTO]."),
@@ -57,7 +62,7 @@ def _model_kwargs(kw) -> dict:
                 al_fr_backlog=kw["al_fr_backlog"], backlog_rounding=kw["backlog_rounding"],
                 growth_requires_backlog=kw["growth_requires_backlog"],
                 count_fresh_packets=kw["count_fresh_packets"] or None,  # unset: follows hol_ramp
-                hol_ramp=kw["hol_ramp"], force=kw["force"])
+                hol_ramp=kw["hol_ramp"], force=kw["force"], stack=kw["stack"])
 
 
 def _source(profile, rate_bps, packet_bytes) -> dict:
@@ -106,6 +111,10 @@ def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, 
                     ("source rate (per connection)", fmt_bps(res["rate_bps"]))]
         else:
             rows = [(k, fmt_s(res[k])) for k in ("mean_s", "std_s", "p50_s", "p95_s", "p99_s", "p999_s", "max_s")]
+            rows += [("stack", res["stack"])]
+            if res["stack"] != "paper":
+                rows += [("held behind a loss (HOL)", f"{res['held_fraction'] * 100:.2f} % of packets"),
+                         ("mean repair time of a loss", fmt_s(res["repair_mean_s"]))]
             rows += [("backlog share of TCP delay", f"{res['backlog_share'] * 100:.1f} %"),
                      ("timeout share of loss events", f"{res['timeout_probability'] * 100:.2f} %"),
                      ("mean window (segments)", f"{res['mean_window']:.2f}"),

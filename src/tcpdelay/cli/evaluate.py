@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from tcpdelay.cli.common import emit, json_option
+from tcpdelay.model.delay.stacks import DEFAULT_STACK, STACKS
 
 
 def _check_duration(ctx, param, value):
@@ -79,8 +80,11 @@ class _Progress:
 @click.option("--check-duration-s", type=float, default=None, callback=_check_duration,
               help="Seconds of VoIP per point of the measured check on the testbed (1 to 3600; 0 leaves "
                    "the check out) [default: 10].")
+@click.option("--stack", type=click.Choice(list(STACKS)), default=DEFAULT_STACK, show_default=True,
+              help="Whose loss recovery the delay model follows (regions, playout, advice): linux, "
+                   "classic or paper (docs/models/delay.md).")
 @json_option
-def evaluate_cmd(out_dir, check_duration_s, as_json):
+def evaluate_cmd(out_dir, check_duration_s, stack, as_json):
     """Evaluate the models over the default paths (throughput, latency, working regions, playout
     delay), measure a few points on the testbed when it can run here, and write one HTML report.
     Progress goes to stderr; the last line says where the report is and how to open it."""
@@ -91,7 +95,8 @@ def evaluate_cmd(out_dir, check_duration_s, as_json):
 
     err = Console(stderr=True)
     with _Progress(err) as progress:
-        result = evaluate(out_dir, progress, page=EvaluationPage(), check_duration_s=check_duration_s)
+        result = evaluate(out_dir, progress, page=EvaluationPage(), check_duration_s=check_duration_s,
+                          stack=stack)
     path = result["report_path"]
     hint = f"Report written to {path}\n{open_hint(path)}"
     if as_json:

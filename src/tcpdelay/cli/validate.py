@@ -12,16 +12,33 @@ from rich.table import Table
 from tcpdelay.cli.common import FiniteFloatRange, emit, json_option
 
 
-def _human(doc: dict):
+def _stack_cell(p: dict, stack: str, stat: str) -> str:
+    """The ``stack`` model's ``stat`` at a point with its relative error, as the table shows it."""
+    from tcpdelay.experiments.validation.table import error_text, ms_text
+
+    mod, err = p.get(f"model_{stack}") or {}, p.get(f"relative_error_{stack}") or {}
+    if mod.get("unstable"):
+        return "unstable"
+    return f"{ms_text(mod.get(stat))} ({error_text(err.get(stat))})"
+
+
+def _human(doc: dict, model_stack: str):
     def show(console: Console) -> None:
         from tcpdelay.experiments.validation import table_rows
 
         table = Table(title=f"model vs Linux TCP, Brosh et al. §5.1 ({doc['size']} size)", title_justify="left")
-        for col in ("point", "mean ms: measured / model (rel. err)", "p95 ms: ditto", "std ms: ditto"):
+        extra = model_stack != "paper"
+        cols = ["point", "mean ms: measured / paper model (rel. err)", "p95 ms: ditto", "std ms: ditto"]
+        if extra:
+            cols += [f"mean ms: {model_stack} model (rel. err)", f"p95 ms: {model_stack} model"]
+        for col in cols:
             table.add_column(col)
-        for row in table_rows(doc["points"]):
+        for p, row in zip(doc["points"], table_rows(doc["points"])):
             point = f"{row[0]} {row[1]} {row[2]} ms {row[3]} %"
-            table.add_row(point, *(f"{row[i]} / {row[i + 1]} ({row[i + 2]})" for i in (5, 9, 12)))
+            cells = [f"{row[i]} / {row[i + 1]} ({row[i + 2]})" for i in (5, 9, 12)]
+            if extra:
+                cells += [_stack_cell(p, model_stack, "mean_s"), _stack_cell(p, model_stack, "p95_s")]
+            table.add_row(point, *cells)
         console.print(table)
         for c in doc.get("claims") or []:
             err = c["worst_relative_error"]
@@ -80,8 +97,13 @@ def evaluate_validation(out_dir: str | os.PathLike, **options: Any) -> dict:
 @click.option("--backend", type=click.Choice(["testbed", "ns3"]), default="testbed", show_default=True,
               help="Measure on the namespace testbed or simulate in ns-3 (docs/ns3.md; its stack is "
                    "newreno-2008 only: ns-3 has no RACK/TLP).")
+@click.option("--model-stack", type=click.Choice(["linux", "classic", "paper"]), default=None,
+              help="Which of the delay model's stacks the table sets beside the paper's chain "
+                   "[default: linux on the testbed, classic in ns-3]; validation.json holds every "
+                   "stack (model_linux, model_classic; model is the paper's).")
 @json_option
-def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, profiles, stacks, backend, as_json):
+def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, profiles, stacks, backend,
+                 model_stack, as_json):
     """Measure CBR over real Linux TCP with configured random drops on the testbed and set it
     against the delay model (Brosh et al. §5.1, Figs 5, 8, 11): mean, 95th percentile and
     standard deviation of the delay, with the relative error, in OUT/validation.html and
@@ -98,7 +120,7 @@ def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, p
     jobs = jobs or (default_jobs() if backend == "testbed" else max(1, os.cpu_count() or 1))
     doc = run_validation(out, full=full, jobs=jobs, duration_s=duration_s, repetitions=repetitions,
                          grid=grid or None, console=Console(stderr=True), backend=backend)
-    emit(doc, as_json, _human(doc))
+    emit(doc, as_json, _human(doc, model_stack or ("classic" if backend == "ns3" else "linux")))
     return 1 if (doc.get("sweep") or {}).get("failed") else 0
 
 

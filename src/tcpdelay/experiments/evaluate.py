@@ -24,6 +24,7 @@ import numpy as np
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.model import throughput as tp
+from tcpdelay.model.delay.stacks import DEFAULT_STACK, check_stack
 
 #: The default paths: RTT 20/100/300 ms × loss 0/0.1/1/5 %.
 DEFAULT_RTTS_S = (0.02, 0.1, 0.3)
@@ -108,22 +109,22 @@ REGION_PROFILES = ("voip", "video")
 PLAYOUT_PATHS = ((0.1, 0.01), (0.1, 0.02), (0.3, 0.01))
 
 
-def regions_part(step: Step = _no_step) -> dict:
+def regions_part(step: Step = _no_step, stack: str = DEFAULT_STACK) -> dict:
     """Working regions (Brosh et al. §6.1) of the default VoIP and video profiles: per profile
     its criterion and, per RTT, the largest loss that meets it. Under ``_regions`` the whole
     region (every cell) and under ``_profiles`` the profile, for the page."""
     from tcpdelay.model.delay import get_profile, working_region
 
-    out: dict = {"_regions": {}, "_profiles": {}}
+    out: dict = {"stack": stack, "_regions": {}, "_profiles": {}}
     for name in REGION_PROFILES:
         step(f"profile {name}")
         out["_profiles"][name] = get_profile(name)
-        region = out["_regions"][name] = working_region(name)
+        region = out["_regions"][name] = working_region(name, stack=stack)
         out[name] = {k: region[k] for k in ("percentile", "bound_s", "max_loss_by_rtt", "cells")}
     return out
 
 
-def playout_part(step: Step = _no_step) -> dict:
+def playout_part(step: Step = _no_step, stack: str = DEFAULT_STACK) -> dict:
     """Playout-delay advice (Brosh et al. §6.6): L + RTT + 3/f and what it masks, for the voip
     profile on :data:`PLAYOUT_PATHS`. Under ``_figure`` the first stable path's advice with its
     late-fraction curve (None if every path is unstable)."""
@@ -133,13 +134,13 @@ def playout_part(step: Step = _no_step) -> dict:
     figure = None
     for rtt, loss in PLAYOUT_PATHS:
         step(f"RTT {rtt * 1e3:g} ms, loss {loss * 100:g} %")
-        adv = playout_advice("voip", rtt_s=rtt, loss=loss)
+        adv = playout_advice("voip", rtt_s=rtt, loss=loss, stack=stack)
         adv.pop("prediction", None)
         curve = adv.pop("curve")
         data.append(adv)
         if figure is None and not adv["unstable"]:
             figure = {**adv, "curve": curve}
-    return {"voip": data, "_figure": figure}
+    return {"stack": stack, "voip": data, "_figure": figure}
 
 
 #: The paths the advice part advises on: (label, profile, RTT, loss, budget (playout s, late
@@ -164,7 +165,7 @@ def trace_mean_bps(path: str | Path) -> float:
     return float(ms.size * 1500 * 8 / (ms[-1] / 1000.0))
 
 
-def advice_part(step: Step = _no_step) -> dict:
+def advice_part(step: Step = _no_step, stack: str = DEFAULT_STACK) -> dict:
     """Model-only advice (``tcpdelay advise``) on :data:`ADVICE_PATHS`: per path its ranked
     options (:func:`tcpdelay.experiments.advice.advise`) and whether the rate fits."""
     from tcpdelay.experiments.advice import advise
@@ -181,9 +182,9 @@ def advice_part(step: Step = _no_step) -> dict:
         else:
             b = Budget(*budget)
         bottleneck = None if trace is None else trace_mean_bps(root / trace)
-        res = advise(profile, rtt_s=rtt, loss=loss, budget=b, bottleneck_bps=bottleneck)
+        res = advise(profile, rtt_s=rtt, loss=loss, budget=b, bottleneck_bps=bottleneck, stack=stack)
         out.append({"label": label, "trace": trace if bottleneck is not None else None, **res})
-    return {"paths": out}
+    return {"stack": stack, "paths": out}
 
 
 def _measured_check(step: Step = _no_step, duration_s: float | None = None) -> dict:
@@ -251,8 +252,13 @@ def public(data: dict) -> dict:
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
 
+#: The parts that run the delay model, and so follow ``stack``.
+STACK_PARTS = ("regions", "playout", "advice")
+
+
 def evaluate(out_dir: str | Path, progress: Callable[[PartEvent], None] | None = None, *,
-             page: Page | None = None, check_duration_s: float | None = None) -> dict:
+             page: Page | None = None, check_duration_s: float | None = None,
+             stack: str = DEFAULT_STACK) -> dict:
     """Run every part and return their data (without private keys), keyed by part name; with
     ``page``, hand each part's data to ``page.add`` as it finishes (within the part's progress,
     so its drawing counts in the part's time), then write ``out_dir/report.html`` with
@@ -260,7 +266,9 @@ def evaluate(out_dir: str | Path, progress: Callable[[PartEvent], None] | None =
 
     ``check_duration_s``: seconds of media per point of the measured check (default
     :data:`tcpdelay.experiments.measured_check.DURATION_S`; 0 leaves the check out, saying so
-    in the result)."""
+    in the result). ``stack``: whose loss recovery the delay model follows in the regions,
+    playout and advice parts (:mod:`tcpdelay.model.delay.stacks`)."""
+    check_stack(stack)
     out = _writable_dir(out_dir) if page is not None else Path(out_dir)
     result: dict = {}
     total = len(PARTS)
@@ -271,6 +279,8 @@ def evaluate(out_dir: str | Path, progress: Callable[[PartEvent], None] | None =
         step = functools.partial(tell, "step")
         if name == "measured_check":
             data = part(step, check_duration_s)
+        elif name in STACK_PARTS:
+            data = part(step, stack=stack)
         else:
             data = part(step)
         if page is not None:

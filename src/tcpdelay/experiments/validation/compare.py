@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from tcpdelay.experiments.validation.grid import STACKS
-from tcpdelay.experiments.validation.model_side import model_point
+from tcpdelay.experiments.validation.model_side import MODEL_STACKS, model_point
 
 #: The paper's claims (as listed in docs/models/delay.md) checked in the report:
 #: (profile, rtt_s, largest loss, bound on |relative error of the mean|).
@@ -43,11 +43,15 @@ def _errors(m: dict, meas: dict) -> dict:
 def compare(points: list[dict]) -> list[dict]:
     """Add the model's statistics and the relative errors to every measured point: ``model``
     and ``relative_error`` for the paper's model (the model's defaults), ``model_hol_ramp`` and
-    ``relative_error_hol_ramp`` for the variant with the head-of-line ramp, side by side."""
+    ``relative_error_hol_ramp`` for the variant with the head-of-line ramp, side by side, and
+    ``model_<stack>`` / ``relative_error_<stack>`` for each of :data:`MODEL_STACKS` (the
+    model of today's recovery, ``docs/models/delay.md``)."""
     cache: dict[tuple, dict] = {}
     for p in points:
         if p["profile"] is None or p["rtt_s"] is None or p["loss"] is None:
             p["model"] = p["model_hol_ramp"] = None
+            for stack in MODEL_STACKS:
+                p[f"model_{stack}"] = p[f"relative_error_{stack}"] = None
             continue
         key = (p["profile"], p["rtt_s"], p["loss"])
         if key not in cache:
@@ -64,6 +68,13 @@ def compare(points: list[dict]) -> list[dict]:
         p["model_hol_ramp"] = {k: v for k, v in h.items() if not k.startswith("_")}
         p["_prediction_hol_ramp"] = h["_prediction"]
         p["relative_error_hol_ramp"] = _errors(h, meas)
+        for stack in MODEL_STACKS:
+            key_s = key + (stack,)
+            if key_s not in cache:
+                cache[key_s] = model_point(*key, stack=stack)
+            ms = cache[key_s]
+            p[f"model_{stack}"] = {k: v for k, v in ms.items() if not k.startswith("_")}
+            p[f"relative_error_{stack}"] = _errors(ms, meas)
         # the model at the drop ratio the link realized (a short run's draws stray from p)
         p["model_at_realized_loss"] = None
         realized = meas.get("segment_drop_ratio")

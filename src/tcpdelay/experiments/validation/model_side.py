@@ -11,22 +11,30 @@ MSS_BYTES = 1448
 LATE_AT_S = (0.1, 0.2, 0.4)
 
 
+#: The stacks of the delay model set beside every point besides the paper's own chain
+#: (``model``): today's Linux recovery and classic three-duplicate-ACK recovery.
+MODEL_STACKS = ("linux", "classic")
+
+
 def model_point(profile: str, rtt_s: float, loss: float, *, mss_bytes: int = MSS_BYTES,
-                hol_ramp: bool = False) -> dict:
+                hol_ramp: bool = False, stack: str = "paper") -> dict:
     """The model's statistics for one point (Brosh et al. Section 4; T0 and the [choice]
     options at the model's defaults). ``unstable`` when PFTK throughput does not exceed the
     source's rate (the delay then grows without bound and the statistics are None).
     ``hol_ramp=True``: the variant with the head-of-line ramp behind each fast retransmit (not
     the paper's model; docs/models/delay.md, "The head-of-line ramp"). The key ``_prediction``
-    holds the :class:`~tcpdelay.model.delay.DelayPrediction` itself (for the CDF; not written)."""
+    holds the :class:`~tcpdelay.model.delay.DelayPrediction` itself (for the CDF; not written).
+    ``stack``: whose loss recovery (:mod:`tcpdelay.model.delay.stacks`) [default the paper's
+    Table 6, which the page's claims are about]."""
     from tcpdelay.model.delay import predict
 
-    pred = predict(profile, rtt_s=rtt_s, loss=loss, mss_bytes=mss_bytes, hol_ramp=hol_ramp)
+    pred = predict(profile, rtt_s=rtt_s, loss=loss, mss_bytes=mss_bytes, hol_ramp=hol_ramp, stack=stack)
     st = pred.statistics()
     info = pred.info
     return {
         "mean_s": st["mean_s"], "p95_s": st.get("p95_s"), "p99_s": st.get("p99_s"), "std_s": st["std_s"],
         "unstable": bool(pred.unstable),
+        "stack": stack,
         "one_way_s": pred.one_way_s,
         "tcp_throughput_bps": info.get("tcp_throughput_bps"),
         "throughput_ratio": info.get("throughput_ratio"),

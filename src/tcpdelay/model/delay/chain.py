@@ -230,7 +230,11 @@ def _edge_builder(params: DelayParams, space: StateSpace):
     indices), vectorized over them, and the part (event kind, in a fixed order) of each edge.
     Out of every state (``src = arange(n)``) the edges are those of :func:`build_edges`, in its
     order: by part, then by source index. The loss probabilities of every window are computed
-    once, for all calls."""
+    once, for all calls. The ``linux`` and ``classic`` stacks have their own transitions
+    (:mod:`tcpdelay.model.delay.stack_chain`)."""
+    if params.stack != "paper":
+        from tcpdelay.model.delay.stack_chain import edge_builder
+        return edge_builder(params, space)
     f, rtt, L = params.rate_pps, params.rtt_s, params.one_way_s
     r = params.r
     k = params.packets_per_segment

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from tcpdelay import checks
 from tcpdelay.errors import ParameterError
+from tcpdelay.model.delay.stacks import check_stack
 from tcpdelay.model.throughput import default_t0_s
 
 LOSS_MODELS = ("random", "correlated")
@@ -90,6 +91,13 @@ class DelayParams:
         (``L + RTT + i/f``); Linux holds all of them (docs/models/delay.md, "The head-of-line
         ramp"). Implies ``count_fresh_packets`` (an explicit ``count_fresh_packets=False`` with
         it is an error). ``False`` [default] is the paper's model.
+    stack : whose loss recovery the chain follows (:mod:`tcpdelay.model.delay.stacks`):
+        ``"paper"`` [default here] is Table 6 as published; ``"linux"`` (RACK-TLP, CUBIC, PRR)
+        and ``"classic"`` (three duplicate ACKs, RTO on a lost retransmission, NewReno) have
+        their own window rules (:mod:`.stack_chain`) and add the receiver's head-of-line delay
+        per loss episode (:mod:`.repair`); with them every packet is counted
+        (``count_fresh_packets``) and ``hol_ramp`` does not apply. :func:`.predict.predict`
+        defaults to ``"linux"``.
     max_window : the window bound ``w_m`` in segments [default ceil(8 r), Appendix A.3, at
         least 4].
     backlog_bound_packets : the initial backlog bound ``b_m`` in packets [default
@@ -114,6 +122,7 @@ class DelayParams:
     growth_requires_backlog: bool = False
     count_fresh_packets: bool | None = None
     hol_ramp: bool = False
+    stack: str = "paper"
     max_window: int | None = None
     backlog_bound_packets: int | None = None
     truncation_tol: float = 1e-5
@@ -139,7 +148,16 @@ class DelayParams:
             raise ParameterError(f"one_way_s: {self.one_way_s!r} must be in [0, {MAX_ONE_WAY_S:g}] seconds")
         t0 = float(default_t0_s(rtt)) if self.t0_s is None else checks.positive_float("t0_s", self.t0_s)
         hol_ramp = _check_bool("hol_ramp", self.hol_ramp)
-        if self.count_fresh_packets is None:
+        stack = check_stack(self.stack)
+        if stack != "paper":
+            if hol_ramp:
+                raise ParameterError(
+                    f"hol_ramp: applies to stack 'paper' only; stack {stack!r} holds every packet "
+                    "behind a loss already (the per-loss-episode head-of-line delay)")
+            if self.count_fresh_packets is False:
+                raise ParameterError(f"count_fresh_packets: stack {stack!r} counts every packet; leave it unset")
+            count_fresh = True
+        elif self.count_fresh_packets is None:
             count_fresh = hol_ramp
         else:
             count_fresh = _check_bool("count_fresh_packets", self.count_fresh_packets)
@@ -205,5 +223,5 @@ class DelayParams:
             "al_fr_backlog": self.al_fr_backlog, "backlog_rounding": self.backlog_rounding,
             "growth_requires_backlog": self.growth_requires_backlog,
             "count_fresh_packets": self.count_fresh_packets, "hol_ramp": self.hol_ramp,
-            "max_window": self.max_window, "backlog_bound_packets": self.backlog_bound_packets,
+            "stack": self.stack, "max_window": self.max_window, "backlog_bound_packets": self.backlog_bound_packets,
         }

@@ -13,11 +13,15 @@ import time
 import numpy as np
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.model.delay import repair
 from tcpdelay.model.delay.chain import build_chain
+from tcpdelay.model.delay.chain import segment_loss as chain_segment_loss
 from tcpdelay.model.delay.distribution import DelayPrediction, chain_statistics, packet_distribution
 from tcpdelay.model.delay.params import DelayParams
 from tcpdelay.model.delay.profiles import Profile, custom_profile, get_profile
 from tcpdelay.model.delay.solve import solve_chain
+from tcpdelay.model.delay.stacks import DEFAULT_STACK
+from tcpdelay.model.delay.stacks import rules as stack_rules
 from tcpdelay.model.throughput import pftk_segments_per_s
 
 
@@ -100,6 +104,9 @@ def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction
     if not chain.residual < 1e-6:
         warnings.append(f"inaccurate: the stationary solve's residual is {chain.residual:.2g}")
     support, pmf, share = packet_distribution(chain, pi)
+    if params.stack != "paper":
+        support, pmf, share, hol_info = _with_head_of_line(params, support, pmf)
+        info.update(hol_info)
     info.update(
         backlog_share=share,
         states=chain.space.n,
@@ -116,9 +123,35 @@ def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction
     return DelayPrediction(support, pmf, unstable, params.one_way_s, info)
 
 
+def _with_head_of_line(params: DelayParams, support, pmf):
+    """The ``linux``/``classic`` stacks: the chain's sender-side delays plus the receiver's
+    head-of-line delay of the stack's repairs (:mod:`tcpdelay.model.delay.repair`)."""
+    rules_ = stack_rules(params.stack)
+    m = repair.grid_substeps(params.rate_pps)
+    step = 1.0 / (params.rate_pps * m)
+    p_pkt = chain_segment_loss(params, params.packet_bytes)
+    R = repair.repair_time_pmf(rules_, loss=p_pkt, rate_pps=params.rate_pps, rtt_s=params.rtt_s,
+                               t0_s=params.t0_s, substeps=m)
+    H = repair.hol_pmf(R, loss=p_pkt, substeps=m)
+    backlog_s = float(np.dot(support - params.one_way_s, pmf))
+    support, pmf = repair.add_hol(support, pmf, params.one_way_s, H, step)
+    grid = np.arange(R.size) * step
+    hgrid = np.arange(H.size) * step
+    tcp_level = float(np.dot(support, pmf)) - params.one_way_s
+    share = min(max(backlog_s / tcp_level, 0.0), 1.0) if tcp_level > 1e-12 else 0.0
+    return support, pmf, share, {
+        "stack": params.stack,
+        "repair_mean_s": float(np.dot(grid, R) / R.sum()) if R.size and R.sum() > 0 else 0.0,
+        "hol_mean_s": float(np.dot(hgrid, H)),
+        "held_fraction": float(1.0 - H[0]) if H.size else 0.0,
+        "sender_wait_mean_s": backlog_s,
+    }
+
+
 def predict(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, loss, one_way_s=None,
             mss_bytes=1448, t0_s=None, loss_model="random", queue="packets",
-            limited_transmit=True, split=1, connections=1, force=False, **choices) -> DelayPrediction:
+            limited_transmit=True, split=1, connections=1, force=False, stack=DEFAULT_STACK,
+            **choices) -> DelayPrediction:
     """Predicted per-packet delay of a CBR source over TCP (Brosh et al., Section 4).
 
     Parameters
@@ -134,6 +167,9 @@ def predict(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, loss, one_
         the equal mixture of the per-connection distributions.
     force : solve even when the source's rate exceeds TCP's throughput (the result then
         depends on the truncation bound and is flagged ``unstable``).
+    stack : whose loss recovery (:mod:`tcpdelay.model.delay.stacks`): ``"linux"`` [default]
+        — today's Linux (RACK-TLP, CUBIC, PRR), ``"classic"`` — three duplicate ACKs and RTOs
+        (ns-3, kernels before RACK), ``"paper"`` — Brosh et al.'s Table 6 as published.
     **choices : the [choice] options of :class:`DelayParams` (``al_fr_backlog``,
         ``backlog_rounding``, ``growth_requires_backlog``, ``count_fresh_packets``,
         ``hol_ramp`` (the head-of-line ramp behind each fast retransmit, not the paper's;
@@ -149,10 +185,10 @@ def predict(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, loss, one_
         rate_pps=src.rate_pps * n_split / n_conn,
         packet_bytes=src.packet_bytes / n_split,
         rtt_s=rtt_s, loss=loss, one_way_s=one_way_s, mss_bytes=mss_bytes, t0_s=t0_s,
-        loss_model=loss_model, queue=queue, limited_transmit=limited_transmit, **choices)
+        loss_model=loss_model, queue=queue, limited_transmit=limited_transmit, stack=stack, **choices)
     per_conn = solve_params(params, force=force)
     pred = per_conn if n_conn == 1 else mixture([per_conn] * n_conn)
-    pred.info.update(profile=src.name, split=n_split, connections=n_conn,
+    pred.info.update(stack=params.stack, profile=src.name, split=n_split, connections=n_conn,
                      source_rate_bps=src.rate_bps, source_packet_bytes=src.packet_bytes)
     return pred
 

@@ -1,0 +1,225 @@
+"""How exact is the delay model? Each stack against its ground truth, point by point.
+
+    .venv/bin/python benchmarks/model_fidelity.py [--all-losses] [--json] [--write PATH]
+
+Sources (committed results; every packet's delay from their ``validation-delays.parquet``,
+pooled over a point's runs):
+
+- ``--stack linux`` against the testbed on Linux's default stack (CUBIC, SACK, RACK-TLP; kernel
+  6.18): ``results/fidelity-linux-*`` (the ground truth of issue 26: 100-s runs pooled to >= 200
+  drops and 5 minutes a point; ``experiments/model-fidelity-linux.sh``), and where a point is not
+  there yet ``results/validate-grid`` (one 20-s run; marked ``20s``);
+- ``--stack classic`` against ns-3 3.44 (no RACK; ``results/validate-full-ns3``, 10 x 300 s);
+- ``--stack paper`` (Brosh et al.'s chain) against both, on the same points: "today".
+
+The grid is issue 26's: voip and video x RTT 20/100/300 ms x drop rate 0.5-5 % (``--all-losses``
+adds 0.1 and 10 %). A point counts where the stack's model calls it stable and something was
+measured. Targets: mean within 10 % at >= 90 % of the points, p95 within 15 % at >= 80 %.
+Prints one table per stack and source, then the summary; ``--write`` saves the summary and the
+points as the committed fidelity table that ``tcpdelay delay`` and ``advise`` read
+(``tcpdelay.model.delay.fidelity``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+GRID_LOSSES = (0.005, 0.01, 0.02, 0.03, 0.05)
+ALL_LOSSES = (0.001,) + GRID_LOSSES + (0.1,)
+RTTS = (0.02, 0.1, 0.3)
+PROFILES = ("voip", "video")
+MEAN_BOUND, P95_BOUND = 0.10, 0.15
+MEAN_TARGET, P95_TARGET = 0.90, 0.80
+
+
+def _delays(path: Path, stack: str) -> dict:
+    """{(profile, rtt, loss): (delays array, runs)} of one validation-delays.parquet."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path).to_pydict()
+    groups: dict = defaultdict(list)
+    seeds: dict = defaultdict(set)
+    for prof, st, rtt, loss, seed, d in zip(t["profile"], t["stack"], t["rtt_s"], t["loss"], t["seed"],
+                                            t["delay_s"]):
+        if st != stack:
+            continue
+        key = (prof, round(rtt, 6), round(loss, 6))
+        groups[key].append(d)
+        seeds[key].add(seed)
+    return {k: (np.asarray(v), len(seeds[k])) for k, v in groups.items()}
+
+
+def _drops(result_dir: Path, stack: str) -> dict:
+    """{(profile, rtt, loss): (drops, RTOs)} summed over a result's runs (validation.json)."""
+    out: dict = {}
+    try:
+        doc = json.loads((result_dir / "validation.json").read_text())
+    except (OSError, ValueError):
+        return out
+    for p in doc.get("points") or []:
+        if p.get("stack") != stack or not p.get("measured"):
+            continue
+        m = p["measured"]
+        key = (p["profile"], round(p["rtt_s"], 6), round(p["loss"], 6))
+        out[key] = (m.get("tcp_retransmissions"), m.get("tcp_rtos"), m.get("rtos_per_drop"))
+    return out
+
+
+def ground_truth() -> dict:
+    """{source: {point: {"delays", "runs", "origin", "rtos_per_drop"}}} for the sources above."""
+    linux: dict = {}
+    for d in sorted(glob.glob(str(ROOT / "results" / "fidelity-linux-*"))):
+        d = Path(d)
+        if (d / "validation-delays.parquet").exists():
+            drops = _drops(d, "linux-default")
+            for k, (x, runs) in _delays(d / "validation-delays.parquet", "linux-default").items():
+                linux[k] = {"delays": x, "runs": runs, "origin": d.name, "rtos_per_drop": (drops.get(k) or (0, 0, None))[2]}
+    grid = ROOT / "results" / "validate-grid"
+    if (grid / "validation-delays.parquet").exists():
+        drops = _drops(grid, "linux-default")
+        for k, (x, runs) in _delays(grid / "validation-delays.parquet", "linux-default").items():
+            linux.setdefault(k, {"delays": x, "runs": runs, "origin": "validate-grid (20s)",
+                                 "rtos_per_drop": (drops.get(k) or (0, 0, None))[2]})
+    ns3: dict = {}
+    full = ROOT / "results" / "validate-full-ns3"
+    if (full / "validation-delays.parquet").exists():
+        drops = _drops(full, "newreno-2008")
+        for k, (x, runs) in _delays(full / "validation-delays.parquet", "newreno-2008").items():
+            ns3[k] = {"delays": x, "runs": runs, "origin": "validate-full-ns3",
+                      "rtos_per_drop": (drops.get(k) or (0, 0, None))[2]}
+    return {"testbed": linux, "ns3": ns3}
+
+
+def _err(model: float | None, meas: float) -> float | None:
+    if model is None or not math.isfinite(model) or not meas > 0:
+        return None
+    return (model - meas) / meas
+
+
+def evaluate(stack: str, source: str, points: dict, losses) -> list[dict]:
+    """One row per grid point present in ``points``: measured and model mean / p95, errors."""
+    from tcpdelay.model.delay import predict
+
+    rows = []
+    for prof in PROFILES:
+        for rtt in RTTS:
+            for loss in losses:
+                gt = points.get((prof, round(rtt, 6), round(loss, 6)))
+                if gt is None:
+                    continue
+                x = gt["delays"]
+                x = x[np.isfinite(x)]          # packets the run ended before delivering: no delay
+                if x.size == 0:
+                    continue
+                meas_mean, meas_p95 = float(np.mean(x)), float(np.quantile(x, 0.95))
+                pred = predict(prof, rtt_s=rtt, loss=loss, stack=stack)
+                stable = not pred.unstable
+                mean = pred.mean_s if stable else None
+                p95 = float(pred.quantile(0.95)) if stable else None
+                rows.append({
+                    "stack": stack, "source": source, "profile": prof, "rtt_s": rtt, "loss": loss,
+                    "origin": gt["origin"], "runs": gt["runs"], "packets": int(x.size),
+                    "undelivered": int(gt["delays"].size - x.size),
+                    "measured_mean_s": meas_mean, "measured_p95_s": meas_p95,
+                    "measured_rtos_per_drop": gt.get("rtos_per_drop"),
+                    "model_mean_s": mean, "model_p95_s": p95, "stable": stable,
+                    "model_timeout_probability": pred.info.get("timeout_probability") if stable else None,
+                    "mean_error": _err(mean, meas_mean), "p95_error": _err(p95, meas_p95),
+                    "solve_s": pred.info.get("solve_s"),
+                })
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    """Fraction of stable points within the bounds; median |error|; per RTT."""
+    ok = [r for r in rows if r["stable"] and r["mean_error"] is not None]
+    n = len(ok)
+
+    def frac(key, bound, sel):
+        return (sum(abs(r[key]) <= bound for r in sel) / len(sel)) if sel else None
+
+    def med(key, sel):
+        return float(np.median([abs(r[key]) for r in sel])) if sel else None
+
+    by_rtt = {f"{rtt * 1e3:g}": {"points": len([r for r in ok if r["rtt_s"] == rtt]),
+                                "mean_within": frac("mean_error", MEAN_BOUND, [r for r in ok if r["rtt_s"] == rtt]),
+                                "p95_within": frac("p95_error", P95_BOUND, [r for r in ok if r["rtt_s"] == rtt]),
+                                "median_abs_mean_error": med("mean_error", [r for r in ok if r["rtt_s"] == rtt]),
+                                "median_abs_p95_error": med("p95_error", [r for r in ok if r["rtt_s"] == rtt])}
+              for rtt in RTTS}
+    return {"points": len(rows), "stable_points": n,
+            "mean_within": frac("mean_error", MEAN_BOUND, ok), "p95_within": frac("p95_error", P95_BOUND, ok),
+            "median_abs_mean_error": med("mean_error", ok), "median_abs_p95_error": med("p95_error", ok),
+            "meets_targets": (n > 0 and frac("mean_error", MEAN_BOUND, ok) >= MEAN_TARGET
+                              and frac("p95_error", P95_BOUND, ok) >= P95_TARGET),
+            "by_rtt_ms": by_rtt}
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{x * 100:+.0f}%"
+
+
+def print_table(rows: list[dict], title: str) -> None:
+    print(f"\n{title}")
+    print(f"{'point':26} {'origin':22} {'meas mean/p95 ms':>17} {'model mean/p95 ms':>18} {'err mean':>8} {'err p95':>8}"
+          f" {'RTO/drop':>8}")
+    for r in rows:
+        point = f"{r['profile']} {r['rtt_s'] * 1e3:g}ms {r['loss'] * 100:g}%"
+        meas = f"{r['measured_mean_s'] * 1e3:.0f}/{r['measured_p95_s'] * 1e3:.0f}"
+        mod = "unstable" if not r["stable"] else f"{r['model_mean_s'] * 1e3:.0f}/{r['model_p95_s'] * 1e3:.0f}"
+        rto = "—" if r["measured_rtos_per_drop"] is None else f"{r['measured_rtos_per_drop']:.3f}"
+        print(f"{point:26} {r['origin'][:22]:22} {meas:>17} {mod:>18} {_pct(r['mean_error']):>8} {_pct(r['p95_error']):>8}"
+              f" {rto:>8}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--all-losses", action="store_true", help="also 0.1 and 10 %% drop rates")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--write", metavar="PATH", default=None,
+                    help="write the fidelity table (summary and points) to PATH (the committed one: "
+                         "src/tcpdelay/model/delay/fidelity.json)")
+    args = ap.parse_args(argv)
+    losses = ALL_LOSSES if args.all_losses else GRID_LOSSES
+    gt = ground_truth()
+    pairs = [("linux", "testbed"), ("classic", "ns3"), ("paper", "testbed"), ("paper", "ns3")]
+    out = {"bounds": {"mean": MEAN_BOUND, "p95": P95_BOUND},
+           "targets": {"mean_within": MEAN_TARGET, "p95_within": P95_TARGET},
+           "losses": list(losses), "results": []}
+    for stack, source in pairs:
+        rows = evaluate(stack, source, gt[source], losses)
+        out["results"].append({"stack": stack, "source": source, "summary": summary(rows), "points": rows})
+    if args.write:
+        Path(args.write).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    if args.json:
+        json.dump(out, sys.stdout, indent=1)
+        print()
+        return 0
+    for res in out["results"]:
+        print_table(res["points"], f"stack {res['stack']} against {res['source']}")
+    print("\nsummary (stable points; mean within 10 %, p95 within 15 %; median |error|)")
+    print(f"{'stack':8} {'source':8} {'points':>7} {'mean ok':>8} {'p95 ok':>7} {'med|err| mean':>14} {'p95':>6}"
+          "   by RTT 20/100/300 ms: mean ok")
+    for res in out["results"]:
+        s = res["summary"]
+        by = " / ".join("—" if v["mean_within"] is None else f"{v['mean_within'] * 100:.0f}%"
+                        for v in s["by_rtt_ms"].values())
+        fmt = (lambda v: "—" if v is None else f"{v * 100:.0f}%")
+        print(f"{res['stack']:8} {res['source']:8} {s['stable_points']:>3}/{s['points']:<3} {fmt(s['mean_within']):>8} "
+              f"{fmt(s['p95_within']):>7} {fmt(s['median_abs_mean_error']):>14} {fmt(s['median_abs_p95_error']):>6}"
+              f"   {by}")
+    print(f"targets: mean within 10 % at >= {MEAN_TARGET:.0%}, p95 within 15 % at >= {P95_TARGET:.0%} of the points")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

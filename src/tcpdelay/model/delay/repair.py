@@ -1,0 +1,227 @@
+"""A lost packet's repair time and the head-of-line delay it causes (per-loss-episode model).
+
+Why not the chain: Table 6 gives a fast retransmit three delays ``L + RTT + i/f``. What a
+receiver sees is exact and simpler. A CBR source writes packet ``n`` at ``n/f``; it reaches the
+receiver at ``n/f + L + X_n`` where ``X_n = 0`` if it got through and ``X_n = R`` (its *repair
+time*: from its first transmission to the one that arrives) if it was lost. TCP delivers in
+order, so packet ``n`` is read at ``max_{m≤n}(m/f + L + X_m)``, and its delay beyond ``L`` is
+
+    H_n = max_{j≥0} (X_{n−j} − j/f)   (with X = 0 this is 0),
+
+a max-plus (Lindley-type) recursion ``H_n = max(X_n, H_{n−1} − 1/f)``. For independent ``X``
+its stationary law is a product (each term must stay below ``h``):
+
+    P(H ≤ h) = ∏_{j≥0} P(X ≤ h + j/f) = ∏_{j≥0} (1 − p + p·P(R ≤ h + j/f)).
+
+That is every packet held behind a loss — the whole ramp of ``f·R`` packets, overlapping losses
+included — without a state per packet. The law of ``R`` follows the stack
+(:mod:`tcpdelay.model.delay.stacks`):
+
+- ``linux``: RACK marks the packet lost when the first later packet that gets through (the
+  ``k1``-th, ``P = (1−p)p^{k1−1}``) is SACKed, at ``RTT + k1/f``, but not before
+  ``RTT + reo_wnd`` (``reo_wnd = min_rtt/4``), and at once when ``reordering`` = 3 later packets
+  are SACKed (the ``k3``-th at ``RTT + k3/f``): detection ``RTT + min(max(k1/f, reo_wnd), k3/f)``
+  (RFC 8985 §6.2, ``tcp_rack_detect_loss``, ``tcp_rack_reo_wnd``). While another loss is in
+  recovery ``reo_wnd = 0``: a loss is in recovery with probability ``1 − (1−p)^n``, ``n`` the
+  packets sent in the round trip and detection time before it. A lost retransmission (``p``) is
+  marked when the first packet written after it that gets through is SACKed (``reo_wnd = 0``),
+  and sent again then.
+- ``classic``: three duplicate ACKs: detection ``RTT + k3/f`` (RFC 6675). A lost
+  retransmission waits for the RTO, restarted by the last ACK that advanced
+  (``RTT − 1/f`` after the loss, RFC 6298 §5.3): resent at ``max(t, RTT − 1/f + T0)``, then
+  ``2·T0``, ``4·T0`` … later (§5.5).
+
+Approximations, stated: the ``X_n`` of neighbouring lost packets are not independent (a burst
+shares one detection), which matters at ``p²``; packets leave the sender ``1/f`` apart (a
+backlogged sender sends in bursts; its wait is the chain's part, added independently by
+:func:`add_hol`).
+
+Everything is on a grid of ``Δ = 1/(f·m)`` seconds (``m`` the smallest integer with
+``Δ ≤ 1 ms``), so that every ``j/f`` is a grid point; RTT, the reordering window and ``T0`` are
+rounded to it (≤ 0.5 ms).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.signal import fftconvolve
+from scipy.special import gammaln
+
+from tcpdelay.model.delay.stacks import StackRules
+
+GRID_MAX_STEP_S = 1e-3
+"""The time grid's coarsest step (s)."""
+TAIL_TOL = 1e-13
+"""Mass below which a geometric tail or a retransmission round is cut."""
+MAX_RETRANSMISSIONS = 40
+"""Retransmission rounds followed (each lost with ``p``: ``p^40`` is far below ``TAIL_TOL``)."""
+
+
+def grid_substeps(rate_pps: float) -> int:
+    """``m``: grid points per packet interval, the smallest with ``1/(f·m) ≤ 1 ms``."""
+    return max(1, math.ceil(1.0 / (rate_pps * GRID_MAX_STEP_S) - 1e-9))
+
+
+def _nbinom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
+    """P(the ``n``-th delivered packet is the ``k``-th after the lost one), delivery ``1−p``:
+    ``C(k−1, n−1) (1−p)^n p^(k−n)`` for ``k ≥ n``."""
+    k = np.asarray(k, float)
+    ok = k >= n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logc = gammaln(np.maximum(k, 1)) - gammaln(n) - gammaln(np.maximum(k - n + 1, 1))
+        logp = logc + n * math.log1p(-p) + (k - n) * (math.log(p) if p > 0 else -np.inf)
+    return np.where(ok, np.exp(np.where(ok, logp, -np.inf)), 0.0)
+
+
+def _tail_length(p: float) -> int:
+    """Packets after which ``p^k`` is below :data:`TAIL_TOL`."""
+    if p <= 0:
+        return 4
+    return int(math.ceil(math.log(TAIL_TOL) / math.log(p))) + 4
+
+
+def detection_offsets(rules: StackRules, *, loss: float, rate_pps: float, reo_wnd_s: float):
+    """Law of the detection time beyond one RTT, as (offsets in s, probabilities).
+
+    ``rack``: ``min(max(k1/f, reo_wnd), k3/f)``; ``dupack``: ``k3/f`` (``k1``, ``k3``: the first
+    and the ``dupthresh``-th later packet that gets through)."""
+    p, u, n = float(loss), 1.0 / rate_pps, rules.dupthresh
+    K = _tail_length(p) + n
+    k = np.arange(1, K + 1)
+    if rules.detection == "dupack":
+        return k * u, _nbinom_pmf(k, n, p)
+    m = int(math.floor(reo_wnd_s * rate_pps + 1e-9))   # later packets sent within reo_wnd
+    off, prob = [], []
+    # k1 > m: nothing arrived within the window; detection at k1/f (k3 > k1)
+    k1 = k[k > m]
+    off.append(k1 * u)
+    prob.append(_nbinom_pmf(k1, 1, p))
+    if m >= 1:
+        # dupthresh reached within the window: at k3/f
+        k3 = k[(k >= n) & (k <= m)]
+        off.append(k3 * u)
+        prob.append(_nbinom_pmf(k3, n, p))
+        # 1 .. n-1 of the m arrived: at reo_wnd
+        x = np.arange(1, n)
+        x = x[x <= m]
+        logc = gammaln(m + 1) - gammaln(x + 1) - gammaln(m - x + 1)
+        pr = np.exp(logc + x * math.log1p(-p) + (m - x) * (math.log(p) if p > 0 else -np.inf)) if p > 0 \
+            else np.where(x == m, 1.0, 0.0)
+        off.append(np.array([reo_wnd_s]))
+        prob.append(np.array([pr.sum()]))
+    return np.concatenate(off), np.concatenate(prob)
+
+
+def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: float, t0_s: float,
+                    min_rtt_s: float | None = None, substeps: int | None = None) -> np.ndarray:
+    """P(R = i·Δ) for i = 0, 1, …: a lost packet's repair time on the grid (module docstring).
+
+    ``loss`` is the probability that a packet (first transmission or retransmission) is lost;
+    ``min_rtt_s`` sets RACK's reordering window [default ``rtt_s``]. Sums to 1 up to the cut
+    tails (< 1e-12)."""
+    p, f = float(loss), float(rate_pps)
+    m = substeps or grid_substeps(f)
+    dt = 1.0 / (f * m)
+    u_i = m                                   # one packet interval, in grid steps
+    rtt_i = int(round(rtt_s / dt))
+    start = np.zeros(0)
+
+    t0_i = int(round(t0_s / dt))
+    rto_first = max(0, rtt_i - u_i + t0_i)    # timer restarted by the last advancing ACK
+
+    def add(pmf: np.ndarray, offsets_s: np.ndarray, probs: np.ndarray, weight: float) -> np.ndarray:
+        # the RTO repairs a loss that nothing later detects first (RFC 6298 §5.4)
+        idx = np.minimum(rtt_i + np.rint(offsets_s / dt).astype(np.int64), rto_first)
+        top = int(idx.max(initial=0)) + 1
+        if pmf.size < top:
+            pmf = np.concatenate([pmf, np.zeros(top - pmf.size)])
+        np.add.at(pmf, idx, weight * probs)
+        return pmf
+
+    if rules.detection == "rack":
+        reo = rules.reo_wnd_fraction * (rtt_s if min_rtt_s is None else min_rtt_s)
+        off0, pr0 = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=reo)
+        off1, pr1 = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=0.0)
+        typical = min(max(1.0 / f, reo), rules.dupthresh / f)
+        n_before = int(round(f * (rtt_s + typical)))
+        in_recovery = -math.expm1(n_before * math.log1p(-p)) if p > 0 else 0.0
+        start = add(start, off0, pr0, 1.0 - in_recovery)
+        start = add(start, off1, pr1, in_recovery)
+    else:
+        off, pr = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=0.0)
+        start = add(start, off, pr, 1.0)
+
+    # Retransmission rounds: ``pending`` is the law of the time of the current retransmission.
+    out = np.zeros(start.size)
+    pending = start
+    geo_len = _tail_length(p)
+    geo = (1 - p) * p ** np.arange(geo_len)   # first delivered among packets written after
+    for r_round in range(MAX_RETRANSMISSIONS):
+        if out.size < pending.size:
+            out = np.concatenate([out, np.zeros(pending.size - out.size)])
+        out[: pending.size] += (1 - p) * pending
+        lost = p * pending
+        if lost.sum() < TAIL_TOL:
+            break
+        idx = np.flatnonzero(lost)
+        if rules.lost_retransmission == "rack":
+            # next packet written after the retransmission: j* = floor(t/u) + 1, then geometric
+            jstar = idx // u_i + 1
+            tgt = (jstar[:, None] + np.arange(geo_len)[None, :]) * u_i + rtt_i
+            w = lost[idx][:, None] * geo[None, :]
+        else:
+            back = t0_i * (2 ** r_round)
+            first = (np.where(idx < rto_first, rto_first, idx + t0_i) if r_round == 0
+                     else idx + back)
+            tgt = first[:, None]
+            w = lost[idx][:, None]
+        top = int(tgt.max()) + 1
+        nxt = np.zeros(top)
+        np.add.at(nxt, tgt.ravel(), w.ravel())
+        pending = nxt
+    return out
+
+
+def hol_pmf(repair_pmf: np.ndarray, *, loss: float, substeps: int) -> np.ndarray:
+    """P(H = i·Δ): the head-of-line delay beyond ``L`` of a packet (module docstring),
+    ``P(H ≤ h) = ∏_{j≥0} (1 − p + p·P(R ≤ h + j/f))`` with ``j/f = j·substeps`` grid steps."""
+    p, m = float(loss), int(substeps)
+    if p <= 0 or repair_pmf.size == 0:
+        return np.ones(1)
+    FR = np.minimum(np.cumsum(repair_pmf) / max(repair_pmf.sum(), 1e-300), 1.0)
+    n = FR.size
+    n_pad = int(math.ceil(n / m)) * m
+    G = np.ones(n_pad)
+    G[:n] = (1 - p) + p * FR
+    logG = np.log(np.maximum(G, 1e-300)).reshape(-1, m)       # rows: j, columns: residue
+    S = np.cumsum(logG[::-1], axis=0)[::-1].ravel()            # S[i] = sum_j logG[i + j m]
+    F = np.exp(S)
+    F[-1] = 1.0
+    pmf = np.diff(np.concatenate([[0.0], F]))
+    pmf = np.maximum(pmf, 0.0)
+    last = np.flatnonzero(pmf > 0)
+    return pmf[: last[-1] + 1] if last.size else np.ones(1)
+
+
+def add_hol(support_s: np.ndarray, pmf: np.ndarray, one_way_s: float, hol: np.ndarray, step_s: float):
+    """The delay ``L + S + H`` with the chain's ``S`` (``support_s − L``, on the packet lattice)
+    and ``H`` (``hol`` on the grid of ``step_s``) independent: their convolution, as
+    (support_s, pmf) without zero entries."""
+    s_idx = np.rint((np.asarray(support_s) - one_way_s) / step_s).astype(np.int64)
+    s_idx = np.maximum(s_idx, 0)
+    top = int(s_idx.max(initial=0)) + 1
+    base = np.zeros(top)
+    np.add.at(base, s_idx, pmf)
+    if hol.size == 1:
+        out = base
+    elif base.size * hol.size < 4_000_000:
+        out = np.convolve(base, hol)
+    else:
+        out = fftconvolve(base, hol)
+    out = np.where(out > 1e-16, out, 0.0)
+    keep = np.flatnonzero(out)
+    vals = one_way_s + keep * step_s
+    mass = out[keep]
+    return vals, mass / mass.sum()

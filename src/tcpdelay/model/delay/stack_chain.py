@@ -1,0 +1,162 @@
+"""The window-and-backlog chain of the ``linux`` and ``classic`` stacks.
+
+Same state ``(w, B, l)`` and the same solver as Table 6's chain (:mod:`.chain`), other
+transitions (rules and sources in :mod:`.stacks`). What the chain carries here is only what
+the *sender* does: how long a packet waits in the send buffer (``B/f``) while the window limits
+it. The receiver's part — the lost packet's repair and the packets held behind it — is the
+per-loss-episode law of :mod:`.repair`, added to the chain's delays by :func:`.repair.add_hol`;
+so no transition here carries Table 6's ``L + RTT + i/f`` delays, and every packet the source
+writes is counted once, with delay ``L + B/f`` (``count_fresh_packets``).
+
+| from | event, probability | to | time | packets |
+|---|---|---|---|---|
+| AL ``(w≥r, 0, 0)`` | none, ``1−p`` | ``(w, 0, 0)``; ``classic``: ``(w+1, 0, 0)`` w.p. ``1/w`` | ``1/f`` | 1 at ``L`` |
+| | loss, ``p·(1−p_to)`` | ``(max(⌊βw⌋,2), 0, 1)`` | ``1/f`` | 1 at ``L`` |
+| | loss, RTO (``classic``), ``p·p_to`` | ``(1, 0, 0)`` | ``1/f`` | 1 at ``L`` |
+| NL ``(w, B, 0)`` | none, ``(1−p)^w`` | ``(next(w) or 2w, (B+r−wk)⁺, 0)`` | ``RTT`` | ``min(B, wk)`` at ``L+B/f``, fresh at ``L`` |
+| | loss, ``(1−(1−p)^w)(1−p_to)`` | ``(max(⌊βw⌋,2), (B+r−wk)⁺, 1)`` | ``RTT`` | the same |
+| | loss, RTO, ``(1−(1−p)^w)·p_to`` | ``(0, (B+r−wk)⁺ + (T0−RTT)f, 1)`` | ``RTT`` | the same |
+| FR ``(w, B, 1)`` | 1 | ``(w, (B+r−wk)⁺, 0)`` | ``RTT`` | as a loss-free round, no growth |
+| TO ``(0, B, l)`` | as Table 6 | | | |
+
+``p_to`` is 0 for ``linux`` (RACK finds a lost retransmission while the source writes) and the
+retransmission's loss ``p`` for ``classic`` (RFC 6675 cannot see it; the RTO repairs it). The
+window is reduced once per loss event (once per recovery episode, as both stacks do: further
+losses of the same round or of the recovery round change nothing). ``next(w)``
+(:func:`.stacks.next_window`: Reno's ``w+1``, CUBIC's window function) is fractional: the
+window moves to its two neighbouring integers with probabilities that keep its mean. Slow start (``2w``) only for ``classic`` below ``⌈r⌉``, where its timeouts
+restart (``ssthresh``, half a window that grew while application-limited, is above ``r``);
+Linux holds ``cwnd = ssthresh`` after every recovery (congestion avoidance).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tcpdelay.model.delay import chain as _chain
+from tcpdelay.model.delay.params import MAX_BACKOFF_STAGE, DelayParams
+from tcpdelay.model.delay.stacks import next_window, rules, window_after_loss
+
+_EPS = 1e-9
+
+
+def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
+    """``edges_from(src)`` as :func:`tcpdelay.model.delay.chain._edge_builder`, for the
+    stack's transitions (module docstring)."""
+    R = rules(params.stack)
+    f, rtt = params.rate_pps, params.rtt_s
+    r = params.r
+    k = params.packets_per_segment
+    t0f = params.t0_s * f
+    W = space.W
+    p_nl = _chain.segment_loss(params, params.mss_bytes)
+    p_al = _chain.segment_loss(params, params.packet_bytes)
+    rto = R.lost_retransmission == "rto"
+    pto_nl = p_nl if rto else 0.0
+    pto_al = p_al if rto else 0.0
+    ws = np.arange(1, W + 1)
+    if params.loss_model == "random":
+        loss_w = -np.expm1(ws * np.log1p(-p_nl)) if p_nl > 0 else np.zeros(W)
+    else:   # correlated: a round is lost as a whole after its first loss; P(some loss) the same
+        loss_w = -np.expm1(ws * np.log1p(-p_nl)) if p_nl > 0 else np.zeros(W)
+    ok_w = 1.0 - loss_w
+    w_after = np.minimum(W, np.array([window_after_loss(R, int(w)) for w in ws]))
+    # slow start (after a timeout) up to the window the source needs, ``classic`` only
+    w_ss = max(1, math.ceil(r - _EPS)) if R.slow_start_after_timeout and rto else 0
+
+    def edges_from(src_all: np.ndarray):
+        parts: list[dict] = []
+        part_ids: list[np.ndarray] = []
+
+        def add(src, w2, Bf, l2, prob, t, n=0.0, c=0, j0=0.0, jstep=0, jb=0.0, is_loss=0):
+            pid = len(part_ids)
+            m = np.size(src)
+            if m == 0:
+                part_ids.append(np.zeros(0, np.int16))
+                return
+            col = _chain._column
+            part = dict(
+                src=np.asarray(src, np.int64), w2=col(w2, np.int64, m), Bf=col(Bf, float, m),
+                l2=col(l2, np.int64, m), prob=col(prob, float, m), time_s=col(t, float, m),
+                n=col(n, float, m), c=col(c, np.int8, m), j0=col(j0, float, m),
+                jstep=col(jstep, np.int8, m), jb=col(jb, float, m), is_loss=col(is_loss, np.int8, m),
+            )
+            keep = part["prob"] > 0
+            if not keep.all():
+                part = {key: v[keep] for key, v in part.items()}
+            parts.append(part)
+            part_ids.append(np.full(part["src"].size, pid, np.int16))
+
+        def round_(src, w2, l2, B, cap, prob, is_loss=0):
+            """One round of RTT: the backlogged packets that fit leave at ``L + B/f``, the
+            packets written during it that fit at ``L`` (a zero-time twin edge)."""
+            b_next = np.maximum(0.0, B + r - cap)
+            n_b = np.floor(np.minimum(B, cap) + _EPS)
+            add(src, w2, b_next, l2, prob, rtt, n=n_b, j0=B, jb=B, is_loss=is_loss)
+            fresh = np.maximum(0.0, np.minimum(B + r, cap) - np.minimum(B, cap))
+            add(src, w2, b_next, l2, prob, 0.0, n=fresh)
+
+        w_all, B_all, l_all = space.decode(src_all)
+        m0 = (w_all > 0) & (l_all == 0)
+        wg, Bg, src0 = w_all[m0], B_all[m0], src_all[m0]
+        al = (Bg == 0) & (wg >= r - _EPS)
+
+        # (a) application-limited: one packet per 1/f; a loss leaves the sender writing on
+        wa, sa = wg[al], src0[al]
+        if R.app_limited_growth:   # one segment per window of ACKed segments (RFC 5681 eq 3)
+            g = np.where(wa < W, 1.0 / wa, 0.0)
+            add(sa, np.minimum(wa + 1, W), 0.0, 0, (1.0 - p_al) * g, 1.0 / f, n=1.0)
+            add(sa, wa, 0.0, 0, (1.0 - p_al) * (1.0 - g), 1.0 / f, n=1.0)
+        else:
+            add(sa, wa, 0.0, 0, 1.0 - p_al, 1.0 / f, n=1.0)
+        add(sa, w_after[wa - 1], 0.0, 1, p_al * (1.0 - pto_al), 1.0 / f, n=1.0, is_loss=1)
+        if pto_al > 0:
+            add(sa, 1, 0.0, 0, p_al * pto_al, 1.0 / f, n=1.0, is_loss=2)
+
+        # (b) network-limited l = 0: one round of RTT
+        nl = ~al
+        wn, Bn, sn = wg[nl], Bg[nl].astype(float), src0[nl]
+        cap = wn * k
+        okp, lossp = ok_w[wn - 1], loss_w[wn - 1]
+        ss = wn < w_ss
+        # next window: doubling in slow start, else the stack's congestion avoidance; a
+        # fractional target splits between its two neighbours keeping the mean
+        target = np.where(ss, 2.0 * wn, next_window(R, wn, r=r, rtt_s=rtt))
+        target = np.minimum(target, W)
+        lo = np.floor(target + _EPS)
+        frac = np.clip(target - lo, 0.0, 1.0)
+        frac = np.where(frac < 1e-9, 0.0, frac)
+        lo_i = lo.astype(np.int64)
+        round_(sn, lo_i, 0, Bn, cap, okp * (1.0 - frac))
+        round_(sn, np.minimum(lo_i + 1, W), 0, Bn, cap, okp * frac)
+        round_(sn, w_after[wn - 1], 1, Bn, cap, lossp * (1.0 - pto_nl), is_loss=1)
+        if pto_nl > 0:
+            b_to = np.maximum(0.0, Bn + r - cap) + max(0.0, params.t0_s - rtt) * f
+            add(sn, 0, b_to, 1, lossp * pto_nl, rtt, n=np.floor(np.minimum(Bn, cap) + _EPS),
+                j0=Bn, jb=Bn, is_loss=2)
+            add(sn, 0, b_to, 1, lossp * pto_nl, 0.0,
+                n=np.maximum(0.0, np.minimum(Bn + r, cap) - np.minimum(Bn, cap)))
+
+        # (c) fast recovery l = 1: one round at the reduced window, no growth
+        m1 = (w_all > 0) & (l_all == 1)
+        w1, src1 = w_all[m1], src_all[m1]
+        round_(src1, w1, 0, B_all[m1].astype(float), w1 * k, 1.0)
+
+        # (d) timeout stages (classic only reaches them): Table 6's recovery
+        for l in range(1, MAX_BACKOFF_STAGE + 1):
+            mt = (w_all == 0) & (l_all == l)
+            st = src_all[mt]
+            Btf = B_all[mt].astype(float)
+            round_(st, 1, 0, Btf, k, 1.0 - p_nl)
+            backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
+            add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s)
+
+        if not parts:
+            empty = {key: np.zeros(0, dt) for key, dt in _chain._EDGE_DTYPES.items()}
+            return _chain.Edges(**empty), np.zeros(0, np.int16)
+        edges = _chain.Edges(**{key: np.concatenate([np.asarray(pt[key]) for pt in parts]) for key in parts[0]})
+        return edges, np.concatenate(part_ids)
+
+    return edges_from

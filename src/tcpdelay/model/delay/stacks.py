@@ -1,0 +1,151 @@
+"""The TCP stacks whose loss recovery the delay model can follow (typed rules, no I/O).
+
+``paper`` is Brosh et al.'s chain as published (Table 6, our reading in docs/models/delay.md):
+three duplicate ACKs, timeouts from small windows, the window halved to ``⌊(r+3)/2⌋``. The two
+others describe how a stack recovers *today*, each rule from its source:
+
+``linux`` — Linux's defaults since 4.x, as this kernel (6.18) runs them:
+
+- **loss detection by RACK** (RFC 8985 §6.2, ``tcp_rack_detect_loss`` in
+  ``net/ipv4/tcp_recovery.c``): a segment is lost once a segment sent after it is SACKed and
+  ``xmit_time + rack.rtt + reo_wnd`` has passed. ``reo_wnd`` is ``min_rtt/4``
+  (``tcp_rack_reo_wnd``), 0 while the connection is already in recovery or once ``reordering``
+  (3, ``sysctl tcp_reordering``) segments are SACKed above the hole;
+- **a lost retransmission is found the same way** (RFC 8985 §6.2, RACK marks by transmission
+  time): a segment sent after the retransmission is SACKed, no RTO;
+- **no tail-loss probe while the source writes**: ``tcp_write_xmit`` re-arms the probe timer
+  (``tcp_schedule_loss_probe``, PTO = 2·SRTT, +200 ms with one segment out) at every
+  transmission, so a source whose interval is below the PTO never lets it fire;
+- **RTO = SRTT + max(4·RTTVAR, 200 ms)** (``tcp_set_rto``, ``tcp_rto_min``): reached only when
+  every segment sent for ~200 ms is lost, which the model neglects;
+- **window after recovery**: CUBIC's ``ssthresh = max(⌊β·cwnd⌋, 2)``, β = 0.7 (RFC 9438 §4.6;
+  ``bictcp_recalc_ssthresh``, 717/1024), reached by PRR (RFC 6937) and held through the
+  recovery; one reduction per recovery episode;
+- **growth**: only while the window limits the sender (``tcp_is_cwnd_limited``: an
+  application-limited window neither grows nor shrinks), by CUBIC's window function
+  ``W(t) = C(t−K)³ + W_max`` (RFC 9438 §4.2, C = 0.4 segments/s³, ``bictcp_update``) or its
+  Reno-friendly estimate, ``α = 3(1−β)/(1+β)`` segments per round (§4.3, ``tcp_friendliness``),
+  whichever is larger. ``W_max`` is the window the last reduction cut, which for a source that
+  fills ``r = f·RTT`` segments a round is ``⌈r⌉`` (:func:`next_window`); one round from ``w``
+  then gives ``W_max + C(s + RTT)³`` with ``s = ∛((w − W_max)/C)`` (the cubic depends on the
+  time since the reduction only through the window reached). At RTT 300 ms the cubic term
+  regains most of a 30 % cut in three rounds; at 20 ms the Reno-friendly term rules.
+
+``classic`` — SACK loss recovery before RACK, as ns-3 (3.44) and Linux before 4.4 did it:
+
+- **three duplicate ACKs** (RFC 5681 §3.2, RFC 6675 ``DupThresh``): a hole is declared lost when
+  three segments above it are SACKed; limited transmit (RFC 3042) keeps sending;
+- **a lost retransmission waits for the RTO** (RFC 6675 §5 cannot detect it): the timer restarted
+  by the last ACK that advanced (RFC 6298 §5.3) fires ``T0`` later, then backs off ``2·T0``,
+  ``4·T0`` … (§5.5), ``T0 = SRTT + max(4·RTTVAR, 200 ms)`` (ns-3 is set to Linux's floor);
+- **window**: Reno's ``ssthresh = max(cwnd/2, 2)`` (``tcp_reno_ssthresh``; ns-3's
+  ``TcpLinuxReno::GetSsThresh``), +1 segment a round in congestion avoidance (RFC 5681 eq 3),
+  slow start after a timeout up to the rate the source needs (the halved ``cwnd`` of an
+  application-limited sender is above it: see the next point);
+- **no congestion window validation**: the window keeps growing while the application limits
+  the sender, one segment per window of ACKed segments — ns-3 3.44's ``TcpLinuxReno`` (the
+  ``classic`` ground truth here) never asks whether the window limited the sender. So a single
+  loss halves a window far above ``r = f·RTT`` and leaves no sender backlog; only an RTO does.
+  (Linux before RACK validated its window as it does now; such a kernel is ``classic``'s
+  detection with ``linux``'s window.)
+
+Consumers: :mod:`tcpdelay.model.delay.stack_chain` (window and backlog per round) and
+:mod:`tcpdelay.model.delay.repair` (the lost packet's repair time and the head-of-line delay it
+causes at the receiver).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tcpdelay.errors import ParameterError
+
+#: The stacks, default first.
+STACKS = ("linux", "classic", "paper")
+DEFAULT_STACK = "linux"
+
+
+@dataclass(frozen=True)
+class StackRules:
+    """How one stack detects and repairs a loss and sets its window (units in the names)."""
+
+    name: str
+    detection: str
+    """``"rack"`` (time-based, RFC 8985) or ``"dupack"`` (three duplicate ACKs, RFC 6675)."""
+    lost_retransmission: str
+    """``"rack"`` (found again after a later segment is SACKed) or ``"rto"`` (waits for the timer)."""
+    beta: float
+    """Window after a loss, as a fraction of the window before it (``ssthresh``)."""
+    ca_growth_segments: float
+    """Window growth per loss-free round in congestion avoidance, in segments (Reno's, or
+    CUBIC's Reno-friendly region)."""
+    slow_start_after_timeout: bool
+    """After an RTO the window doubles each round up to the window a fast retransmit leaves."""
+    cubic_c: float = 0.0
+    """CUBIC's C (segments/s³, RFC 9438 §4.2); 0 for a Reno-like stack."""
+    dupthresh: int = 3
+    """Segments SACKed above a hole that declare it lost (``tcp_reordering``, RFC 6675)."""
+    reo_wnd_fraction: float = 0.25
+    """RACK's reordering window as a fraction of ``min_rtt`` (RFC 8985 §6.2; ``tcp_rack_reo_wnd``)."""
+    min_window_segments: int = 2
+    """The smallest window a reduction leaves (``max(..., 2)`` in both stacks)."""
+    app_limited_growth: bool = False
+    """The window grows while the application limits the sender (one segment per window of
+    ACKed segments, RFC 5681 eq 3), as in ns-3 3.44 (``TcpLinuxReno::IncreaseWindow`` does not
+    ask whether the window limited the sender). Linux grows only a window that limits it
+    (``tcp_is_cwnd_limited``; congestion window validation, RFC 7661's idea)."""
+
+
+def _cubic_alpha(beta: float) -> float:
+    """RFC 9438 §4.3: the Reno-friendly region grows ``3(1−β)/(1+β)`` segments per RTT."""
+    return 3.0 * (1.0 - beta) / (1.0 + beta)
+
+
+#: CUBIC's multiplicative decrease (RFC 9438 §4.6; Linux ``beta = 717`` of 1024).
+CUBIC_BETA = 717 / 1024
+
+RULES: dict[str, StackRules] = {
+    "linux": StackRules("linux", detection="rack", lost_retransmission="rack", beta=CUBIC_BETA,
+                        ca_growth_segments=_cubic_alpha(CUBIC_BETA), slow_start_after_timeout=True,
+                        cubic_c=0.4),
+    "classic": StackRules("classic", detection="dupack", lost_retransmission="rto", beta=0.5,
+                          ca_growth_segments=1.0, slow_start_after_timeout=True, app_limited_growth=True),
+}
+
+
+def check_stack(stack) -> str:
+    """``stack`` if it is one of :data:`STACKS`, else a ParameterError naming them."""
+    if not isinstance(stack, str) or stack not in STACKS:
+        raise ParameterError(f"stack: {stack!r} is not one of {', '.join(STACKS)}")
+    return stack
+
+
+def rules(stack: str) -> StackRules:
+    """The rules of ``linux`` or ``classic`` (``paper`` has Table 6 instead)."""
+    check_stack(stack)
+    if stack == "paper":
+        raise ParameterError("stack: 'paper' follows Table 6, not per-stack rules")
+    return RULES[stack]
+
+
+def window_after_loss(rules_: StackRules, w: int) -> int:
+    """``max(⌊β·w⌋, 2)`` segments (integer arithmetic, as ``bictcp_recalc_ssthresh``) for a
+    window-limited sender (its flight is its window)."""
+    return max(rules_.min_window_segments, int(math.floor(rules_.beta * w + 1e-9)))
+
+
+def next_window(rules_: StackRules, w, *, r: float, rtt_s: float):
+    """The window after one loss-free round in congestion avoidance, in (fractional) segments,
+    vectorized over ``w``: ``w + α`` (Reno), or for CUBIC ``max(W_max + C(s + RTT)³, w + α)``
+    with ``W_max = ⌈r⌉`` and ``s = ∛((w − W_max)/C)`` (RFC 9438 §4.2-4.3)."""
+    w = np.asarray(w, dtype=float)
+    reno = w + rules_.ca_growth_segments
+    if rules_.cubic_c <= 0:
+        return reno
+    c = rules_.cubic_c
+    w_max = max(1.0, math.ceil(r - 1e-9))
+    s = np.cbrt((w - w_max) / c)
+    return np.maximum(w_max + c * (s + rtt_s) ** 3, reno)
