@@ -212,7 +212,7 @@ def solve(profile: str, rtt_s: float, loss: float, opts: dict) -> dict | None:
     scale = opts.pop("t0_scale", None)
     if scale is not None:
         opts["t0_s"] = scale * float(default_t0_s(rtt_s))
-    pred = predict(profile, rtt_s=rtt_s, loss=loss, mss_bytes=1448, **opts)
+    pred = predict(profile, rtt_s=rtt_s, loss=loss, mss_bytes=1448, stack="paper", **opts)
     if pred.unstable:
         return None
     prm = dict(pred.info["params"])
@@ -261,7 +261,7 @@ def _stats(profile: str, rtt_s: float, loss: float, opts: dict) -> dict | None:
     """The model's distribution statistics (mean, std, percentiles) with ``opts``."""
     from tcpdelay.model.delay import predict
 
-    pred = predict(profile, rtt_s=rtt_s, loss=loss, mss_bytes=1448, **opts)
+    pred = predict(profile, rtt_s=rtt_s, loss=loss, mss_bytes=1448, stack="paper", **opts)
     return None if pred.unstable else pred.statistics()
 
 

@@ -68,7 +68,7 @@ def _model_p95(profile: str, rtt_s: float, loss: float, loss_model: str) -> floa
     if loss <= 0:
         return None
     try:
-        pred = predict(profile, rtt_s=rtt_s, loss=loss, loss_model=loss_model)
+        pred = predict(profile, rtt_s=rtt_s, loss=loss, loss_model=loss_model, stack="paper")
     except ParameterError:
         return None
     return None if pred.unstable else float(pred.quantile(0.95))

@@ -51,7 +51,7 @@ def points(results: list[Path], stack: str) -> list[dict]:
     out = []
     for (prof, rtt, loss), d in sorted(seen.items()):
         d = np.where(np.isnan(d), np.inf, d)
-        pred = predict(prof, rtt_s=rtt, loss=loss)
+        pred = predict(prof, rtt_s=rtt, loss=loss, stack="paper")
         rate_pps = PROFILES[prof].rate_pps
         rec = recommended_playout_s(rtt, rate_pps)
         xs = list(PLAYOUTS_S) + [rec]

@@ -66,7 +66,7 @@ def evaluate(sweep_dir: Path, warmup_s: float) -> list[dict]:
         model = None
         if loss > 0 and not (conns > 1 and sched == "intelligent"):  # the model is blind only
             try:
-                pred = predict("video", rtt_s=rtt_s, loss=loss, split=split, connections=conns)
+                pred = predict("video", rtt_s=rtt_s, loss=loss, split=split, connections=conns, stack="paper")
                 model = None if pred.unstable else float(pred.quantile(0.95))
             except ParameterError:
                 model = None

@@ -67,7 +67,7 @@ def test_bad_input_one_line_exit_2(args, fragment):
 def test_region_json_and_plot(tmp_path):
     plot = tmp_path / "region.png"
     res = tcpdelay("region", "--profile", "video", "--rtts-s", "0.1,0.3", "--losses", "0.001,0.005,0.03",
-                   "--json", "--plot", str(plot))
+                   "--stack", "paper", "--json", "--plot", str(plot))   # the paper's regions (§6.1)
     assert res.returncode == 0, res.stderr
     d = json.loads(res.stdout)
     assert d["percentile"] == 99.9 and d["bound_s"] == 5.0

@@ -17,7 +17,9 @@ That is every packet held behind a loss — the whole ramp of ``f·R`` packets, 
 included — without a state per packet. The law of ``R`` follows the stack
 (:mod:`tcpdelay.model.delay.stacks`):
 
-- ``linux``: RACK marks the packet lost when the first later packet that gets through (the
+- ``linux``: if the source writes nothing before the tail loss probe fires
+  (:func:`tail_probe_s`: ``min(2·SRTT + 200 ms, RTO)`` with one packet out), the probe resends
+  the lost packet (RFC 8985 §7); otherwise RACK marks the packet lost when the first later packet that gets through (the
   ``k1``-th, ``P = (1−p)p^{k1−1}``) is SACKed, at ``RTT + k1/f``, but not before
   ``RTT + reo_wnd`` (``reo_wnd = min_rtt/4``), and at once when ``reordering`` = 3 later packets
   are SACKed (the ``k3``-th at ``RTT + k3/f``): detection ``RTT + min(max(k1/f, reo_wnd), k3/f)``
@@ -28,7 +30,8 @@ included — without a state per packet. The law of ``R`` follows the stack
   and sent again then.
 - ``classic``: three duplicate ACKs: detection ``RTT + k3/f`` (RFC 6675). A lost
   retransmission waits for the RTO, restarted by the last ACK that advanced
-  (``RTT − 1/f`` after the loss, RFC 6298 §5.3): resent at ``max(t, RTT − 1/f + T0)``, then
+  (``RTT − 1/f`` after the loss, RFC 6298 §5.3; at the loss if that is earlier, §5.1): resent at
+  ``max(t, max(RTT − 1/f, 0) + T0)``, then
   ``2·T0``, ``4·T0`` … later (§5.5).
 
 Approximations, stated: the ``X_n`` of neighbouring lost packets are not independent (a burst
@@ -114,6 +117,18 @@ def detection_offsets(rules: StackRules, *, loss: float, rate_pps: float, reo_wn
     return np.concatenate(off), np.concatenate(prob)
 
 
+def tail_probe_s(*, rtt_s: float, rate_pps: float, t0_s: float) -> float:
+    """When Linux's tail loss probe fires after the last transmission (RFC 8985 §7.2,
+    ``tcp_schedule_loss_probe``): ``PTO = 2·SRTT``, plus ``TCP_RTO_MIN`` (200 ms) when one
+    segment is out (a source that writes less than one packet a round trip) or
+    ``TCP_TIMEOUT_MIN`` (2 ms) otherwise, and never after the RTO (``min(PTO, RTO)``). Every
+    transmission re-arms it (``tcp_write_xmit``), so it fires only if the source's interval is
+    longer: then the probe resends the last packet, the lost one, and repairs it."""
+    one_out = rate_pps * rtt_s < 1.0
+    pto = 2.0 * rtt_s + (0.2 if one_out else 0.002)
+    return min(pto, t0_s)
+
+
 def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: float, t0_s: float,
                     min_rtt_s: float | None = None, substeps: int | None = None) -> np.ndarray:
     """P(R = i·Δ) for i = 0, 1, …: a lost packet's repair time on the grid (module docstring).
@@ -129,7 +144,9 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
     start = np.zeros(0)
 
     t0_i = int(round(t0_s / dt))
-    rto_first = max(0, rtt_i - u_i + t0_i)    # timer restarted by the last advancing ACK
+    # the RTO timer was restarted by the last ACK that advanced (the previous packet's, RTT − 1/f
+    # after the loss) or, if that came before it, started when the lost packet was sent
+    rto_first = max(0, rtt_i - u_i) + t0_i
 
     def add(pmf: np.ndarray, offsets_s: np.ndarray, probs: np.ndarray, weight: float) -> np.ndarray:
         # the RTO repairs a loss that nothing later detects first (RFC 6298 §5.4)
@@ -140,7 +157,11 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
         np.add.at(pmf, idx, weight * probs)
         return pmf
 
-    if rules.detection == "rack":
+    u_s = 1.0 / f
+    if rules.detection == "rack" and u_s > tail_probe_s(rtt_s=rtt_s, rate_pps=f, t0_s=t0_s):
+        # a tail loss: nothing is written before the probe fires; it resends the lost packet
+        start = add(start, np.array([tail_probe_s(rtt_s=rtt_s, rate_pps=f, t0_s=t0_s) - rtt_s]), np.ones(1), 1.0)
+    elif rules.detection == "rack":
         reo = rules.reo_wnd_fraction * (rtt_s if min_rtt_s is None else min_rtt_s)
         off0, pr0 = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=reo)
         off1, pr1 = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=0.0)
