@@ -1,8 +1,12 @@
 """An independent Monte Carlo walk of the delay chain — a check of the solver.
 
-This module re-derives every transition of Table 6 for one state at a time with plain
-``math`` (no NumPy, no shared code with :mod:`.chain` apart from the parameter object), walks
-the chain for many steps and records every delivered packet's delay. Its estimates must agree
+This module re-derives every transition of Table 6 — and of the ``linux`` and ``classic``
+stacks' window-and-backlog chain (:mod:`.stack_chain`, from the rules as
+:mod:`.stacks` states them: CUBIC's β = 717/1024, C = 0.4 and Reno-friendly α, Reno's halving, the
+RTO on a lost retransmission) — for one state at a time with plain ``math`` (no NumPy, no
+shared code with :mod:`.chain` or :mod:`.stack_chain` apart from the parameter object), walks
+the chain for many steps and records every delivered packet's delay (for the stacks: its
+sender-side delay ``L + B/f``; the receiver's head-of-line part is :mod:`.repair`'s). Its estimates must agree
 with :func:`tcpdelay.model.delay.predict` within their confidence intervals; the tests check
 that, and also compare each row of the sparse matrix with :func:`transitions` state by state.
 """
@@ -121,9 +125,82 @@ class Walker:
             return ()
         return tuple(P.one_way_s + P.rtt_s - q / P.rate_pps for q in range(math.floor(fresh + EPS)))
 
+    # --- the linux and classic stacks (scalar re-derivation of stack_chain) ---------------------
+    def _stack_window_after(self, w: int) -> int:
+        beta = 717 / 1024 if self.p.stack == "linux" else 0.5
+        return max(2, math.floor(beta * w + 1e-9))
+
+    def _stack_next(self, w: int) -> list:
+        """[(next window, share)] after a loss-free network-limited round."""
+        r = self.r
+        if self.p.stack == "classic" and w < max(1, math.ceil(r - EPS)):
+            return [(min(2 * w, self.W), 1.0)]           # slow start after a timeout
+        if self.p.stack == "classic":
+            target = w + 1.0
+        else:
+            beta = 717 / 1024
+            alpha = 3 * (1 - beta) / (1 + beta)
+            w_max = max(1.0, math.ceil(r - 1e-9))
+            x = (w - w_max) / 0.4
+            s_ = math.copysign(abs(x) ** (1 / 3), x)
+            target = max(w_max + 0.4 * (s_ + self.p.rtt_s) ** 3, w + alpha)
+        target = min(target, self.W)
+        lo = math.floor(target + EPS)
+        frac = target - lo
+        if frac < 1e-9:
+            return [(lo, 1.0)]
+        return [(lo, 1 - frac), (min(lo + 1, self.W), frac)]
+
+    def _stack_round(self, w2: int, l2: int, B: int, cap: float, prob: float):
+        P, f = self.p, self.p.rate_pps
+        n = math.floor(min(B, cap) + EPS)
+        fresh = max(0.0, min(B + self.r, cap) - min(B, cap))
+        return Move(prob, w2, max(0.0, B + self.r - cap), l2, P.rtt_s, (P.one_way_s + B / f,) * n,
+                    (B / f,) * n), fresh
+
+    def _stack_transitions(self, w: int, B: int, l: int):
+        P = self.p
+        f, r, k = P.rate_pps, self.r, self.k
+        rto = P.stack == "classic"
+        out = []
+        if w == 0:
+            out.append(self._stack_round(1, 0, B, k, 1 - self.p_nl))
+            backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
+            out.append((Move(self.p_nl, 0, B + backoff * P.t0_s * f, min(l + 1, MAX_BACKOFF_STAGE),
+                             backoff * P.t0_s, (), ()), 0.0))
+        elif l == 1:
+            out.append(self._stack_round(w, 0, B, w * k, 1.0))
+        elif B == 0 and w >= r - EPS:
+            p = self.p_al
+            pto = p if rto else 0.0
+            grow = (1.0 / w if w < self.W else 0.0) if rto else 0.0   # ns-3: no window validation
+            if grow > 0:
+                out.append((Move((1 - p) * grow, min(w + 1, self.W), 0.0, 0, 1 / f, (P.one_way_s,), (0.0,)), 0.0))
+            out.append((Move((1 - p) * (1 - grow), w, 0.0, 0, 1 / f, (P.one_way_s,), (0.0,)), 0.0))
+            out.append((Move(p * (1 - pto), min(self._stack_window_after(w), self.W), 0.0, 1, 1 / f,
+                             (P.one_way_s,), (0.0,)), 0.0))
+            if pto > 0:
+                out.append((Move(p * pto, 1, 0.0, 0, 1 / f, (P.one_way_s,), (0.0,)), 0.0))
+        else:
+            p = self.p_nl
+            ok = (1 - p) ** w
+            loss = 1 - ok
+            pto = p if rto else 0.0
+            cap = w * k
+            for w2, share in self._stack_next(w):
+                out.append(self._stack_round(w2, 0, B, cap, ok * share))
+            out.append(self._stack_round(min(self._stack_window_after(w), self.W), 1, B, cap, loss * (1 - pto)))
+            if pto > 0:
+                mv, fresh = self._stack_round(0, 1, B, cap, loss * pto)
+                out.append((Move(mv.prob, 0, mv.backlog + max(0.0, P.t0_s - P.rtt_s) * f, 1, mv.time_s,
+                                 mv.delays, mv.backlog_parts), fresh))
+        return [(m, fr_) for m, fr_ in out if m.prob > 0]
+
     def _transitions(self, w: int, B: int, l: int):
         """[(Move, fresh_packet_weight)] out of state (w, B, l)."""
         P = self.p
+        if P.stack != "paper":
+            return self._stack_transitions(w, B, l)
         f, rtt, L, r, k = P.rate_pps, P.rtt_s, P.one_way_s, self.r, self.k
         t0f = P.t0_s * f
         out = []
