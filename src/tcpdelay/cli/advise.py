@@ -87,12 +87,18 @@ def advise_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, playout_s, late_bud
             _warn([f"measuring {f['option']} failed: {f['error']}"])
     if not res["fit"]["fits"]:
         _warn([res["fit"]["message"]])
+    from tcpdelay.fidelity import nearby_error, summary_text
+    kwm = _model_kwargs(kw)
+    res["model_error"] = nearby_error(stack=kwm["stack"], rtt_s=rtt_s, loss=loss, profile=profile,
+                                      packet_bytes=(res.get("source") or {}).get("packet_bytes", packet_bytes),
+                                      rate_pps=(res.get("source") or {}).get("rate_pps"))
 
     def human(console):
         console.print(render_table(res, width=console.width))
         console.print(("[bold red]" if not res["fit"]["fits"] else "") + res["fit"]["message"], highlight=False)
         if res.get("ranking_note"):
             console.print(res["ranking_note"], highlight=False)
+        console.print(summary_text(res["model_error"]), soft_wrap=True, highlight=False, markup=False)
 
     emit(res, as_json, human)
 

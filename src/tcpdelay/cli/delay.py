@@ -12,6 +12,7 @@ from tcpdelay.cli.common import (
     POSITIVE, PROBABILITY, FiniteFloatRange, PlotPath, emit, fmt_bps, fmt_s, json_option, key_value_table,
 )
 from tcpdelay.errors import ParameterError
+from tcpdelay.fidelity import summary_text
 from tcpdelay.model.delay.predict import MAX_CONNECTIONS, MAX_SPLIT
 from tcpdelay.model.delay.profiles import PROFILES
 from tcpdelay.model.delay.stacks import DEFAULT_STACK, STACKS
@@ -73,6 +74,18 @@ def _source(profile, rate_bps, packet_bytes) -> dict:
     return {"profile": profile, "rate_bps": rate_bps, "packet_bytes": packet_bytes}
 
 
+def model_error(pred, rtt_s: float, loss: float, *, split: int = 1, connections: int = 1) -> dict:
+    """How far to trust ``pred``: the model's measured error at the nearest points of the
+    committed fidelity table (:func:`tcpdelay.fidelity.nearby_error`)."""
+    from tcpdelay.fidelity import nearby_error
+
+    params = pred.info.get("params") or {}
+    return nearby_error(stack=pred.info.get("stack", "paper"), rtt_s=rtt_s, loss=loss,
+                        profile=pred.info.get("profile"), packet_bytes=pred.info.get("source_packet_bytes"),
+                        rate_pps=(params.get("rate_pps") or 0) * connections / max(split, 1) or None,
+                        split=split, connections=connections)
+
+
 def _warn(messages) -> None:
     for m in messages or []:
         click.echo(f"tcpdelay: warning: {m}", err=True)
@@ -96,6 +109,7 @@ def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, 
     src = _source(profile, rate_bps, packet_bytes)
     pred = predict(**src, rtt_s=rtt_s, loss=loss, split=split, connections=connections, **_model_kwargs(kw))
     res = pred.to_dict()
+    res["model_error"] = model_error(pred, rtt_s, loss, split=split, connections=connections)
     _warn(pred.info.get("warnings"))
     if plot_path:
         from tcpdelay.report.delay_plots import plot_delay_distribution
@@ -124,6 +138,7 @@ def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, 
                      ("states (recurrent)", f"{res['states']} ({res['recurrent_states']})"),
                      ("solve", fmt_s(res["solve_s"]))]
         console.print(key_value_table(title, rows))
+        console.print(summary_text(res["model_error"]), soft_wrap=True, highlight=False, markup=False)
 
     emit(res, as_json, human)
 
