@@ -138,7 +138,7 @@ def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, 
                      ("states (recurrent)", f"{res['states']} ({res['recurrent_states']})"),
                      ("solve", fmt_s(res["solve_s"]))]
         console.print(key_value_table(title, rows))
-        console.print(summary_text(res["model_error"]), soft_wrap=True, highlight=False, markup=False)
+        console.print(summary_text(res["model_error"]), highlight=False, markup=False)
 
     emit(res, as_json, human)
 
