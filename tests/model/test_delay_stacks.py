@@ -196,14 +196,31 @@ def test_one_loss_at_r_1_is_repaired_without_a_timeout_while_the_source_writes()
         assert predict("voip", rtt_s=0.02, loss=p, stack="paper").info["timeout_probability"] > 2 * p
 
 
-def test_linux_voip_delay_is_its_head_of_line_delay():
-    # VoIP's small packets coalesce into segments: the sender never waits; every delay beyond L
-    # is a repair or the wait behind one
+def test_linux_voip_delay_is_mostly_its_head_of_line_delay():
+    # VoIP's small packets coalesce into segments: the sender waits only for the ACK clock while
+    # its window holds fewer segments than packets a round trip; the rest is the receiver's
     pred = predict("voip", rtt_s=0.3, loss=0.02)
-    assert pred.info["sender_wait_mean_s"] == pytest.approx(0.0, abs=1e-6)
-    assert pred.mean_s - pred.one_way_s == pytest.approx(pred.info["hol_mean_s"], rel=1e-6)
+    tcp_level = pred.mean_s - pred.one_way_s
+    assert tcp_level == pytest.approx(pred.info["hol_mean_s"] + pred.info["sender_wait_mean_s"], rel=1e-6)
+    assert 0 < pred.info["sender_wait_mean_s"] < 0.1 * tcp_level
     # the lost packet waits RTT + 3/f (dupthresh ends RACK's 75-ms window): delay L + 360 ms
     assert pred.cdf(0.15 + 0.36 - 1e-6) < 1.0 and pred.max_s >= 0.15 + 0.36
+
+
+def test_ack_clock_wait_by_hand():
+    # r = 15 packets a round trip on 3 segments (window-limited, not byte-limited): each segment
+    # carries the 5 packets written since the last ACK, which waited 4/f, 3/f, 2/f, 1/f, 0
+    from tcpdelay.model.delay.chain import build_chain
+    from tcpdelay.model.delay.solve import solve_chain
+
+    params = DelayParams(rate_pps=50, packet_bytes=174, rtt_s=0.3, loss=1e-9, stack="linux")
+    chain = build_chain(params)
+    e = chain.edges
+    w, B, l = chain.space.decode(e.src)
+    sel = (w == 3) & (B == 0) & (l == 0) & (e.time_s == 0) & (e.jstep == 1)
+    assert sel.any()
+    assert set(e.n[sel]) == {5.0} and set(e.j0[sel]) == {0.0}
+    assert e.prob[sel].sum() == pytest.approx(3.0, rel=1e-12)   # three gaps, with or without a loss
 
 
 def test_video_backlog_after_a_window_cut_and_classic_window_growth():

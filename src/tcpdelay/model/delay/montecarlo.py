@@ -151,12 +151,23 @@ class Walker:
             return [(lo, 1.0)]
         return [(lo, 1 - frac), (min(lo + 1, self.W), frac)]
 
-    def _stack_round(self, w2: int, l2: int, B: int, cap: float, prob: float):
+    def _stack_round(self, w2: int, l2: int, B: int, w_now: int, prob: float):
+        """A round at window ``w_now``: backlogged packets at ``L + B/f``; the packets written
+        in it leave one segment per ACK, ``RTT/w_now`` apart, so with ``g`` of them per segment
+        (``g >= 2``) they wait ``(g-1)/f … 0`` in every gap (the ACK clock)."""
         P, f = self.p, self.p.rate_pps
+        cap = w_now * self.k
         n = math.floor(min(B, cap) + EPS)
         fresh = max(0.0, min(B + self.r, cap) - min(B, cap))
-        return Move(prob, w2, max(0.0, B + self.r - cap), l2, P.rtt_s, (P.one_way_s + B / f,) * n,
-                    (B / f,) * n), fresh
+        delays = [P.one_way_s + B / f] * n
+        parts = [B / f] * n
+        per_gap = math.floor(fresh / max(w_now, 1) + EPS) if w_now > 0 else 0
+        if per_gap >= 2:
+            for _ in range(int(w_now)):
+                delays += [P.one_way_s + q / f for q in range(per_gap)]
+                parts += [0.0] * per_gap
+            fresh -= w_now * per_gap
+        return Move(prob, w2, max(0.0, B + self.r - cap), l2, P.rtt_s, tuple(delays), tuple(parts)), fresh
 
     def _stack_transitions(self, w: int, B: int, l: int):
         P = self.p
@@ -164,12 +175,12 @@ class Walker:
         rto = P.stack == "classic"
         out = []
         if w == 0:
-            out.append(self._stack_round(1, 0, B, k, 1 - self.p_nl))
+            out.append(self._stack_round(1, 0, B, 1, 1 - self.p_nl))
             backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
             out.append((Move(self.p_nl, 0, B + backoff * P.t0_s * f, min(l + 1, MAX_BACKOFF_STAGE),
                              backoff * P.t0_s, (), ()), 0.0))
         elif l == 1:
-            out.append(self._stack_round(w, 0, B, w * k, 1.0))
+            out.append(self._stack_round(w, 0, B, w, 1.0))
         elif B == 0 and w >= r - EPS:
             p = self.p_al
             pto = p if rto else 0.0
@@ -186,12 +197,11 @@ class Walker:
             ok = (1 - p) ** w
             loss = 1 - ok
             pto = p if rto else 0.0
-            cap = w * k
             for w2, share in self._stack_next(w):
-                out.append(self._stack_round(w2, 0, B, cap, ok * share))
-            out.append(self._stack_round(min(self._stack_window_after(w), self.W), 1, B, cap, loss * (1 - pto)))
+                out.append(self._stack_round(w2, 0, B, w, ok * share))
+            out.append(self._stack_round(min(self._stack_window_after(w), self.W), 1, B, w, loss * (1 - pto)))
             if pto > 0:
-                mv, fresh = self._stack_round(0, 1, B, cap, loss * pto)
+                mv, fresh = self._stack_round(0, 1, B, w, loss * pto)
                 out.append((Move(mv.prob, 0, mv.backlog + max(0.0, P.t0_s - P.rtt_s) * f, 1, mv.time_s,
                                  mv.delays, mv.backlog_parts), fresh))
         return [(m, fr_) for m, fr_ in out if m.prob > 0]

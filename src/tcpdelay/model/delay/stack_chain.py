@@ -89,14 +89,26 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
             parts.append(part)
             part_ids.append(np.full(part["src"].size, pid, np.int16))
 
-        def round_(src, w2, l2, B, cap, prob, is_loss=0):
-            """One round of RTT: the backlogged packets that fit leave at ``L + B/f``, the
-            packets written during it that fit at ``L`` (a zero-time twin edge)."""
-            b_next = np.maximum(0.0, B + r - cap)
+        def round_(src, w2, l2, B, w_now, prob, is_loss=0, b_extra=0.0):
+            """One round of RTT at window ``w_now``: the backlogged packets that fit leave at
+            ``L + B/f``; the packets written during it that fit (zero-time twin edges) wait for
+            the ACK clock — ``w_now`` segments a round trip leave one per ACK, ``RTT/w_now``
+            apart, each carrying the ``g = fresh/w_now`` packets written since the last (small
+            packets coalesce, ``tcp_sendmsg`` appends to the unsent tail): delays
+            ``L + (g−1)/f, …, L + 1/f, L`` in every gap; none when a segment goes out per packet."""
+            w_now = np.asarray(w_now, dtype=float)
+            cap = w_now * k
+            b_next = np.maximum(0.0, B + r - cap) + b_extra
             n_b = np.floor(np.minimum(B, cap) + _EPS)
             add(src, w2, b_next, l2, prob, rtt, n=n_b, j0=B, jb=B, is_loss=is_loss)
             fresh = np.maximum(0.0, np.minimum(B + r, cap) - np.minimum(B, cap))
-            add(src, w2, b_next, l2, prob, 0.0, n=fresh)
+            g = np.where(w_now > 0, fresh / np.maximum(w_now, 1.0), 0.0)
+            per_gap = np.floor(g + _EPS)
+            gated = per_gap >= 2                     # more than one packet per segment
+            ng = np.where(gated, per_gap, 0.0)
+            add(src, w2, b_next, l2, prob * np.where(gated, w_now, 0.0), 0.0, n=ng, j0=0.0, jstep=1,
+                jb=0.0)
+            add(src, w2, b_next, l2, prob, 0.0, n=fresh - np.where(gated, w_now * per_gap, 0.0))
 
         w_all, B_all, l_all = space.decode(src_all)
         m0 = (w_all > 0) & (l_all == 0)
@@ -129,27 +141,23 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
         frac = np.clip(target - lo, 0.0, 1.0)
         frac = np.where(frac < 1e-9, 0.0, frac)
         lo_i = lo.astype(np.int64)
-        round_(sn, lo_i, 0, Bn, cap, okp * (1.0 - frac))
-        round_(sn, np.minimum(lo_i + 1, W), 0, Bn, cap, okp * frac)
-        round_(sn, w_after[wn - 1], 1, Bn, cap, lossp * (1.0 - pto_nl), is_loss=1)
-        if pto_nl > 0:
-            b_to = np.maximum(0.0, Bn + r - cap) + max(0.0, params.t0_s - rtt) * f
-            add(sn, 0, b_to, 1, lossp * pto_nl, rtt, n=np.floor(np.minimum(Bn, cap) + _EPS),
-                j0=Bn, jb=Bn, is_loss=2)
-            add(sn, 0, b_to, 1, lossp * pto_nl, 0.0,
-                n=np.maximum(0.0, np.minimum(Bn + r, cap) - np.minimum(Bn, cap)))
+        round_(sn, lo_i, 0, Bn, wn, okp * (1.0 - frac))
+        round_(sn, np.minimum(lo_i + 1, W), 0, Bn, wn, okp * frac)
+        round_(sn, w_after[wn - 1], 1, Bn, wn, lossp * (1.0 - pto_nl), is_loss=1)
+        if pto_nl > 0:   # the retransmission lost too: the RTO, T0 after the round began
+            round_(sn, 0, 1, Bn, wn, lossp * pto_nl, is_loss=2, b_extra=max(0.0, params.t0_s - rtt) * f)
 
         # (c) fast recovery l = 1: one round at the reduced window, no growth
         m1 = (w_all > 0) & (l_all == 1)
         w1, src1 = w_all[m1], src_all[m1]
-        round_(src1, w1, 0, B_all[m1].astype(float), w1 * k, 1.0)
+        round_(src1, w1, 0, B_all[m1].astype(float), w1, 1.0)
 
         # (d) timeout stages (classic only reaches them): Table 6's recovery
         for l in range(1, MAX_BACKOFF_STAGE + 1):
             mt = (w_all == 0) & (l_all == l)
             st = src_all[mt]
             Btf = B_all[mt].astype(float)
-            round_(st, 1, 0, Btf, k, 1.0 - p_nl)
+            round_(st, 1, 0, Btf, 1, 1.0 - p_nl)
             backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
             add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s)
 
