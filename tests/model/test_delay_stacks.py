@@ -318,3 +318,11 @@ def test_walk_agrees_with_stationary_solution(kw):
         walk_cdf = sum(c * FH[min(int(math.floor((x - d) / step + 1e-6)), FH.size - 1)]
                        for d, c in mc.delays.items() if x - d >= -1e-9) / mc.packets
         assert walk_cdf == pytest.approx(float(pred.cdf(x)), abs=0.01), (q, x)
+
+
+@pytest.mark.parametrize("stack", ["linux", "classic"])
+def test_no_loss_no_delay_beyond_L(stack):
+    for prof in ("voip", "video"):
+        pred = predict(prof, rtt_s=0.1, loss=0.0, stack=stack)
+        assert pred.mean_s == pytest.approx(0.05) and pred.max_s == pytest.approx(0.05)
+    assert repair.repair_time_pmf(CLASSIC, loss=0.0, rate_pps=50, rtt_s=0.1, t0_s=0.3).size == 1

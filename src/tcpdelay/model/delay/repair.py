@@ -72,9 +72,11 @@ def _nbinom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
     ``C(k−1, n−1) (1−p)^n p^(k−n)`` for ``k ≥ n``."""
     k = np.asarray(k, float)
     ok = k >= n
+    if p <= 0:
+        return np.where(k == n, 1.0, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         logc = gammaln(np.maximum(k, 1)) - gammaln(n) - gammaln(np.maximum(k - n + 1, 1))
-        logp = logc + n * math.log1p(-p) + (k - n) * (math.log(p) if p > 0 else -np.inf)
+        logp = logc + n * math.log1p(-p) + (k - n) * math.log(p)
     return np.where(ok, np.exp(np.where(ok, logp, -np.inf)), 0.0)
 
 
@@ -139,6 +141,8 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
     p, f = float(loss), float(rate_pps)
     m = substeps or grid_substeps(f)
     dt = 1.0 / (f * m)
+    if not p > 0:
+        return np.ones(1)          # nothing is lost: no repair (R = 0, never used)
     u_i = m                                   # one packet interval, in grid steps
     rtt_i = int(round(rtt_s / dt))
     start = np.zeros(0)
