@@ -27,7 +27,9 @@ included — without a state per packet. The law of ``R`` follows the stack
   recovery ``reo_wnd = 0``: a loss is in recovery with probability ``1 − (1−p)^n``, ``n`` the
   packets sent in the round trip and detection time before it. A lost retransmission (``p``) is
   marked when the first packet written after it that gets through is SACKed (``reo_wnd = 0``),
-  and sent again then.
+  and sent again then — unless no packet written after it can leave before its ACK (PRR's
+  ACK clock with nothing else in flight, :func:`_ack_clock_stalls`): then the RTO resends it,
+  ``T0`` later, backed off if lost again.
 - ``classic``: three duplicate ACKs: detection ``RTT + k3/f`` (RFC 6675). A lost
   retransmission waits for the RTO, restarted by the last ACK that advanced
   (``RTT − 1/f`` after the loss, RFC 6298 §5.3; at the loss if that is earlier, §5.1): resent at
@@ -178,35 +180,78 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
         off, pr = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=0.0)
         start = add(start, off, pr, 1.0)
 
-    # Retransmission rounds: ``pending`` is the law of the time of the current retransmission.
+    # Retransmission rounds: ``pending`` is the law of the time of the current retransmission,
+    # ``after_rto`` the same for retransmissions the RTO sent (back-off ``backoffs`` times).
     out = np.zeros(start.size)
     pending = start
+    after_rto: list[np.ndarray] = []
     geo_len = _tail_length(p)
     geo = (1 - p) * p ** np.arange(geo_len)   # first delivered among packets written after
+
+    def put(dst: np.ndarray, tgt: np.ndarray, w: np.ndarray) -> np.ndarray:
+        top = int(tgt.max(initial=0)) + 1
+        if dst.size < top:
+            dst = np.concatenate([dst, np.zeros(top - dst.size)])
+        np.add.at(dst, tgt.ravel(), w.ravel())
+        return dst
+
     for r_round in range(MAX_RETRANSMISSIONS):
-        if out.size < pending.size:
-            out = np.concatenate([out, np.zeros(pending.size - out.size)])
-        out[: pending.size] += (1 - p) * pending
+        for arr in [pending] + after_rto:
+            if out.size < arr.size:
+                out = np.concatenate([out, np.zeros(arr.size - out.size)])
+            out[: arr.size] += (1 - p) * arr
         lost = p * pending
-        if lost.sum() < TAIL_TOL:
+        lost_rto = [p * a for a in after_rto]
+        if lost.sum() + sum(a.sum() for a in lost_rto) < TAIL_TOL:
             break
+        nxt = np.zeros(0)
+        nxt_rto: list[np.ndarray] = [np.zeros(0) for _ in range(len(after_rto) + 1)]
+        # a retransmission the RTO sent, lost again: the RTO once more, backed off (RFC 6298 §5.5)
+        for k, a in enumerate(lost_rto):
+            i = np.flatnonzero(a)
+            if i.size:
+                nxt_rto[k + 1] = put(nxt_rto[k + 1], i + t0_i * 2 ** (k + 1), a[i])
         idx = np.flatnonzero(lost)
-        if rules.lost_retransmission == "rack":
-            # next packet written after the retransmission: j* = floor(t/u) + 1, then geometric
+        if idx.size and rules.lost_retransmission == "rack":
+            # RACK finds it when a packet written after it is SACKed: j* = floor(t/u) + 1, then
+            # geometric — unless PRR holds every new packet back (:func:`_ack_clock_stalls`)
+            stall = _ack_clock_stalls(idx, rtt_i=rtt_i, u_i=u_i, loss=p)
             jstar = idx // u_i + 1
             tgt = (jstar[:, None] + np.arange(geo_len)[None, :]) * u_i + rtt_i
-            w = lost[idx][:, None] * geo[None, :]
-        else:
+            nxt = put(nxt, tgt, (lost[idx] * (1 - stall))[:, None] * geo[None, :])
+            nxt_rto[0] = put(nxt_rto[0], idx + t0_i, lost[idx] * stall)
+        elif idx.size:
             back = t0_i * (2 ** r_round)
             first = (np.where(idx < rto_first, rto_first, idx + t0_i) if r_round == 0
                      else idx + back)
-            tgt = first[:, None]
-            w = lost[idx][:, None]
-        top = int(tgt.max()) + 1
-        nxt = np.zeros(top)
-        np.add.at(nxt, tgt.ravel(), w.ravel())
+            nxt = put(nxt, first, lost[idx])
         pending = nxt
+        after_rto = [a for a in nxt_rto if a.size]
+        if rules.lost_retransmission != "rack":
+            after_rto = []
     return out
+
+
+def _ack_clock_stalls(t_idx: np.ndarray, *, rtt_i: int, u_i: int, loss: float) -> np.ndarray:
+    """P(no packet written after a retransmission at grid time ``t`` can be sent before its ACK).
+
+    PRR (RFC 6937, ``tcp_cwnd_reduction``) sets ``cwnd = in_flight + sndcnt`` at each ACK that
+    delivers something, and only then: a new packet leaves only upon an ACK. Once the
+    retransmission is out, the ACKs still to come are those of the packets written within the
+    last round trip before it — write instants ``j/f`` in ``(t − RTT, t)`` — that got through. If
+    there are none (one packet a round trip or fewer), nothing new is sent before the
+    retransmission's own ACK; a lost retransmission then has no later SACK to reveal it and waits
+    for the RTO (on Linux at RTT 20 ms, 50 packets/s, about half the lost retransmissions end in
+    an RTO: docs/experiments/model-fidelity.md). A write at the very instant of the detecting
+    ACK (``t = j/f``) is a race, counted half."""
+    t = np.asarray(t_idx, dtype=np.int64)
+    lo = t - rtt_i                                      # write instants strictly inside (lo, t)
+    first = np.maximum(lo // u_i + 1, 1)
+    last = np.where(t % u_i == 0, t // u_i - 1, t // u_i)
+    n_in = np.maximum(last - first + 1, 0)
+    stall = loss ** n_in
+    boundary = (t % u_i == 0) & (t // u_i >= 1)
+    return np.where(boundary, stall * (0.5 + 0.5 * loss), stall)
 
 
 def hol_pmf(repair_pmf: np.ndarray, *, loss: float, substeps: int) -> np.ndarray:
