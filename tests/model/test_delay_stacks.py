@@ -34,9 +34,12 @@ def test_window_reductions_are_the_kernels_integer_arithmetic():
 
 
 def test_cubic_growth_by_hand():
-    # W_max = ceil(r) = 15, C = 0.4, RTT 300 ms, from w = 10: s = cbrt(-5/0.4) = -2.3208,
-    # W_max + C (s + RTT)^3 = 15 + 0.4 * (-2.0208)^3 = 11.699; Reno-friendly 10 + 0.5294
-    assert next_window(LINUX, 10, r=15, rtt_s=0.3) == pytest.approx(11.699, abs=1e-3)
+    # W_max = min(ceil(r), w / beta): from w = 10 at r = 15, 10 * 1024/717 = 14.2817; C = 0.4,
+    # RTT 300 ms: s = cbrt((10 - 14.2817)/0.4) = -2.2036, W_max + C (s + RTT)^3 = 11.521;
+    # Reno-friendly 10 + 0.5294
+    assert next_window(LINUX, 10, r=15, rtt_s=0.3) == pytest.approx(11.521, abs=1e-3)
+    # from w = 12 the plateau is ceil(r) = 15: s = cbrt(-3/0.4) = -1.9574, 15 + 0.4 (-1.6574)^3
+    assert next_window(LINUX, 12, r=15, rtt_s=0.3) == pytest.approx(13.179, abs=1e-3)
     # at RTT 20 ms the cubic term gives 10.17: the Reno-friendly alpha = 3(1-b)/(1+b) rules
     alpha = 3 * (1 - 717 / 1024) / (1 + 717 / 1024)
     assert next_window(LINUX, 10, r=15, rtt_s=0.02) == pytest.approx(10 + alpha)

@@ -140,7 +140,7 @@ class Walker:
         else:
             beta = 717 / 1024
             alpha = 3 * (1 - beta) / (1 + beta)
-            w_max = max(1.0, math.ceil(r - 1e-9))
+            w_max = min(max(1.0, math.ceil(r - 1e-9)), w / beta)
             x = (w - w_max) / 0.4
             s_ = math.copysign(abs(x) ** (1 / 3), x)
             target = max(w_max + 0.4 * (s_ + self.p.rtt_s) ** 3, w + alpha)

@@ -25,11 +25,14 @@ others describe how a stack recovers *today*, each rule from its source:
   application-limited window neither grows nor shrinks), by CUBIC's window function
   ``W(t) = C(t−K)³ + W_max`` (RFC 9438 §4.2, C = 0.4 segments/s³, ``bictcp_update``) or its
   Reno-friendly estimate, ``α = 3(1−β)/(1+β)`` segments per round (§4.3, ``tcp_friendliness``),
-  whichever is larger. ``W_max`` is the window the last reduction cut, which for a source that
-  fills ``r = f·RTT`` segments a round is ``⌈r⌉`` (:func:`next_window`); one round from ``w``
-  then gives ``W_max + C(s + RTT)³`` with ``s = ∛((w − W_max)/C)`` (the cubic depends on the
-  time since the reduction only through the window reached). At RTT 300 ms the cubic term
-  regains most of a 30 % cut in three rounds; at 20 ms the Reno-friendly term rules.
+  whichever is larger. ``W_max`` is the window the last reduction cut, which the chain does
+  not carry: a window ``w`` below ``β·⌈r⌉`` is taken as just cut (``W_max = w/β``: a cascade of
+  reductions, as at high loss, where Linux's ``ssthresh`` ends at 2–4), one above it as
+  regrowing toward the window an application-limited source is cut from, ``⌈r⌉``
+  (:func:`next_window`); one round from ``w`` then gives ``W_max + C(s + RTT)³`` with
+  ``s = ∛((w − W_max)/C)`` (the cubic depends on the time since the reduction only through the
+  window reached). At RTT 300 ms the cubic term regains most of a 30 % cut from ``⌈r⌉`` in
+  three rounds; at 20 ms the Reno-friendly term rules.
 
 ``classic`` — SACK loss recovery before RACK, as ns-3 (3.44) and Linux before 4.4 did it:
 
@@ -140,12 +143,12 @@ def window_after_loss(rules_: StackRules, w: int) -> int:
 def next_window(rules_: StackRules, w, *, r: float, rtt_s: float):
     """The window after one loss-free round in congestion avoidance, in (fractional) segments,
     vectorized over ``w``: ``w + α`` (Reno), or for CUBIC ``max(W_max + C(s + RTT)³, w + α)``
-    with ``W_max = ⌈r⌉`` and ``s = ∛((w − W_max)/C)`` (RFC 9438 §4.2-4.3)."""
+    with ``W_max = min(⌈r⌉, w/β)`` and ``s = ∛((w − W_max)/C)`` (RFC 9438 §4.2-4.3)."""
     w = np.asarray(w, dtype=float)
     reno = w + rules_.ca_growth_segments
     if rules_.cubic_c <= 0:
         return reno
     c = rules_.cubic_c
-    w_max = max(1.0, math.ceil(r - 1e-9))
+    w_max = np.minimum(max(1.0, math.ceil(r - 1e-9)), w / rules_.beta)
     s = np.cbrt((w - w_max) / c)
     return np.maximum(w_max + c * (s + rtt_s) ** 3, reno)
