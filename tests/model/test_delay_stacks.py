@@ -48,10 +48,12 @@ def test_cubic_growth_by_hand():
 
 # --- loss detection and repair ---------------------------------------------------------------
 
-@pytest.mark.parametrize("rtt_s, expect_s", [(0.02, 0.04), (0.1, 0.125), (0.3, 0.36)])
+@pytest.mark.parametrize("rtt_s, expect_s", [(0.02, 0.04), (0.1, 0.134), (0.3, 0.36)])
 def test_rack_detects_at_rtt_plus_max_interval_and_reordering_window(rtt_s, expect_s):
     # f = 50: one later packet SACKed after RTT + 20 ms; reo_wnd = min_rtt/4 = 5 / 25 / 75 ms,
-    # but three SACKed packets (RTT + 60 ms) end the wait: RTT + min(max(1/f, RTT/4), 3/f)
+    # but three SACKed packets (RTT + 60 ms) end the wait: RTT + min(max(1/f, RTT/4), 3/f) —
+    # at RTT 100 ms the 5 ms left of the window take the timer: (2 + 2) ticks of 4 ms, fired
+    # half a tick early on average: 14 ms after the SACK, RTT + 34 ms
     m = repair.grid_substeps(50)
     R = repair.repair_time_pmf(LINUX, loss=1e-7, rate_pps=50, rtt_s=rtt_s, t0_s=rtt_s + 0.2, substeps=m)
     assert _support(R, 1 / (50 * m)) == [expect_s]
@@ -62,6 +64,16 @@ def test_three_duplicate_acks_detect_at_rtt_plus_three_intervals(rtt_s):
     m = repair.grid_substeps(50)
     R = repair.repair_time_pmf(CLASSIC, loss=1e-7, rate_pps=50, rtt_s=rtt_s, t0_s=rtt_s + 0.2, substeps=m)
     assert _support(R, 1 / (50 * m)) == [round(rtt_s + 0.06, 6)]
+
+
+def test_reordering_timer_ticks_by_hand():
+    from tcpdelay.model.delay.repair import reo_timer_s
+
+    # HZ 250: usecs_to_jiffies rounds up, TCP_TIMEOUT_MIN adds 2 ticks, the tick fires it
+    assert reo_timer_s(0.005, 250) == pytest.approx(0.014)     # (2 + 2) * 4 ms - 2 ms
+    assert reo_timer_s(0.004, 250) == pytest.approx(0.010)     # (1 + 2) * 4 ms - 2 ms
+    assert reo_timer_s(0.055, 1000) == pytest.approx(0.0565)   # (55 + 2) * 1 ms - 0.5 ms
+    assert reo_timer_s(0.0, 250) == 0.0 and reo_timer_s(0.005, math.inf) == pytest.approx(0.005)
 
 
 def test_rack_waits_for_a_later_packet_that_gets_through():
@@ -143,7 +155,10 @@ def _simulate_rack(n: int, p: float, f: float, rtt: float, seed: int = 1) -> np.
             break
         eval_t = t[j1] + rtt
         w = 0.0 if eval_t < rec_end else reo
-        det = min(max(t[j1] + rtt, t[i] + rtt + w), t[j3] + rtt)
+        if t[i] + w > t[j1]:                      # wait out the window: the timer, on ticks
+            det = min(t[j1] + rtt + float(repair.reo_timer_s(t[i] + w - t[j1], 250)), t[j3] + rtt)
+        else:
+            det = t[j1] + rtt
         if det >= rec_end:
             rec_end = det + rtt
         send = det

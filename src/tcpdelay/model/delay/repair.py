@@ -92,8 +92,9 @@ def _tail_length(p: float) -> int:
 def detection_offsets(rules: StackRules, *, loss: float, rate_pps: float, reo_wnd_s: float):
     """Law of the detection time beyond one RTT, as (offsets in s, probabilities).
 
-    ``rack``: ``min(max(k1/f, reo_wnd), k3/f)``; ``dupack``: ``k3/f`` (``k1``, ``k3``: the first
-    and the ``dupthresh``-th later packet that gets through)."""
+    ``rack``: ``min(max(k1/f, reo_wnd), k3/f)``, where waiting out ``reo_wnd`` takes the
+    reordering timer's ticks (:func:`reo_timer_s`); ``dupack``: ``k3/f`` (``k1``, ``k3``: the
+    first and the ``dupthresh``-th later packet that gets through)."""
     p, u, n = float(loss), 1.0 / rate_pps, rules.dupthresh
     K = _tail_length(p) + n
     k = np.arange(1, K + 1)
@@ -110,15 +111,33 @@ def detection_offsets(rules: StackRules, *, loss: float, rate_pps: float, reo_wn
         k3 = k[(k >= n) & (k <= m)]
         off.append(k3 * u)
         prob.append(_nbinom_pmf(k3, n, p))
-        # 1 .. n-1 of the m arrived: at reo_wnd
-        x = np.arange(1, n)
-        x = x[x <= m]
-        logc = gammaln(m + 1) - gammaln(x + 1) - gammaln(m - x + 1)
-        pr = np.exp(logc + x * math.log1p(-p) + (m - x) * (math.log(p) if p > 0 else -np.inf)) if p > 0 \
-            else np.where(x == m, 1.0, 0.0)
-        off.append(np.array([reo_wnd_s]))
-        prob.append(np.array([pr.sum()]))
+        # 1 .. n-1 of the m arrived: RACK's reordering timer, armed at the first SACK (the
+        # k1-th packet, k1 <= m) for the rest of the window; fewer than n-1 more arrive in it
+        k1 = np.arange(1, m + 1)
+        more = np.zeros(k1.size)
+        for j, kk in enumerate(k1):
+            x = np.arange(0, n - 1)
+            x = x[x <= m - kk]
+            logc = gammaln(m - kk + 1) - gammaln(x + 1) - gammaln(m - kk - x + 1)
+            more[j] = np.exp(logc + x * math.log1p(-p) + (m - kk - x) * math.log(p)).sum() if p > 0 \
+                else float(m - kk < n - 1)
+        w = _nbinom_pmf(k1, 1, p) * more
+        off.append(k1 * u + reo_timer_s(reo_wnd_s - k1 * u, rules.timer_hz))
+        prob.append(w)
     return np.concatenate(off), np.concatenate(prob)
+
+
+def reo_timer_s(remaining_s, timer_hz: float):
+    """When RACK's reordering timer fires, ``remaining_s`` after the SACK that armed it:
+    ``tcp_rack_mark_lost`` arms ``usecs_to_jiffies(remaining) + TCP_TIMEOUT_MIN`` (2 jiffies)
+    and a timer fires on a tick, so ``(⌈remaining/j⌉ + 2)·j`` minus half a tick on average,
+    ``j = 1/HZ`` (4 ms at this kernel's HZ = 250: RTT 100 ms, 50 packets/s fires 14 ms after the
+    SACK, not 5; measured RTT + 29-34 ms). ``timer_hz = inf`` gives the RFC's ``remaining``."""
+    r = np.maximum(np.asarray(remaining_s, dtype=float), 0.0)
+    if not math.isfinite(timer_hz):
+        return r
+    j = 1.0 / timer_hz
+    return np.where(r > 0, (np.ceil(r / j - 1e-9) + 2) * j - j / 2, 0.0)
 
 
 def tail_probe_s(*, rtt_s: float, rate_pps: float, t0_s: float) -> float:

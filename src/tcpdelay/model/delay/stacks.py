@@ -10,7 +10,9 @@ others describe how a stack recovers *today*, each rule from its source:
   ``net/ipv4/tcp_recovery.c``): a segment is lost once a segment sent after it is SACKed and
   ``xmit_time + rack.rtt + reo_wnd`` has passed. ``reo_wnd`` is ``min_rtt/4``
   (``tcp_rack_reo_wnd``), 0 while the connection is already in recovery or once ``reordering``
-  (3, ``sysctl tcp_reordering``) segments are SACKed above the hole;
+  (3, ``sysctl tcp_reordering``) segments are SACKed above the hole; waiting it out takes the
+  reordering timer, which ``tcp_rack_mark_lost`` arms two ticks late and fires on a tick
+  (``CONFIG_HZ`` = 250 here: +8 to +12 ms);
 - **a lost retransmission is found the same way** (RFC 8985 §6.2, RACK marks by transmission
   time): a segment sent after the retransmission is SACKed, no RTO;
 - **no tail-loss probe while the source writes**: ``tcp_write_xmit`` re-arms the probe timer
@@ -89,6 +91,9 @@ class StackRules:
     """After an RTO the window doubles each round up to the window a fast retransmit leaves."""
     cubic_c: float = 0.0
     """CUBIC's C (segments/s³, RFC 9438 §4.2); 0 for a Reno-like stack."""
+    timer_hz: float = math.inf
+    """The kernel's timer tick rate (``CONFIG_HZ``): RACK's reordering timer fires on ticks,
+    two ticks late (``TCP_TIMEOUT_MIN``); ``inf`` for a stack without it."""
     dupthresh: int = 3
     """Segments SACKed above a hole that declare it lost (``tcp_reordering``, RFC 6675)."""
     reo_wnd_fraction: float = 0.25
@@ -107,13 +112,17 @@ def _cubic_alpha(beta: float) -> float:
     return 3.0 * (1.0 - beta) / (1.0 + beta)
 
 
+#: The kernel's ``CONFIG_HZ``: 250 on this machine's 6.18 and Debian's and Ubuntu's kernels
+#: (Fedora's and RHEL's: 1000).
+LINUX_HZ = 250.0
+
 #: CUBIC's multiplicative decrease (RFC 9438 §4.6; Linux ``beta = 717`` of 1024).
 CUBIC_BETA = 717 / 1024
 
 RULES: dict[str, StackRules] = {
     "linux": StackRules("linux", detection="rack", lost_retransmission="rack", beta=CUBIC_BETA,
                         ca_growth_segments=_cubic_alpha(CUBIC_BETA), slow_start_after_timeout=True,
-                        cubic_c=0.4),
+                        cubic_c=0.4, timer_hz=LINUX_HZ),
     "classic": StackRules("classic", detection="dupack", lost_retransmission="rto", beta=0.5,
                           ca_growth_segments=1.0, slow_start_after_timeout=True, app_limited_growth=True),
 }
