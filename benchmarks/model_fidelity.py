@@ -232,10 +232,43 @@ def print_table(rows: list[dict], title: str) -> None:
               f" {rto:>8}")
 
 
+def print_markdown(out: dict) -> None:
+    """The summary per stack and source, then every point, as Markdown tables."""
+    fmt = (lambda v: "—" if v is None else f"{v * 100:.0f} %")   # noqa: E731
+    print("| stack | against | points (stable / all) | mean within 10 % | p95 within 15 % | median abs. error mean / p95 | mean within 10 % at RTT 20 / 100 / 300 ms |")
+    print("|---|---|---|---|---|---|---|")
+    for res in out["results"]:
+        s = res["summary"]
+        by = " / ".join(fmt(v["mean_within"]) for v in s["by_rtt_ms"].values())
+        print(f"| `{res['stack']}` | {res['source']} | {s['stable_points']} / {s['points']} | {fmt(s['mean_within'])} "
+              f"| {fmt(s['p95_within'])} | {fmt(s['median_abs_mean_error'])} / {fmt(s['median_abs_p95_error'])} | {by} |")
+    print()
+    print("| point | `linux` vs testbed: measured / model mean, p95 ms (error) | origin | `classic` vs ns-3 | `paper` vs testbed | `paper` vs ns-3 |")
+    print("|---|---|---|---|---|---|")
+    res = {(r["stack"], r["source"]): {(p["profile"], p["rtt_s"], p["loss"]): p for p in r["points"]}
+           for r in out["results"]}
+
+    def cell(p):
+        if p is None:
+            return "—"
+        if not p["stable"]:
+            return f"{p['measured_mean_s'] * 1e3:.0f} / unstable"
+        return (f"{p['measured_mean_s'] * 1e3:.0f} / {p['model_mean_s'] * 1e3:.0f}, {p['measured_p95_s'] * 1e3:.0f} / "
+                f"{p['model_p95_s'] * 1e3:.0f} ({_pct(p['mean_error'])}, {_pct(p['p95_error'])})")
+    keys = sorted({k for d in res.values() for k in d}, key=lambda k: (PROFILES.index(k[0]), k[1], k[2]))
+    for k in keys:
+        lin = res.get(("linux", "testbed"), {}).get(k)
+        print(f"| {k[0]} {k[1] * 1e3:g} ms {k[2] * 100:g} % | {cell(lin)} | {lin['origin'] if lin else '—'} "
+              f"| {cell(res.get(('classic', 'ns3'), {}).get(k))} | {cell(res.get(('paper', 'testbed'), {}).get(k))} "
+              f"| {cell(res.get(('paper', 'ns3'), {}).get(k))} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--all-losses", action="store_true", help="also 0.1 and 10 %% drop rates")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the summary and every point as Markdown tables (the page's)")
     ap.add_argument("--evidence", action="store_true",
                     help="per voip point: measured repair times (the peaks of the holds) vs the model's, "
                          "and the share of packets delayed > 5 ms")
@@ -263,6 +296,9 @@ def main(argv=None) -> int:
     if args.json:
         json.dump(out, sys.stdout, indent=1)
         print()
+        return 0
+    if args.markdown:
+        print_markdown(out)
         return 0
     for res in out["results"]:
         print_table(res["points"], f"stack {res['stack']} against {res['source']}")
