@@ -201,8 +201,8 @@ def region_cmd(profile, rate_bps, packet_bytes, percentile, bound_s, rtts_s, los
 
     def human(console):
         from rich.table import Table
-        t = Table(title=f"Working region: {res['profile']}, p{res['percentile']:g} ≤ {fmt_s(res['bound_s'])} "
-                        f"(grid solved in {res['elapsed_s']:.1f} s)", title_justify="left")
+        t = Table(title=f"Working region: {res['profile']}, p{res['percentile']:g} ≤ {fmt_s(res['bound_s'])}, "
+                        f"stack {kw['stack']} (grid solved in {res['elapsed_s']:.1f} s)", title_justify="left")
         t.add_column("RTT")
         for p in res["losses"]:
             t.add_column(f"{p * 100:g} %", justify="right")

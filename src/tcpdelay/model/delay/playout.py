@@ -45,7 +45,7 @@ def playout_advice(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, los
     pred = predict(source, rtt_s=rtt_s, loss=loss, one_way_s=one_way_s, **options)
     L = pred.one_way_s
     rec = recommended_playout_s(rtt_s, source.rate_pps, L)
-    out = {"profile": source.name, "rtt_s": rtt_s, "loss": loss, "one_way_s": L,
+    out = {"profile": source.name, "stack": pred.info.get("stack"), "rtt_s": rtt_s, "loss": loss, "one_way_s": L,
            "recommended_playout_s": rec, "unstable": pred.unstable}
     if pred.unstable:
         out.update(late_fraction_at_recommended=1.0, masked_fraction=0.0, masked_tcp_delay_fraction=0.0)

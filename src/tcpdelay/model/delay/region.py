@@ -16,6 +16,7 @@ from typing import Callable
 from tcpdelay.errors import ParameterError
 from tcpdelay.model.delay.predict import predict, resolve_source
 from tcpdelay.model.delay.profiles import Criterion
+from tcpdelay.model.delay.stacks import DEFAULT_STACK
 
 DEFAULT_LOSSES = (0.001, 0.005, 0.01, 0.02, 0.03, 0.05, 0.10)
 """Section 5.1's configured drop rates."""
@@ -40,7 +41,7 @@ def working_region(profile=None, *, rate_bps=None, packet_bytes=None, percentile
     """The working region of a source over a loss x RTT grid.
 
     Returns ``{"profile", "percentile", "bound_s", "rtts_s", "losses", "cells": [...],
-    "max_loss_by_rtt": [{"rtt_s", "max_loss"}], "elapsed_s"}``; each cell has ``rtt_s``,
+    "max_loss_by_rtt": [{"rtt_s", "max_loss"}], "elapsed_s", "stack"}``; each cell has ``rtt_s``,
     ``loss``, ``value_s`` (the percentile, None when unstable), ``ok``, ``unstable``,
     ``mean_s``, ``truncated_mass``, ``throughput_ratio``, ``solve_s``. ``max_loss`` is None
     when even the smallest grid loss fails. ``options`` go to :func:`predict`.
@@ -93,4 +94,5 @@ def working_region(profile=None, *, rate_bps=None, packet_bytes=None, percentile
         "percentile": crit.percentile, "bound_s": crit.bound_s,
         "rtts_s": rtts, "losses": loss_list, "cells": cells, "max_loss_by_rtt": by_rtt,
         "elapsed_s": time.perf_counter() - t0,
+        "stack": options.get("stack", DEFAULT_STACK),
     }
