@@ -61,6 +61,8 @@ GRID_MAX_STEP_S = 1e-3
 TAIL_TOL = 1e-13
 """Mass below which a geometric tail or a retransmission round is cut."""
 MAX_RETRANSMISSIONS = 40
+_NEGLIGIBLE = 1e-18
+"""A retransmission time's mass below which it is not followed further (far below TAIL_TOL)."""
 """Retransmission rounds followed (each lost with ``p``: ``p^40`` is far below ``TAIL_TOL``)."""
 
 
@@ -208,10 +210,10 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
     geo = (1 - p) * p ** np.arange(geo_len)   # first delivered among packets written after
 
     def put(dst: np.ndarray, tgt: np.ndarray, w: np.ndarray) -> np.ndarray:
-        top = int(tgt.max(initial=0)) + 1
-        if dst.size < top:
-            dst = np.concatenate([dst, np.zeros(top - dst.size)])
-        np.add.at(dst, tgt.ravel(), w.ravel())
+        add = np.bincount(np.asarray(tgt).ravel(), weights=np.broadcast_to(w, np.shape(tgt)).ravel())
+        if dst.size < add.size:
+            dst = np.concatenate([dst, np.zeros(add.size - dst.size)])
+        dst[: add.size] += add
         return dst
 
     for r_round in range(MAX_RETRANSMISSIONS):
@@ -227,10 +229,10 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
         nxt_rto: list[np.ndarray] = [np.zeros(0) for _ in range(len(after_rto) + 1)]
         # a retransmission the RTO sent, lost again: the RTO once more, backed off (RFC 6298 §5.5)
         for k, a in enumerate(lost_rto):
-            i = np.flatnonzero(a)
+            i = np.flatnonzero(a > _NEGLIGIBLE)
             if i.size:
                 nxt_rto[k + 1] = put(nxt_rto[k + 1], i + t0_i * 2 ** (k + 1), a[i])
-        idx = np.flatnonzero(lost)
+        idx = np.flatnonzero(lost > _NEGLIGIBLE)
         if idx.size and rules.lost_retransmission == "rack":
             # RACK finds it when a packet written after it is SACKed: j* = floor(t/u) + 1, then
             # geometric — unless PRR holds every new packet back (:func:`_ack_clock_stalls`)
