@@ -257,28 +257,8 @@ def _edge_builder(params: DelayParams, space: StateSpace):
     b_fr_al = 3.0 if params.al_fr_backlog == "table" else 0.0
 
     def edges_from(src_all: np.ndarray) -> tuple[Edges, np.ndarray]:
-        parts: list[dict] = []
-        part_ids: list[np.ndarray] = []
-
-        def add(src, w2, Bf, l2, prob, t, n=0.0, c=0, j0=0.0, jstep=0, jb=0.0, is_loss=0):
-            pid = len(part_ids)
-            m = np.size(src)
-            if m == 0:
-                part_ids.append(np.zeros(0, np.int16))
-                return
-            part = dict(
-                src=np.asarray(src, np.int64), w2=_column(w2, np.int64, m), Bf=_column(Bf, float, m),
-                l2=_column(l2, np.int64, m), prob=_column(prob, float, m), time_s=_column(t, float, m),
-                n=_column(n, float, m), c=_column(c, np.int8, m), j0=_column(j0, float, m),
-                jstep=_column(jstep, np.int8, m), jb=_column(jb, float, m), is_loss=_column(is_loss, np.int8, m),
-            )
-            # Zero-probability edges are dropped here, part by part, rather than after
-            # concatenating every part: the same edges in the same order, one copy less.
-            keep = part["prob"] > 0
-            if not keep.all():
-                part = {key: v[keep] for key, v in part.items()}
-            parts.append(part)
-            part_ids.append(np.full(part["src"].size, pid, np.int16))
+        parts = EdgeParts()
+        add = parts.add
 
         w_all, B_all, l_all = space.decode(src_all)
 
@@ -335,13 +315,47 @@ def _edge_builder(params: DelayParams, space: StateSpace):
             backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
             add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s, is_loss=0)
 
-        if not parts:
-            empty = {key: np.zeros(0, dt) for key, dt in _EDGE_DTYPES.items()}
-            return Edges(**empty), np.zeros(0, np.int16)
-        edges = Edges(**{key: np.concatenate([np.asarray(pt[key]) for pt in parts]) for key in parts[0]})
-        return edges, np.concatenate(part_ids)
+        return parts.edges()
 
     return edges_from
+
+
+class EdgeParts:
+    """The edges out of a batch of states, part by part (one ``add`` call per event kind, in a
+    fixed order), as :class:`Edges` with each edge's part number; shared by Table 6's builder
+    and the stacks' (:mod:`.stack_chain`)."""
+
+    def __init__(self) -> None:
+        self._parts: list[dict] = []
+        self._ids: list[np.ndarray] = []
+
+    def add(self, src, w2, Bf, l2, prob, t, n=0.0, c=0, j0=0.0, jstep=0, jb=0.0, is_loss=0) -> None:
+        pid = len(self._ids)
+        m = np.size(src)
+        if m == 0:
+            self._ids.append(np.zeros(0, np.int16))
+            return
+        part = dict(
+            src=np.asarray(src, np.int64), w2=_column(w2, np.int64, m), Bf=_column(Bf, float, m),
+            l2=_column(l2, np.int64, m), prob=_column(prob, float, m), time_s=_column(t, float, m),
+            n=_column(n, float, m), c=_column(c, np.int8, m), j0=_column(j0, float, m),
+            jstep=_column(jstep, np.int8, m), jb=_column(jb, float, m), is_loss=_column(is_loss, np.int8, m),
+        )
+        # Zero-probability edges are dropped here, part by part, rather than after
+        # concatenating every part: the same edges in the same order, one copy less.
+        keep = part["prob"] > 0
+        if not keep.all():
+            part = {key: v[keep] for key, v in part.items()}
+        self._parts.append(part)
+        self._ids.append(np.full(part["src"].size, pid, np.int16))
+
+    def edges(self) -> tuple["Edges", np.ndarray]:
+        if not self._parts:
+            empty = {key: np.zeros(0, dt) for key, dt in _EDGE_DTYPES.items()}
+            return Edges(**empty), np.zeros(0, np.int16)
+        edges = Edges(**{key: np.concatenate([np.asarray(pt[key]) for pt in self._parts])
+                         for key in self._parts[0]})
+        return edges, np.concatenate(self._ids)
 
 
 def _column(x, dtype, m: int) -> np.ndarray:

@@ -57,37 +57,17 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
     pto_nl = p_nl if rto else 0.0
     pto_al = p_al if rto else 0.0
     ws = np.arange(1, W + 1)
-    if params.loss_model == "random":
-        loss_w = -np.expm1(ws * np.log1p(-p_nl)) if p_nl > 0 else np.zeros(W)
-    else:   # correlated: a round is lost as a whole after its first loss; P(some loss) the same
-        loss_w = -np.expm1(ws * np.log1p(-p_nl)) if p_nl > 0 else np.zeros(W)
+    # P(some loss in a round of w segments), random or correlated loss alike (correlated loss
+    # only loses the rest of the round after its first loss, and a round is cut once either way)
+    loss_w = -np.expm1(ws * np.log1p(-p_nl)) if p_nl > 0 else np.zeros(W)
     ok_w = 1.0 - loss_w
     w_after = np.minimum(W, np.array([window_after_loss(R, int(w)) for w in ws]))
     # slow start (after a timeout) up to the window the source needs, ``classic`` only
     w_ss = max(1, math.ceil(r - _EPS)) if R.slow_start_after_timeout and rto else 0
 
     def edges_from(src_all: np.ndarray):
-        parts: list[dict] = []
-        part_ids: list[np.ndarray] = []
-
-        def add(src, w2, Bf, l2, prob, t, n=0.0, c=0, j0=0.0, jstep=0, jb=0.0, is_loss=0):
-            pid = len(part_ids)
-            m = np.size(src)
-            if m == 0:
-                part_ids.append(np.zeros(0, np.int16))
-                return
-            col = _chain._column
-            part = dict(
-                src=np.asarray(src, np.int64), w2=col(w2, np.int64, m), Bf=col(Bf, float, m),
-                l2=col(l2, np.int64, m), prob=col(prob, float, m), time_s=col(t, float, m),
-                n=col(n, float, m), c=col(c, np.int8, m), j0=col(j0, float, m),
-                jstep=col(jstep, np.int8, m), jb=col(jb, float, m), is_loss=col(is_loss, np.int8, m),
-            )
-            keep = part["prob"] > 0
-            if not keep.all():
-                part = {key: v[keep] for key, v in part.items()}
-            parts.append(part)
-            part_ids.append(np.full(part["src"].size, pid, np.int16))
+        parts = _chain.EdgeParts()
+        add = parts.add
 
         def round_(src, w2, l2, B, w_now, prob, is_loss=0, b_extra=0.0):
             """One round of RTT at window ``w_now``: the backlogged packets that fit leave at
@@ -161,10 +141,6 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
             backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
             add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s)
 
-        if not parts:
-            empty = {key: np.zeros(0, dt) for key, dt in _chain._EDGE_DTYPES.items()}
-            return _chain.Edges(**empty), np.zeros(0, np.int16)
-        edges = _chain.Edges(**{key: np.concatenate([np.asarray(pt[key]) for pt in parts]) for key in parts[0]})
-        return edges, np.concatenate(part_ids)
+        return parts.edges()
 
     return edges_from
