@@ -6,14 +6,14 @@ JSON (RFC 8259 §6) has no NaN or infinity; every non-finite float becomes ``nul
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tcpdelay.atomic_file import write_text_atomic
 
 
 def jsonable(value: Any) -> Any:
@@ -38,13 +38,6 @@ def jsonable(value: Any) -> Any:
 def write_json(path: str | os.PathLike, data: Any) -> None:
     """Write ``data`` to ``path`` (indented, keys sorted, anything else as ``str``) through a
     hidden temporary file renamed into place, so a reader sees the old file or the new one,
-    never half of one; the temporary file is removed if writing fails (e.g. a full disk)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    never half of one; the temporary file is removed if writing fails (e.g. a full disk), and
+    the OSError raised names ``path``."""
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str))

@@ -110,10 +110,18 @@ def key_value_table(title: str, rows: list[tuple[str, str]]) -> Table:
 
 
 def fmt_s(seconds: float | None) -> str:
-    """Seconds for people: ms below 1 s."""
+    """Seconds for people: s from 1 s, ms (one decimal) from 1 ms, µs and ns (three
+    significant digits) below, so a sub-millisecond value never reads as "0.0 ms"; zero is
+    "0.0 ms"."""
     if seconds is None or not math.isfinite(seconds):
         return "—" if seconds is None else ("∞" if seconds > 0 else str(seconds))
-    return f"{seconds * 1e3:.1f} ms" if abs(seconds) < 1 else f"{seconds:.3f} s"
+    if abs(seconds) >= 1:
+        return f"{seconds:.3f} s"
+    if seconds == 0 or abs(round(seconds * 1e3, 1)) >= 1:
+        return f"{seconds * 1e3:.1f} ms"
+    if abs(float(f"{seconds * 1e6:.3g}")) >= 1:
+        return f"{seconds * 1e6:.3g} µs"
+    return f"{seconds * 1e9:.3g} ns"
 
 
 def fmt_bps(bps: float | None) -> str:

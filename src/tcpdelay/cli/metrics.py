@@ -19,89 +19,161 @@ def _pct(x) -> str:
     return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{100 * x:.2f} %"
 
 
+def _int(x) -> str:
+    return "—" if x is None else str(x)
+
+
+def _name(f: dict) -> str:
+    """A flow's or stream's name as the scenario gives it (as ``report`` shows it)."""
+    return str(f.get("name") or f"flow{f.get('flow_id')}")
+
+
 def _packets_table(res: dict) -> Table:
     t = Table(title="Packets", title_justify="left")
     for col in ("flow", "kind", "sent", "received", "lost", "loss rate", "sender drops",
                 "duplicates"):
-        t.add_column(col, justify="left" if col == "kind" else "right")
+        t.add_column(col, justify="left" if col in ("flow", "kind") else "right")
     for f in res["flows"]:
-        p = f["packets"]
-        t.add_row(str(f["flow_id"]), f["kind"], str(p["packets"]), str(p["received"]),
-                  str(p["lost"]), _pct(p["loss_rate"]), str(p["dropped_by_sender"]),
-                  str(p["duplicates"]))
+        p = f.get("packets") or {}
+        t.add_row(_name(f), str(f.get("kind", "")), _int(p.get("packets", p.get("sent"))), _int(p.get("received")),
+                  _int(p.get("lost")), _pct(p.get("loss_rate")), _int(p.get("dropped_by_sender")),
+                  _int(p.get("duplicates")))
     return t
 
 
 def _delay_table(res: dict) -> Table:
     rel = " (relative to the run's minimum: unsynchronized clocks)" \
-        if res["delay_relative_to_min"] else ""
-    t = Table(title=f"One-way delay{rel}", title_justify="left")
-    for col in ("flow", "mean", "std", "p50", "p95", "p99", "max", "RFC 3550 jitter"):
-        t.add_column(col, justify="right")
+        if res.get("delay_relative_to_min") else ""
+    t = Table(title=f"One-way delay and RFC 3550 jitter{rel}", title_justify="left")
+    for col in ("flow", "mean", "std", "p50", "p95", "p99", "max", "jitter"):
+        t.add_column(col, justify="left" if col == "flow" else "right")
     for f in res["flows"]:
-        d = f["delay"]
-        t.add_row(str(f["flow_id"]), fmt_s(d["mean_s"]), fmt_s(d["std_s"]), fmt_s(d["p50_s"]),
-                  fmt_s(d["p95_s"]), fmt_s(d["p99_s"]), fmt_s(d["max_s"]),
-                  fmt_s(f["jitter_rfc3550_s"]))
+        d = f.get("delay") or {}
+        t.add_row(_name(f), fmt_s(d.get("mean_s")), fmt_s(d.get("std_s")), fmt_s(d.get("p50_s")),
+                  fmt_s(d.get("p95_s")), fmt_s(d.get("p99_s")), fmt_s(d.get("max_s")),
+                  fmt_s(f.get("jitter_rfc3550_s")))
     return t
 
 
 def _rate_table(res: dict) -> Table:
-    thr = res["options"]["rtpi_threshold_s"]
+    thr = (res.get("options") or {}).get("rtpi_threshold_s")
     t = Table(title=f"Real-time performance (inter-arrival threshold {fmt_s(thr)}) and goodput",
               title_justify="left")
     for col in ("flow", "RTPI", "delayed pkts", "loss", "goodput", "TCP retrans"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="left" if col == "flow" else "right")
     for f in res["flows"]:
-        r = f["rtpi"]
-        t.add_row(str(f["flow_id"]), _pct(r["rtpi"]), _pct(r["delayed_packets_rate"]),
-                  _pct(r["packet_loss_rate"]), fmt_bps(f["goodput_bps"]),
-                  "—" if f["tcp_retransmissions"] is None else str(f["tcp_retransmissions"]))
+        r = f.get("rtpi") or {}
+        t.add_row(_name(f), _pct(r.get("rtpi")), _pct(r.get("delayed_packets_rate")),
+                  _pct(r.get("packet_loss_rate")), fmt_bps(f.get("goodput_bps")), _int(f.get("tcp_retransmissions")))
     return t
 
 
-def _late_table(res: dict) -> Table:
+def _late_table(res: dict) -> Table | None:
+    flows = [f for f in res["flows"] if (f.get("late") or {}).get("late_fraction")]
+    if not flows:
+        return None
     t = Table(title="Late (and missed) packets vs playout delay", title_justify="left")
     t.add_column("playout delay", justify="right")
-    for f in res["flows"]:
-        t.add_column(f"flow {f['flow_id']} late", justify="right")
-        t.add_column(f"flow {f['flow_id']} missed", justify="right")
-    for i, pd in enumerate(res["options"]["playout_delays_s"]):
+    for f in flows:
+        t.add_column(f"{_name(f)} late", justify="right")
+        t.add_column(f"{_name(f)} missed", justify="right")
+    delays = flows[0]["late"].get("playout_delay_s") or (res.get("options") or {}).get("playout_delays_s") or []
+    for i, pd in enumerate(delays):
         row = [fmt_s(pd)]
-        for f in res["flows"]:
-            row += [_pct(f["late"]["late_fraction"][i]), _pct(f["late"]["miss_fraction"][i])]
+        for f in flows:
+            late, miss = f["late"].get("late_fraction") or [], f["late"].get("miss_fraction") or []
+            row += [_pct(late[i] if i < len(late) else None), _pct(miss[i] if i < len(miss) else None)]
         t.add_row(*row)
     return t
 
 
 def _voice_table(flows: list[dict]) -> Table:
-    jb = fmt_s(flows[0]["jitter_filter"]["jitter_buffer_s"])
-    codec = flows[0]["emodel"]["codec_name"]
+    jb = fmt_s(flows[0]["jitter_filter"].get("jitter_buffer_s"))
+    codec = flows[0]["emodel"].get("codec_name") or flows[0]["emodel"].get("codec")
     t = Table(title=f"Voice: jitter filter (buffer {jb}), quality levels 0–5 (acceptable = 0–1), "
                     f"E-model MOS ({codec})", title_justify="left")
     for col in ("flow", "base delay", "pure loss", "delayed loss", "acceptable",
                 "worst level", "best playout", "MOS"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="left" if col == "flow" else "right")
     for f in flows:
-        jf, q, best = f["jitter_filter"], f["quality"], f["emodel"]["best"]
-        t.add_row(str(f["flow_id"]), fmt_s(jf["base_delay_s"]), _pct(jf["pure_loss_rate"]),
-                  _pct(jf["delayed_loss_rate"]), _pct(q["acceptable_fraction"]), str(q["worst_level"]),
-                  fmt_s(best["playout_delay_s"]), f"{best['mos']:.2f}")
+        jf, q, best = f["jitter_filter"], f.get("quality") or {}, f["emodel"].get("best") or {}
+        mos = best.get("mos")
+        t.add_row(_name(f), fmt_s(jf.get("base_delay_s")), _pct(jf.get("pure_loss_rate")),
+                  _pct(jf.get("delayed_loss_rate")), _pct(q.get("acceptable_fraction")), _int(q.get("worst_level")),
+                  fmt_s(best.get("playout_delay_s")), "—" if mos is None else f"{mos:.2f}")
     return t
 
 
 def _video_table(flows: list[dict]) -> Table:
-    st = fmt_s(flows[0]["video"]["startup_delay_s"])
+    st = fmt_s(flows[0]["video"].get("startup_delay_s"))
     t = Table(title=f"Video: playout against the frame schedule (startup delay {st})",
               title_justify="left")
     for col in ("flow", "fps", "frames", "discards", "late", "incomplete", "overflow",
                 "underflows", "frozen"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="left" if col == "flow" else "right")
     for f in flows:
         v = f["video"]
-        t.add_row(str(f["flow_id"]), f"{v['fps']:.3g}", str(v["frames"]), str(v["picture_discards"]), str(v["late_frames"]),
-                  str(v["incomplete_frames"]), str(v["overflow_discards"]),
-                  str(v["underflow_events"]), fmt_s(v["underflow_s"]))
+        fps = v.get("fps")
+        t.add_row(_name(f), "—" if fps is None else f"{fps:.3g}", _int(v.get("frames")), _int(v.get("picture_discards")),
+                  _int(v.get("late_frames")), _int(v.get("incomplete_frames")), _int(v.get("overflow_discards")),
+                  _int(v.get("underflow_events")), fmt_s(v.get("underflow_s")))
+    return t
+
+
+def _transfers_tables(transfers: list[dict]) -> list[Table]:
+    """One table per timed-transfers flow: handshake, transfer (first write to the last byte's
+    ACK) and their sum, over its complete transfers."""
+    out = []
+    for x in transfers:
+        t = Table(title=f"Timed transfers of {_name(x)}: {x.get('complete')} of {x.get('transfers')} complete, "
+                        f"{_int(x.get('retransmits'))} retransmissions, {_int(x.get('rtos'))} RTOs",
+                  title_justify="left")
+        for col in ("time", "count", "mean", "p50", "p95", "p99", "max"):
+            t.add_column(col, justify="left" if col == "time" else "right")
+        for key, label in (("handshake_s", "handshake"), ("transfer_s", "transfer"), ("latency_s", "total")):
+            d = x.get(key) or {}
+            t.add_row(label, _int(d.get("count")), fmt_s(d.get("mean_s")), fmt_s(d.get("p50_s")),
+                      fmt_s(d.get("p95_s")), fmt_s(d.get("p99_s")), fmt_s(d.get("max_s")))
+        out.append(t)
+    return out
+
+
+def _cross_table(cross: list[dict]) -> Table:
+    t = Table(title="Cross traffic and other flows (flows.parquet)", title_justify="left")
+    for col in ("flow", "kind", "bytes received", "goodput", "status"):
+        t.add_column(col, justify="right" if col in ("bytes received", "goodput") else "left")
+    for c in cross:
+        kind = "/".join(str(c[k]) for k in ("kind", "transport") if c.get(k))
+        t.add_row(_name(c), kind, _int(c.get("bytes_received")), fmt_bps(c.get("goodput_bps")),
+                  str(c.get("status") or ""))
+    return t
+
+
+def _streams_table(streams: list[dict]) -> Table:
+    t = Table(title="Pulled streams: the player (discards, underflows, frozen time, startup) and the "
+                    "server's TCP retransmissions", title_justify="left")
+    for col in ("stream", "player", "frames", "played", "discards", "underflows", "frozen", "startup", "retrans"):
+        t.add_column(col, justify="left" if col in ("stream", "player") else "right")
+    for st in streams:
+        vlc = st.get("player") == "vlc"
+        t.add_row(_name(st), str(st.get("player") or ""),
+                  _int(st.get("video_decoded") if vlc else st.get("frames")),
+                  _int(st.get("frames_displayed") if vlc else st.get("played")), _int(st.get("picture_discards")),
+                  _int(st.get("underflow_events")), fmt_s(st.get("underflow_s")),
+                  fmt_s(st.get("startup_s")), _int(st.get("retransmits")))
+    return t
+
+
+def _queue_table(queue: dict) -> Table:
+    t = Table(title="Bottleneck queue over the run", title_justify="left")
+    for col in ("direction", "mean packets", "max packets", "mean bytes", "max bytes"):
+        t.add_column(col, justify="left" if col == "direction" else "right")
+    for d, q in sorted(queue.items()):
+        if not isinstance(q, dict):
+            continue
+        mp, mb = q.get("mean_packets"), q.get("mean_bytes")
+        t.add_row(d, "—" if mp is None else f"{mp:.3g}", _int(q.get("max_packets")),
+                  "—" if mb is None else f"{mb:.4g}", _int(q.get("max_bytes")))
     return t
 
 
@@ -145,26 +217,48 @@ def metrics_cmd(results, sent_dir, playout_delays, jitter_buffer_s, cross_traffi
     res = summarize_run(results, sent_dir, opts)
 
     def human(console):
-        console.print(f"[bold]{res['results']}[/bold]  clock: {res['clock']}"
+        console.print(f"[bold]{res['results']}[/bold]  clock: {res.get('clock') or '—'}"
                       + ("  [yellow]delays are relative to the run's minimum[/yellow]"
-                         if res["delay_relative_to_min"] else ""))
-        console.print(_packets_table(res))
-        console.print(_delay_table(res))
-        console.print(_rate_table(res))
-        console.print(_late_table(res))
-        voice = [f for f in res["flows"] if "emodel" in f]
-        if voice:
-            console.print(_voice_table(voice))
-        vid = [f for f in res["flows"] if "video" in f]
-        if vid:
-            console.print(_video_table(vid))
-        j = res["fairness"]["jain_index_goodput"]
-        if res["fairness"]["flows"] > 1:
-            console.print(f"Jain fairness index of the goodputs: "
-                          f"{'—' if j is None else f'{j:.3f}'}")
-        if any(f["inferred_from_received"] for f in res["flows"]):
-            console.print("[yellow]No sent records: packets inferred from received sequence "
-                          "numbers (give --sent DIR for exact loss)[/yellow]")
+                         if res.get("delay_relative_to_min") else ""))
+        for part, where in (res.get("sources") or {}).items():
+            console.print(f"{part}: from {where}")
+        flows = res["flows"]
+        if flows:
+            console.print(_packets_table(res))
+            console.print(_delay_table(res))
+            if any(f.get("rtpi") or f.get("goodput_bps") is not None or f.get("tcp_retransmissions") is not None
+                   for f in flows):
+                console.print(_rate_table(res))
+            late = _late_table(res)
+            if late is not None:
+                console.print(late)
+            voice = [f for f in flows if f.get("emodel") and f.get("jitter_filter")]
+            if voice:
+                console.print(_voice_table(voice))
+            vid = [f for f in flows if f.get("video")]
+            if vid:
+                console.print(_video_table(vid))
+            fair = res.get("fairness") or {}
+            j = fair.get("jain_index_goodput")
+            if (fair.get("flows") or 0) > 1:
+                console.print(f"Jain fairness index of the goodputs: "
+                              f"{'—' if j is None else f'{j:.3f}'}")
+            if any(f.get("inferred_from_received") for f in flows):
+                console.print("[yellow]No sent records: packets inferred from received sequence "
+                              "numbers (give --sent DIR for exact loss)[/yellow]")
+        for table in _transfers_tables(res.get("transfers") or []):
+            console.print(table)
+        if res.get("streams"):
+            console.print(_streams_table(res["streams"]))
+        if res.get("cross"):
+            console.print(_cross_table(res["cross"]))
+        if res.get("queue"):
+            console.print(_queue_table(res["queue"]))
+        if not any(res.get(k) for k in ("flows", "transfers", "streams", "cross", "queue")):
+            console.print("[yellow]This run kept no media flow, transfer, stream, cross traffic or "
+                          "queue record to measure.[/yellow]")
+        for w in res.get("warnings") or []:
+            console.print(f"[yellow]warning: {w}[/yellow]")
 
     emit(res, as_json, human)
 

@@ -10,6 +10,10 @@
   ``tcp_stats`` and clock (:func:`write_run_record`), at the end, also for a failed run;
 * ``metrics.json``: every applicable metric of :func:`tcpdelay.results.runs.summarize_run`
   (:func:`write_metrics`), for a run that lost no part.
+
+Every file is written under a temporary name and renamed into place
+(:mod:`tcpdelay.atomic_file`): a run killed mid-write leaves the old file or none, never half of
+one, and a write that fails (a full disk) names the file.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tcpdelay import timing
+from tcpdelay.atomic_file import write_atomic, write_text_atomic
 from tcpdelay.experiments.backends.base import BackendOutcome
 from tcpdelay.experiments.plan import RunPlan
 from tcpdelay.experiments.scenario import Scenario, dump_scenario
@@ -46,7 +51,7 @@ FLOWS_SCHEMA = pa.schema([
 
 
 def write_scenario(run_dir: Path, scenario: Scenario) -> None:
-    (run_dir / SCENARIO_FILE).write_text(dump_scenario(scenario))
+    write_text_atomic(run_dir / SCENARIO_FILE, dump_scenario(scenario))
 
 
 def machine_environment() -> dict:
@@ -184,7 +189,8 @@ def write_flows(run_dir: Path, plan: RunPlan, results: dict) -> None:
             start_s=st.start_s, packets_sent=-1, packets_received=-1, bytes_received=got,
             goodput_bps=got * 8 / span if span > 0 else 0.0,
             status="error" if r.get("error") else ("completed" if r.get("complete") else "incomplete")))
-    pq.write_table(pa.Table.from_pylist(rows, schema=FLOWS_SCHEMA), run_dir / FLOWS_FILE)
+    table = pa.Table.from_pylist(rows, schema=FLOWS_SCHEMA)
+    write_atomic(run_dir / FLOWS_FILE, lambda tmp: pq.write_table(table, tmp))  # never half a file
 
 
 def tcp_stats(summary: dict) -> list[dict]:

@@ -46,6 +46,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError
 from tcpdelay.experiments.scenario import Scenario, cell_scenario, describe, dump_scenario, grid
 from tcpdelay.experiments.unit import CellRunner, run_unit
+from tcpdelay.atomic_file import write_text_atomic
 from tcpdelay.jsonio import write_json
 from tcpdelay.results import layout, markers
 from tcpdelay.results.version import stamp
@@ -182,7 +183,7 @@ class _Lock:
 def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell], *, flat: bool = False) -> None:
     """Write the sweep's index, the scenario and each cell's scenario (before any run)."""
     out = Path(out_dir)
-    (out / layout.SCENARIO_FILE).write_text(dump_scenario(scenario))
+    write_text_atomic(out / layout.SCENARIO_FILE, dump_scenario(scenario))  # never an empty file on a full disk
     if flat:
         return
     (out / layout.CELLS_DIR).mkdir(parents=True, exist_ok=True)
@@ -195,7 +196,7 @@ def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell], *
         d = layout.cell_dir(out, c.id)
         d.mkdir(exist_ok=True)
         write_json(d / layout.CELL_INDEX, {"id": c.id, "index": c.index, "overrides": c.overrides})
-        (d / layout.SCENARIO_FILE).write_text(dump_scenario(c.scenario))
+        write_text_atomic(d / layout.SCENARIO_FILE, dump_scenario(c.scenario))
 
 
 ORDERS = ("grid", "random")

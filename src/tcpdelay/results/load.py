@@ -24,10 +24,10 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.metrics import delay as dl
 from tcpdelay.metrics.summary import MetricOptions, summarize_flows
 from tcpdelay.records import read_run_metadata
-from tcpdelay.results.layout import find_runs, has_records, seed_of
+from tcpdelay.results.layout import METRICS_FILE, find_runs, has_records, seed_of
 from tcpdelay.results.markers import read_status
 from tcpdelay.results.packets import load_flows, read_run_packets
-from tcpdelay.results.runs import media_flow_names, read_metrics
+from tcpdelay.results.runs import media_flow_names, read_metrics_checked
 
 #: Bin of the quality-over-time series (s).
 QUALITY_BIN_S = 0.5
@@ -60,6 +60,12 @@ class RunData:
     """Where the per-packet data came from: records (sent/ and received/, or packets.parquet of
     kind records: metrics recomputed) | delays (a delays-only packets.parquet; metrics from
     metrics.json) | none (metrics.json only)"""
+    streams: list[dict] = field(default_factory=list)
+    """The run's pulled streams as its ``metrics.json`` has them (the player's discards,
+    underflows...; :func:`tcpdelay.results.runs.stream_metrics`)."""
+    warnings: list[str] = field(default_factory=list)
+    """What could not be read of a run that is still reported (e.g. a damaged ``metrics.json``
+    of a run whose packet records give its flows' metrics)."""
 
 
 @dataclass
@@ -106,6 +112,12 @@ def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
         return run  # partial records of an interrupted or failed run are not a result
     names = media_flow_names(run_dir)
     try:
+        metrics = read_metrics_checked(run_dir)
+    except ParameterError as err:   # a damaged metrics.json: named; the run's records may still serve
+        metrics = None
+        run.warnings.append(str(err))
+    run.streams = [st for st in (metrics or {}).get("streams") or [] if isinstance(st, dict) and "flow_id" in st]
+    try:
         if has_records(run_dir):
             flows, meta = load_flows(run_dir)  # the records as the run wrote them
             run.packets = "records"
@@ -115,7 +127,9 @@ def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
                 flows, meta = stored.flows, read_run_metadata(run_dir)
                 run.packets = "records"
             else:
-                return _load_from_metrics(run, names, stored)
+                if metrics is None and run.warnings:   # what it would be measured from is damaged
+                    raise ParameterError(run.warnings[0])
+                return _load_from_metrics(run, names, stored, metrics)
     except ParameterError as err:
         run.status, run.error = "failed", str(err)
         return run
@@ -127,19 +141,22 @@ def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
     return run
 
 
-def _load_from_metrics(run: RunData, names: dict[int, str], stored) -> RunData:
+def _load_from_metrics(run: RunData, names: dict[int, str], stored, metrics: dict | None) -> RunData:
     """A complete run without per-packet records (measured before runs kept ``packets.parquet``):
     its metrics from ``metrics.json``, its delays from a ``delays`` packets file when there is
     one (else no per-packet delays: ``run.packets == "none"``)."""
     delays = {f.flow_id: f for f in stored.flows} if stored is not None else {}
-    metrics = read_metrics(run.run_dir)
     if metrics is None and not delays:
         run.status = "failed"
         run.error = "complete, but neither per-packet records (sent/, received/, packets.parquet) nor metrics.json are there"
         return run
     if metrics is not None:
-        per_flow = {int(m["flow_id"]): m for m in metrics.get("flows", [])}  # media flows only
-        run.jain_index = (metrics.get("fairness") or {}).get("jain_index_goodput")
+        flows = metrics.get("flows") or []
+        if not isinstance(flows, list) or not all(isinstance(m, dict) and "flow_id" in m for m in flows):
+            raise ParameterError(f"{str(run.run_dir / METRICS_FILE)!r}: 'flows' is not a list of flows")
+        per_flow = {int(m["flow_id"]): m for m in flows}  # media flows only
+        run.jain_index = (metrics.get("fairness") or {}).get("jain_index_goodput") \
+            if isinstance(metrics.get("fairness"), dict) else None
     else:  # only the delays survive: the delay statistics and loss from them
         per_flow = {fid: _metrics_from_delays(f.delay_s) for fid, f in delays.items()}
     run.packets = "delays" if delays else "none"

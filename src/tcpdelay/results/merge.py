@@ -17,6 +17,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tcpdelay.atomic_file import copy_atomic
 from tcpdelay.errors import ParameterError
 from tcpdelay.results import layout, markers
 
@@ -70,14 +71,14 @@ def merge(sources: list[str | os.PathLike], out_dir: str | os.PathLike) -> Merge
     # the sweep's own files, from the first source (every source has the same)
     for name in (layout.SWEEP_INDEX, layout.SCENARIO_FILE):
         if not (out / name).exists() and (srcs[0] / name).exists():
-            shutil.copy2(srcs[0] / name, out / name)
+            copy_atomic(srcs[0] / name, out / name)
     for c in docs[0]["cells"]:
         src_cell = layout.cell_dir(srcs[0], c["id"])
         dst_cell = layout.cell_dir(out, c["id"])
         dst_cell.mkdir(parents=True, exist_ok=True)
         for name in (layout.CELL_INDEX, layout.SCENARIO_FILE):
             if not (dst_cell / name).exists() and (src_cell / name).exists():
-                shutil.copy2(src_cell / name, dst_cell / name)
+                copy_atomic(src_cell / name, dst_cell / name)
         for seed in docs[0]["seeds"]:
             res.runs += 1
             dst = layout.run_dir(out, seed, c["id"])

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tcpdelay.atomic_file import write_atomic
 from tcpdelay.errors import ParameterError
 from tcpdelay.metrics.packets import FlowPackets, flows_from_tables
 from tcpdelay.records import read_records, read_run_metadata
@@ -117,13 +118,12 @@ def _us(x: np.ndarray) -> pa.Array:
 
 def _write(path: Path, table: pa.Table, info: dict) -> Path:
     table = table.replace_schema_metadata({_META_KEY: json.dumps(info, sort_keys=True).encode()})
-    tmp = path.with_name(f".{path.name}.tmp")
     ints = [n for n in ("seq", "send_time_us", "recv_time_us", "delay_us", "frame_id") if n in table.column_names]
-    pq.write_table(table, tmp, compression="zstd", compression_level=9,
-                   use_dictionary=[n for n in ("frame_type", "cell_id") if n in table.column_names],
-                   column_encoding={n: "DELTA_BINARY_PACKED" for n in ints})
-    os.replace(tmp, path)  # a rerun rewrites the file, never adds one
-    return path
+    # whole or not at all; a rerun rewrites the file, never adds one
+    return write_atomic(path, lambda tmp: pq.write_table(
+        table, tmp, compression="zstd", compression_level=9,
+        use_dictionary=[n for n in ("frame_type", "cell_id") if n in table.column_names],
+        column_encoding={n: "DELTA_BINARY_PACKED" for n in ints}))
 
 
 def write_run_packets(run_dir: str | os.PathLike, flows=None) -> Path | None:

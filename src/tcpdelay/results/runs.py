@@ -6,16 +6,22 @@ link counters and the sender's TCP statistics; :mod:`tcpdelay.records`), ``flows
 from __future__ import annotations
 
 import json
+import math
 import os
+from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+
 from tcpdelay.errors import ParameterError
+from tcpdelay.metrics import delay as dl
 from tcpdelay.metrics.summary import MetricOptions, summarize_flows
 from tcpdelay.records import read_run_metadata
-from tcpdelay.results.layout import FLOWS_FILE, METRICS_FILE, RUN_METADATA
-from tcpdelay.results.packets import load_flows
+from tcpdelay.results.layout import FLOWS_FILE, METRICS_FILE, PACKETS_FILE, RUN_METADATA, has_records
+from tcpdelay.results.packets import load_flows, read_run_packets
 
-__all__ = ["flow_rows", "media_flow_names", "queue_metrics", "read_metrics", "run_metadata", "summarize_run"]
+__all__ = ["flow_rows", "media_flow_names", "queue_metrics", "read_metrics", "read_metrics_checked", "run_metadata",
+           "stream_metrics", "summarize_run", "transfer_metrics"]
 
 
 def run_metadata(run_dir: str | os.PathLike) -> dict:
@@ -52,49 +58,288 @@ def media_flow_names(run_dir: str | os.PathLike) -> dict[int, str]:
 
 
 def read_metrics(run_dir: str | os.PathLike) -> dict | None:
-    """The run's ``metrics.json`` (None when it is missing or unreadable)."""
+    """The run's ``metrics.json``; None when it is missing or is not a JSON object (damaged,
+    truncated, ``[]``, ``null``: :func:`read_metrics_checked` says which)."""
     try:
-        return json.loads((Path(run_dir) / METRICS_FILE).read_text())
-    except (OSError, ValueError):
+        return read_metrics_checked(run_dir)
+    except ParameterError:
         return None
+
+
+def read_metrics_checked(run_dir: str | os.PathLike) -> dict | None:
+    """The run's ``metrics.json``; None when it has none. Raises ParameterError naming the file
+    when it is there but is not a JSON object (damaged, truncated, ``[]``, ``null``)."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ParameterError(f"{str(path)!r} cannot be read ({err})") from None
+    if not isinstance(doc, dict):
+        raise ParameterError(f"{str(path)!r} is not a JSON object (it holds {type(doc).__name__})")
+    return doc
+
+
+#: ``sources`` values: where each part of :func:`summarize_run`'s answer came from.
+FROM_RECORDS = "records (sent/, received/): recomputed"
+FROM_PACKETS = "packets.parquet (kind records): recomputed"
+FROM_DELAYS = "packets.parquet (kind delays): loss, delays and jitter only"
+FROM_METRICS = "metrics.json (as measured when the run was recorded)"
+
+#: Options of :class:`MetricOptions` whose values a stored metrics.json was computed with.
+_STORED_OPTIONS = ("playout_delays_s", "jitter_buffer_s", "rtpi_threshold_s", "startup_delay_s", "buffer_bytes",
+                   "codec", "cross_traffic_start_s", "fps")
 
 
 def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None = None,
                   opts: MetricOptions | None = None) -> dict:
-    """Metrics of the run in ``run_dir`` (``sent_dir``: the sender's records, when elsewhere):
-    :func:`tcpdelay.metrics.summary.summarize_flows` over :func:`tcpdelay.results.packets.load_flows`."""
-    streams = stream_metrics(run_dir)
-    if streams and not (Path(run_dir) / "sent").is_dir() and sent_dir is None:
-        # a run of pulled streams only (no media flows): their metrics are the run's
-        return {"flows": [], "streams": streams, "results": str(run_dir)}
-    if (not streams and sent_dir is None and not any((Path(run_dir) / k).is_dir() for k in ("sent", "received"))
-            and _cross_only(run_dir)):
-        # cross traffic only (papers/004 §4.1's FTP reference): no media flow, the bottleneck's queue
-        meta = read_run_metadata(run_dir)
-        out = {"clock": meta.get("clock"), "flows": [], "fairness": {"flows": 0, "jain_index_goodput": None}}
-    else:
-        flows, meta = load_flows(run_dir, sent_dir)
+    """Metrics of the run in ``run_dir`` (``sent_dir``: the sender's records, when elsewhere),
+    whatever kind of run it is and whatever it kept:
+
+    - media flows (``flows``, each with its scenario ``name``):
+      :func:`tcpdelay.metrics.summary.summarize_flows` over its records (``sent/`` and
+      ``received/``) or its ``packets.parquet`` of kind ``records``; a committed run without them
+      has its flows' metrics from its ``metrics.json`` (as measured when it was recorded, with
+      the options stored there), or, without that, its loss and delays from a ``packets.parquet``
+      of kind ``delays``;
+    - ``transfers`` (timed transfers: handshake, transfer and total latency) from ``run.json``;
+    - ``cross`` (every other flow's bytes, goodput and status) from ``flows.parquet``;
+    - ``streams`` (pulled streams: the player's discards, underflows, startup) from the player's
+      log or ``run.json``, else from ``metrics.json``;
+    - ``queue`` (the bottleneck's queue) from its ``link_queue`` records, else ``metrics.json``.
+
+    ``sources`` says where each part came from; ``warnings`` what could not be read (a damaged
+    ``flows.parquet`` or ``run.json``, or a damaged ``metrics.json`` of a run whose packets give
+    its numbers) and stored numbers that ignore ``opts``. Raises ParameterError when the run had
+    media flows and kept neither their packets nor their metrics, and when the ``metrics.json``
+    that holds a run's numbers (it kept no packet records) is damaged."""
+    rd = Path(run_dir)
+    opts = opts or MetricOptions()
+    warnings: list[str] = []
+    sources: dict[str, str] = {}
+    meta = _run_meta(rd, warnings)
+    rows = _flow_rows_or_warn(rd, warnings)
+    stored_metrics = _Once(lambda: _metrics_or_warn(rd, warnings))
+    if sent_dir is not None or has_records(rd):
+        flows, meta = load_flows(rd, sent_dir)
         out = summarize_flows(flows, meta, opts)
+        sources["flows"] = FROM_RECORDS
+    else:
+        stored = read_run_packets(rd)
+        m = None
+        if stored is None or stored.kind != "records":
+            m = read_metrics_checked(rd)   # the run's own numbers: a damaged file is an error that names it
+            stored_metrics = _Once(lambda: m)
+        if stored is not None and stored.kind == "records":
+            out = summarize_flows(stored.flows, meta, opts)
+            sources["flows"] = FROM_PACKETS
+        elif m is not None and m.get("flows"):
+            out = {"clock": m.get("clock", meta.get("clock", "shared")),
+                   "delay_relative_to_min": bool(m.get("delay_relative_to_min", False)),
+                   "options": m.get("options") or {}, "flows": [dict(f) for f in m["flows"]],
+                   "fairness": m.get("fairness") or {"flows": len(m["flows"]), "jain_index_goodput": None}}
+            sources["flows"] = FROM_METRICS + ("; its packets' delays are in packets.parquet (kind delays)"
+                                               if stored is not None else "")
+            differ = _options_differ(opts, out["options"])
+            if differ:
+                warnings.append(f"the flows' metrics are metrics.json's, computed with its own {', '.join(differ)}; "
+                                "the values given here apply only to a run with its packet records")
+        elif stored is not None:
+            out = _summary_from_delays(stored.flows, meta, opts)
+            sources["flows"] = FROM_DELAYS
+        elif _had_media(rows, meta, m):
+            raise ParameterError(f"{str(rd)!r} has no packet records (expected sent/ and received/ Parquet parts "
+                                 f"written by tcpdelay send/recv, or {PACKETS_FILE}) and no {METRICS_FILE} with "
+                                 "its flows' metrics")
+        else:   # no media flow: transfers, pulled streams or cross traffic only
+            out = {"clock": meta.get("clock", (m or {}).get("clock", "shared")), "delay_relative_to_min": False,
+                   "options": _options_dict(opts), "flows": [], "fairness": {"flows": 0, "jain_index_goodput": None}}
+    names = _media_names(rows, meta)
+    for f in out["flows"]:
+        f["name"] = names.get(int(f["flow_id"]), f"flow{f['flow_id']}")
+    transfers = transfer_metrics(meta)
+    if transfers:
+        out["transfers"] = transfers
+        sources["transfers"] = RUN_METADATA
+    cross = [{k: r.get(k) for k in ("flow_id", "name", "kind", "direction", "transport", "start_s", "packets_sent",
+                                    "packets_received", "bytes_received", "goodput_bps", "status")}
+             for r in rows or [] if r.get("kind") not in (None, "media")]
+    if cross:
+        out["cross"] = cross
+        sources["cross"] = FLOWS_FILE
+    streams = stream_metrics(rd)
     if streams:
-        out["streams"] = streams
-    queue = queue_metrics(run_dir, meta)
+        sources["streams"] = "playout records and run.json"
+    elif (stored_metrics() or {}).get("streams"):
+        streams = list(stored_metrics()["streams"])
+        sources["streams"] = FROM_METRICS
+    if streams:
+        st_names = {int(x["flow_id"]): x.get("name") for x in (meta.get("run") or {}).get("streams") or []
+                    if isinstance(x, dict) and "flow_id" in x}
+        out["streams"] = [{**st, "name": st.get("name") or st_names.get(int(st["flow_id"]))
+                           or f"stream{st['flow_id']}"} for st in streams]
+    queue = queue_metrics(rd, meta)
+    if queue:
+        sources["queue"] = "link_queue records"
+    elif (stored_metrics() or {}).get("queue"):
+        queue = stored_metrics()["queue"]
+        sources["queue"] = FROM_METRICS
     if queue:
         out["queue"] = queue
+    out["sources"] = sources
+    out["warnings"] = warnings
     out["results"] = str(run_dir)
     if sent_dir is not None:
         out["sent_results"] = str(sent_dir)
     return out
 
 
-def _cross_only(run_dir: str | os.PathLike) -> bool:
-    """The run had cross traffic and no media flow (its flows.parquet says so)."""
-    path = Path(run_dir) / FLOWS_FILE
-    if not path.is_file():
-        return False
-    import pyarrow.parquet as pq
+class _Once:
+    """A value computed on first call, then kept."""
 
-    kinds = pq.read_table(path, columns=["kind"]).column("kind").to_pylist()
-    return bool(kinds) and "media" not in kinds
+    def __init__(self, fn):
+        self.fn, self.done, self.value = fn, False, None
+
+    def __call__(self):
+        if not self.done:
+            self.value, self.done = self.fn(), True
+        return self.value
+
+
+def _options_dict(opts: MetricOptions) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(opts).items()}
+
+
+def _run_meta(rd: Path, warnings: list[str]) -> dict:
+    """``run.json`` ({} without one; {} and a warning when it cannot be read)."""
+    try:
+        meta = read_run_metadata(rd)
+    except (OSError, ValueError) as err:
+        warnings.append(f"{str(rd / RUN_METADATA)!r} cannot be read ({err}): the run's parameters are unknown")
+        return {}
+    if not isinstance(meta, dict):
+        warnings.append(f"{str(rd / RUN_METADATA)!r} is not a JSON object: the run's parameters are unknown")
+        return {}
+    return meta
+
+
+def _flow_rows_or_warn(rd: Path, warnings: list[str]) -> list[dict] | None:
+    """``flows.parquet``'s rows; None when it is missing, None and a warning when it is damaged."""
+    path = rd / FLOWS_FILE
+    if not path.is_file():
+        return None
+    try:
+        return flow_rows(rd)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
+        warnings.append(f"{str(path)!r} cannot be read ({type(err).__name__}: {' '.join(str(err).split())[:200]}): "
+                        "the flows' names and the cross traffic it lists are missing")
+        return None
+
+
+def _metrics_or_warn(rd: Path, warnings: list[str]) -> dict | None:
+    try:
+        return read_metrics_checked(rd)
+    except ParameterError as err:
+        warnings.append(str(err))
+        return None
+
+
+def _had_media(rows: list[dict] | None, meta: dict, metrics: dict | None) -> bool:
+    """Whether the run had media flows (True when nothing says it had none)."""
+    if rows is not None:
+        return any(r.get("kind") in (None, "media") for r in rows)
+    run = meta.get("run")
+    if isinstance(run, dict) and isinstance(run.get("media"), list):
+        return bool(run["media"])
+    if metrics is not None and isinstance(metrics.get("flows"), list):
+        return bool(metrics["flows"])
+    return True
+
+
+def _media_names(rows: list[dict] | None, meta: dict) -> dict[int, str]:
+    """Flow id -> the scenario's name of each media flow: flows.parquet's, else run.json's."""
+    names = {int(m["flow_id"]): str(m["name"]) for m in (meta.get("run") or {}).get("media") or []
+             if isinstance(m, dict) and m.get("name") is not None and "flow_id" in m}
+    names.update({int(r["flow_id"]): str(r["name"]) for r in rows or []
+                  if r.get("kind") in (None, "media") and r.get("name") is not None})
+    return names
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(a, b)
+    return a == b
+
+
+def _options_differ(opts: MetricOptions, stored: dict) -> list[str]:
+    """The options (as flags) whose values ``stored`` (a metrics.json's ``options``) differ from."""
+    out = []
+    for k in _STORED_OPTIONS:
+        if k not in stored:
+            continue
+        mine = getattr(opts, k)
+        if k == "buffer_bytes" and mine == math.inf:
+            mine = None   # JSON has no infinity: unlimited is null
+        if not _same(mine, stored[k]):
+            out.append("--playout-delay-s" if k == "playout_delays_s" else f"--{k.replace('_', '-')}")
+    return out
+
+
+def _summary_from_delays(flows: list, meta: dict, opts: MetricOptions) -> dict:
+    """What a ``delays`` packets file gives of each flow: loss, the delay statistics, the late
+    and miss fractions and RFC 3550 jitter (when the send times were kept); what needs the
+    packets' sizes, frames or exact send times (RTPI, goodput, jitter filter, E-model, video) is
+    None or absent."""
+    pd = np.asarray(opts.playout_delays_s)
+    per_flow = []
+    for f in flows:
+        delay = np.asarray(f.delay_s, float)
+        lost = ~np.isfinite(delay)
+        send = np.asarray(f.send_time_s, float)
+        ok = np.isfinite(send) & ~lost
+        jitter = None
+        if ok.sum() >= 2:
+            j = dl.interarrival_jitter(send[ok], send[ok] + delay[ok])
+            jitter = float(j[-1]) if j.size else None
+        per_flow.append({
+            "flow_id": int(f.flow_id), "kind": "stream", "inferred_from_received": False,
+            "packets": {**dl.loss_summary(lost, np.zeros(delay.size, bool)), "received": int(np.count_nonzero(~lost)),
+                        "dropped_by_sender": None, "duplicates": None, "unmatched_received": None,
+                        "bytes_received": None},
+            "delay": {**dl.delay_stats(delay), "relative_to_min": meta.get("clock") == "unsynchronized",
+                      "clock_offset_s": 0.0},
+            "jitter_rfc3550_s": jitter,
+            "late": {"playout_delay_s": list(opts.playout_delays_s),
+                     "late_fraction": dl.late_fraction(delay, pd).tolist(),
+                     "miss_fraction": dl.miss_fraction(delay, pd).tolist(),
+                     "target_late_fraction": opts.late_target,
+                     "playout_delay_for_target_s": dl.playout_delay_for_late_fraction(delay, opts.late_target)},
+            "rtpi": None, "goodput_bps": None, "tcp_retransmissions": None, "packet_interval_s": None,
+        })
+    return {"clock": meta.get("clock", "shared"), "delay_relative_to_min": meta.get("clock") == "unsynchronized",
+            "options": _options_dict(opts), "flows": per_flow,
+            "fairness": {"flows": len(per_flow), "jain_index_goodput": None}}
+
+
+def transfer_metrics(meta: dict) -> list[dict]:
+    """Per timed-transfers flow of the run (``run.json``'s ``run.cross`` of kind ``transfers``):
+    :func:`tcpdelay.metrics.transfers.transfer_summary` with its ``flow_id`` and ``name``."""
+    from tcpdelay.metrics.transfers import transfer_summary
+
+    out = []
+    for c in (meta.get("run") or {}).get("cross") or []:
+        if not isinstance(c, dict) or c.get("kind") != "transfers":
+            continue
+        res = c.get("result") or {}
+        rows = res.get("transfers") if isinstance(res, dict) else None
+        if not isinstance(rows, list):
+            continue
+        out.append({"flow_id": c.get("flow_id"), "name": c.get("name"),
+                    **transfer_summary([r for r in rows if isinstance(r, dict)])})
+    return out
 
 
 def queue_metrics(run_dir: str | os.PathLike, meta: dict | None = None) -> dict:
@@ -120,8 +365,6 @@ def stream_metrics(run_dir: str | os.PathLike) -> list[dict]:
     (``frames_displayed``, ``frames_lost`` — its picture discards — and its buffering episodes
     after the first — its underflows); and the server's retransmitted segments (the largest ``retransmits_total`` of
     each of its connections in ``tcp_state``, summed)."""
-    import numpy as np
-
     from tcpdelay.metrics.playout import stream_playout
     from tcpdelay.records import read_records
 

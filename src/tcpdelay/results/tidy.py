@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from tcpdelay.atomic_file import write_atomic
 from tcpdelay.results import layout, markers
 
 TIDY_PARQUET = "runs.parquet"
@@ -86,6 +87,6 @@ def write_tidy(out_dir: str | os.PathLike) -> tuple[Path, Path]:
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             arrays[k] = pa.array([None if x is None else json.dumps(x) if not isinstance(x, str) else x for x in v])
     table = pa.table(arrays)
-    pq.write_table(table, out / TIDY_PARQUET)
-    pacsv.write_csv(table, out / TIDY_CSV)
+    write_atomic(out / TIDY_PARQUET, lambda tmp: pq.write_table(table, tmp))
+    write_atomic(out / TIDY_CSV, lambda tmp: pacsv.write_csv(table, tmp))
     return out / TIDY_PARQUET, out / TIDY_CSV
