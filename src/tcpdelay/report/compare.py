@@ -322,17 +322,24 @@ _MARKERS = "osD^v<>p*h"
 
 
 def _plain_log_ticks(axis) -> None:
-    """Tick labels of a log axis as plain numbers (``200``, ``0.5``, not ``2×10²``), the minor
-    ticks labelled when the axis spans few decades (matplotlib's own choice)."""
-    from matplotlib.ticker import LogFormatter
+    """Tick labels of a log axis as plain numbers (``200``, ``0.5``, not ``2×10²``): every
+    decade, and the 2s and 5s between them while the axis spans at most four decades."""
+    import math
 
-    class Plain(LogFormatter):
-        def _num_to_string(self, x, vmin, vmax):
-            return f"{x:g}"
+    from matplotlib.ticker import FuncFormatter
 
-    if axis.get_scale() == "log":
-        axis.set_major_formatter(Plain(labelOnlyBase=False))
-        axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    if axis.get_scale() != "log":
+        return
+
+    def minor(v: float, _pos) -> str:
+        lo, hi = sorted(axis.get_view_interval())
+        if lo <= 0 or math.log10(hi / lo) > 4:
+            return ""
+        lead = round(v / 10 ** math.floor(math.log10(v) + 1e-9), 6)
+        return f"{v:g}" if lead in (2.0, 5.0) else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def dot_figure(rows: Sequence[str], values: Sequence[Sequence[float | None]], series: Sequence[str], *,
