@@ -324,8 +324,6 @@ _MARKERS = "osD^v<>p*h"
 def _plain_log_ticks(axis) -> None:
     """Tick labels of a log axis as plain numbers (``200``, ``0.5``, not ``2×10²``): every
     decade, and the 2s and 5s between them while the axis spans at most four decades."""
-    import math
-
     from matplotlib.ticker import FuncFormatter
 
     if axis.get_scale() != "log":
