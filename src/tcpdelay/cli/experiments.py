@@ -32,26 +32,30 @@ def backend_option(f):
                              "ns-3 simulation of the same scenario (docs/ns3.md).")(f)
 
 
+def _check_scenario(backend: str, scenario: Scenario) -> None:
+    """Refuse in one line everything of ``scenario`` the backend cannot run (every cell, every
+    problem at once: :func:`tcpdelay.experiments.backend_check.check_scenario`, which the dry run
+    calls too), and say what it only approximates."""
+    from tcpdelay.experiments.backend_check import check_scenario
+
+    for note in check_scenario(scenario, backend):
+        click.echo(f"tcpdelay: note: backend {backend} approximates: {note}", err=True)
+
+
 def _runner(backend: str = "testbed", scenario: Scenario | None = None, *, here: bool = True):
     """The backend's cell runner, after checking that it can run here (``here``; not when the
-    runs happen on other nodes: each node checks its own) and — for a simulator — that it can run
-    every cell of ``scenario`` (before anything is written)."""
+    runs happen on other nodes: each node checks its own) and that it can run every cell of
+    ``scenario`` (:func:`_check_scenario`; before anything is written)."""
     import functools
 
     from tcpdelay.experiments.backends import get_backend
-    from tcpdelay.experiments.run import plan_run, run_scenario
+    from tcpdelay.experiments.run import run_scenario
 
     runner = get_backend(backend)
     if here:
         runner.check()
-    if scenario is not None and backend != "testbed":
-        notes: list[str] = []
-        for cell in expand(scenario):
-            plan = plan_run(cell.scenario, cell.scenario.seed_list[0])
-            runner.check_plan(plan)
-            notes += [n for n in getattr(runner, "notes", lambda p: [])(plan) if n not in notes]
-        for note in notes:
-            click.echo(f"tcpdelay: note: backend {backend} approximates: {note}", err=True)
+    if scenario is not None:
+        _check_scenario(backend, scenario)
     return run_scenario if backend == "testbed" else functools.partial(run_scenario, backend=backend)
 
 
@@ -139,9 +143,12 @@ def _human(res: dict):
               help="Run the scenario's tiny form instead: its first sweep cell, one repetition, "
                    "every start, stop and outage scaled into this many seconds, transfers capped "
                    "(a quick check; see docs/experiments/README.md).")
+@click.option("--dry-run", is_flag=True,
+              help="Run nothing, write nothing: refuse what the backend cannot run, as the run would, and list "
+                   "the repetitions (status planned, or complete where OUT has them) with an estimate of the time.")
 @backend_option
 @json_option
-def run_cmd(scenario_file, out_dir, tiny_s, backend, as_json):
+def run_cmd(scenario_file, out_dir, tiny_s, dry_run, backend, as_json):
     """Run SCENARIO_FILE (TOML; docs/experiments/README.md) on the emulation testbed: each
     repetition once, its [sweep] ignored. Writes per-packet records (Parquet), per-flow
     summaries, the scenario and the environment into OUT/seed-<s>/ as it goes. A rerun skips
@@ -149,7 +156,11 @@ def run_cmd(scenario_file, out_dir, tiny_s, backend, as_json):
     scenario = load_scenario(scenario_file, sweep=tiny_s is not None)  # run ignores [sweep]
     if tiny_s is not None:
         scenario = tiny_form(scenario, tiny_s)
+    scenario = scenario.model_copy(update={"sweep": {}})             # what run runs: one cell
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
+    if dry_run:
+        _check_scenario(backend, scenario)        # refuses exactly what the run would refuse
+        return _dry_run("run", scenario_file, scenario, out, backend, as_json)
     runner = _runner(backend, scenario)
     res = _run_sweep("run", out, scenario, runner, jobs=1, flat=True)
     if res is None:
@@ -213,7 +224,9 @@ def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order
     out = Path(out_dir) if out_dir else _default_out(scenario_file, scenario)
     jobs = jobs or (default_jobs() if backend == "testbed" else 1)
     if dry_run:
-        return _dry_run(scenario_file, scenario, out, jobs, nodes, shard, order, order_seed, backend, as_json)
+        _check_scenario(backend, scenario)        # refuses exactly what the sweep would refuse
+        return _dry_run("sweep", scenario_file, scenario, out, backend, as_json, jobs=jobs, nodes=nodes, shard=shard,
+                        order=order, order_seed=order_seed, engine=engine)
     runner = _runner(backend, scenario, here=engine == "local" or address is None)
     res = _run_sweep("sweep", out, scenario, runner, jobs=jobs, flat=False, shard=shard, order=order,
                      order_seed=order_seed, engine=engine, address=address, testbed=backend == "testbed")
@@ -228,33 +241,38 @@ def _hours(s: float) -> str:
     return f"{s / 3600:.1f} h" if s >= 5400 else f"{s / 60:.0f} min" if s >= 90 else f"{s:.0f} s"
 
 
-def _dry_run(path, scenario, out, jobs, nodes, shard, order, order_seed, backend, as_json) -> int:
-    """The sweep's usual JSON, every run ``planned`` (or ``complete`` where OUT has it), and an
-    estimate of the wall time: the runs to do, ``jobs`` at a time on each of ``nodes`` nodes."""
+def _dry_run(command, path, scenario, out, backend, as_json, *, jobs=1, nodes=1, shard=None, order="grid",
+             order_seed=1, engine=None) -> int:
+    """The command's usual JSON, every run ``planned`` (or ``complete`` where OUT has it), and an
+    estimate of the wall time: the runs to do, ``jobs`` at a time on each of ``nodes`` nodes
+    (``run``: its repetitions one after another, in OUT/seed-<s>/)."""
     import math
 
+    flat = command == "run"
     cells = expand(scenario)
-    all_units = shard_units(units(cells, out), shard)
+    all_units = shard_units(units(cells, out, flat=flat), shard)
     todo = ordered([u for u in all_units if not u.complete], order, order_seed)
-    per_unit = {u.cell.id: estimate_unit_s(u.cell.scenario, backend) for u in todo}
-    busy_s = sum(per_unit[u.cell.id] for u in todo)
-    wall_s = estimate_wall_s([per_unit[u.cell.id] for u in todo], jobs * nodes)
+    # rough estimates, to the millisecond (a sum of a thousand runs has no business showing 1e-13 s)
+    per_unit = {u.cell.id: round(estimate_unit_s(u.cell.scenario, backend), 3) for u in todo}
+    busy_s = round(sum(per_unit[u.cell.id] for u in todo), 3)
+    wall_s = round(estimate_wall_s([per_unit[u.cell.id] for u in todo], jobs * nodes), 3)
     runs = [{"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir),
              "status": "planned", "estimate_s": per_unit[u.cell.id]} for u in todo]
     runs += [{"cell_id": u.cell.id, "overrides": u.cell.overrides, "seed": u.seed, "run_dir": str(u.run_dir),
               "status": "complete"} for u in all_units if u.complete]
-    doc = {"command": "sweep", "dry_run": True, "scenario_file": path, "scenario": scenario.name, "out_dir": str(out),
+    doc = {"command": command, "dry_run": True, "scenario_file": path, "scenario": scenario.name, "out_dir": str(out),
            "cells": len(cells), "units": len(all_units), "ran": 0, "skipped": len(all_units) - len(todo),
            "failed": [], "wall_s": 0.0, "shard": None if shard is None else f"{shard[0]}/{shard[1]}", "jobs": jobs,
-           "backend": backend, "nodes": nodes, "estimate": {"runs": len(todo), "busy_s": busy_s, "wall_s": wall_s,
-                                                            "per_node_runs": math.ceil(len(todo) / nodes)},
+           "backend": backend, **({} if flat else {"engine": engine}), "nodes": nodes,
+           "estimate": {"runs": len(todo), "busy_s": busy_s, "wall_s": wall_s,
+                        "per_node_runs": math.ceil(len(todo) / nodes)},
            "runs": runs}
 
     def show(console: Console) -> None:
-        console.print(f"sweep {scenario.name or path}: {len(todo)} runs to do of {len(all_units)}"
-                      + (f" (shard {doc['shard']})" if shard else "") + f", order {order}; on {nodes} node(s) x "
-                      f"{jobs} at a time ({backend}): about {_hours(wall_s)} ({_hours(busy_s)} of runs; a rough "
-                      f"estimate: docs/cli.md)")
+        where = f"one after another ({backend})" if flat else f"order {order}; on {nodes} node(s) x {jobs} at a time ({backend})"
+        console.print(f"{command} {scenario.name or path}: {len(todo)} runs to do of {len(all_units)}"
+                      + (f" (shard {doc['shard']})" if shard else "") + f", {where}: about {_hours(wall_s)} "
+                      f"({_hours(busy_s)} of runs; a rough estimate: docs/cli.md)")
         for r in runs[:20]:
             console.print(f"  {r['status']:8} seed {r['seed']}  {' '.join(f'{k}={v}' for k, v in r['overrides'].items()) or '-'}")
         if len(runs) > 20:

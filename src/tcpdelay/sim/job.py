@@ -10,8 +10,9 @@ emulator's direction tables, :class:`tcpdelay.link.DirectionSpec` data, outages 
 to the link's clock), ``hosts`` (name, side ``left``/``right``, and ``tcp``: :class:`HostTcp`),
 ``media`` (:class:`MediaJob`) and ``cross`` (:class:`CrossJob`).
 
-What ns-3 3.44 cannot do of a plan is named here, at plan time, one line each
-(:class:`~tcpdelay.errors.ParameterError`): a congestion control it lacks, RACK/TLP, ...
+What ns-3 3.44 cannot do of a host's TCP is named here, at plan time, every item at once
+(:func:`unsupported`; :func:`host_tcp` raises one :class:`~tcpdelay.errors.ParameterError`
+listing them): a congestion control it lacks, RACK, TLP, ECN, ...
 """
 
 from __future__ import annotations
@@ -49,21 +50,44 @@ LINUX_RMEM_MAX_BYTES = 6 * 1024 * 1024
 DEFAULT_CONGESTION = "cubic"
 
 
+#: What to say once after naming congestion controls ns-3 lacks.
+NS3_CONGESTION_HINT = f"ns-3 3.44 has: {', '.join(sorted(NS3_CONGESTION))}"
+
+
+def _congestion_problems(name: str, params: dict | None) -> list[str]:
+    if name not in NS3_CONGESTION:
+        return [f"congestion control {name!r} is not in ns-3 3.44"]
+    known = NS3_CONGESTION_PARAMS.get(name, {})
+    return [f"congestion control {name!r}: parameter {k!r} has no ns-3 counterpart"
+            + (f" (it has: {', '.join(known)})" if known else " (ns-3's takes none)")
+            for k in (params or {}) if k not in known]
+
+
 def ns3_congestion(name: str | None, params: dict | None = None) -> tuple[str, dict[str, float]]:
     """The ns-3 TypeId and attributes of a congestion control; one line naming what ns-3 has
-    when it lacks it."""
+    when it lacks it (and every parameter it has no counterpart for)."""
     name = name or DEFAULT_CONGESTION
-    if name not in NS3_CONGESTION:
-        raise ParameterError(f"congestion control {name!r} is not in ns-3 3.44 (it has: "
-                             f"{', '.join(sorted(NS3_CONGESTION))}); run it on the testbed")
+    problems = _congestion_problems(name, params)
+    if problems:
+        raise ParameterError("; ".join(problems) + f" ({NS3_CONGESTION_HINT})")
     known = NS3_CONGESTION_PARAMS.get(name, {})
-    attrs = {}
-    for k, v in (params or {}).items():
-        if k not in known:
-            raise ParameterError(f"congestion control {name!r}: parameter {k!r} has no ns-3 counterpart"
-                                 + (f" (it has: {', '.join(known)})" if known else " (ns-3's takes none)"))
-        attrs[known[k]] = v
-    return NS3_CONGESTION[name], attrs
+    return NS3_CONGESTION[name], {known[k]: v for k, v in (params or {}).items()}
+
+
+#: Host-wide settings ns-3 3.44 has nothing for: (key, what it lacks and the setting that avoids it).
+NS3_LACKS: tuple[tuple[str, str], ...] = (
+    ("rack", "rack: ns-3 3.44 has no RACK (set rack = false)"),
+    ("tlp", "tlp: ns-3 3.44 has no tail loss probe (set tlp = false)"),
+    ("ecn", "ecn: the simulated link never marks ECN (set ecn = false)"),
+)
+
+
+def unsupported(settings: dict) -> list[str]:
+    """Everything of a host's TCP settings (:class:`tcpdelay.testbed.TcpSettings` data) that ns-3
+    cannot run, one phrase each, all of them (empty: ns-3 runs it)."""
+    out = _congestion_problems(settings.get("congestion_control") or DEFAULT_CONGESTION,
+                               settings.get("congestion_params"))
+    return out + [why for key, why in NS3_LACKS if settings.get(key)]
 
 
 @dataclass
@@ -79,14 +103,11 @@ class HostTcp:
 
 def host_tcp(settings: dict) -> HostTcp:
     """A testbed host's TCP settings (:class:`tcpdelay.testbed.TcpSettings` data) for ns-3;
-    what ns-3 cannot do is one :class:`ParameterError`."""
-    name, params = settings.get("congestion_control"), settings.get("congestion_params")
-    ctype, cattrs = ns3_congestion(name, params)
-    for key, what in (("rack", "RACK"), ("tlp", "tail loss probe")):
-        if settings.get(key):
-            raise ParameterError(f"{key}: ns-3 3.44 has no {what}; run with {key} = false or on the testbed")
-    if settings.get("ecn"):
-        raise ParameterError("ecn: the ns-3 backend does not model ECN marking (the emulated link never marks)")
+    everything ns-3 cannot do of them is one :class:`ParameterError` (:func:`unsupported`)."""
+    problems = unsupported(settings)
+    if problems:
+        raise ParameterError("; ".join(problems))
+    ctype, cattrs = ns3_congestion(settings.get("congestion_control"), settings.get("congestion_params"))
     wmem, rmem = settings.get("wmem_bytes"), settings.get("rmem_bytes")
     return HostTcp(congestion_type=ctype, congestion_attrs=cattrs,
                    initcwnd_segments=int(settings.get("initcwnd_segments") or LINUX_INITCWND_SEGMENTS),

@@ -8,7 +8,9 @@ import importlib
 from typing import Callable
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, RunFailed, part_name
+from tcpdelay.experiments.backends.base import (
+    Backend, BackendJob, BackendOutcome, RunFailed, Unsupported, part_name, refusal,
+)
 
 #: Backend name -> "module:class" of its implementation (imported when asked for), or a factory.
 BACKENDS: dict[str, str | Callable[[], Backend]] = {
@@ -35,5 +37,5 @@ def get_backend(name: str) -> Backend:
     return getattr(importlib.import_module(module), cls)()
 
 
-__all__ = ["BACKENDS", "Backend", "BackendJob", "BackendOutcome", "RunFailed", "get_backend", "part_name",
-           "register_backend"]
+__all__ = ["BACKENDS", "Backend", "BackendJob", "BackendOutcome", "RunFailed", "Unsupported", "get_backend",
+           "part_name", "refusal", "register_backend"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from tcpdelay.errors import TcpdelayError
+from tcpdelay.errors import ParameterError, TcpdelayError
 from tcpdelay.experiments.plan import RunPlan
 
 
@@ -84,9 +84,23 @@ class Backend(abc.ABC):
         """Raise a one-line :class:`TcpdelayError` if this machine cannot run this backend
         (before anything is written)."""
 
+    def unsupported(self, plan: RunPlan) -> list[Unsupported]:
+        """Everything of ``plan`` this backend cannot run (empty: it runs it), all of it, never
+        only the first. The default: nothing."""
+        return []
+
     def check_plan(self, plan: RunPlan) -> None:
-        """Raise a one-line :class:`~tcpdelay.errors.ParameterError` naming what of ``plan`` this
-        backend cannot run (before anything is written or started). The default accepts all."""
+        """Raise one one-line :class:`~tcpdelay.errors.ParameterError` naming everything of
+        ``plan`` this backend cannot run (:meth:`unsupported`), before anything is written or
+        started."""
+        problems = self.unsupported(plan)
+        if problems:
+            raise ParameterError(refusal(self.name, problems))
+
+    def notes(self, plan: RunPlan) -> list[str]:
+        """What ``plan`` asks for that this backend runs only approximately (one line each, for
+        stderr and environment.json). The default: nothing."""
+        return []
 
     @abc.abstractmethod
     def run(self, job: BackendJob) -> BackendOutcome:
@@ -94,6 +108,60 @@ class Backend(abc.ABC):
         reported in ``lost`` (the record is still written); a run that could not start raises.
         Stopping is an exception (KeyboardInterrupt on Ctrl-C or a sweep's stop): every part
         started is stopped, its last records kept, before the exception goes on."""
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """One thing of a plan a backend cannot run: ``what`` (a phrase: the setting and why),
+    ``where`` ("host ltx1", "flow 'voip'", "link"; empty for the run as a whole) and a ``hint``
+    said once at the end of a refusal however many problems share it (what the backend has)."""
+    what: str
+    where: str = ""
+    hint: str = ""
+
+
+#: Places named in a refusal for one problem at most (then "and N more").
+PLACES_NAMED = 3
+
+
+def places(wheres: list[str]) -> str:
+    """Places of one problem together: "host a", "host b" -> "hosts a, b" (at most
+    :data:`PLACES_NAMED` named of each kind)."""
+    by_kind: dict[str, list[str]] = {}
+    for w in wheres:
+        kind, _, name = w.partition(" ")
+        names = by_kind.setdefault(kind, [])
+        if name and name not in names:
+            names.append(name)
+    out = []
+    for kind, names in by_kind.items():
+        shown = ", ".join(names[:PLACES_NAMED])
+        if len(names) > PLACES_NAMED:
+            shown += f" and {len(names) - PLACES_NAMED} more"
+        out.append(kind + ("s" if len(names) > 1 else "") + (f" {shown}" if shown else ""))
+    return ", ".join(out)
+
+
+def refusal(backend: str, problems: list[Unsupported], subject: str = "this",
+            scope: dict[str, str] | None = None) -> str:
+    """The one line refusing every one of ``problems`` (:meth:`Backend.unsupported`): a problem
+    found in several places is said once, naming them; ``scope`` adds to a problem (by its
+    ``what``) where else it holds, e.g. which cells of a sweep."""
+    grouped: dict[str, list[str]] = {}
+    hints: list[str] = []
+    for p in problems:
+        grouped.setdefault(p.what, [])
+        if p.where:
+            grouped[p.what].append(p.where)
+        if p.hint and p.hint not in hints:
+            hints.append(p.hint)
+    parts = []
+    for what, wheres in grouped.items():
+        head = places(wheres)
+        parts.append((f"{head}: " if head else "") + what + (f" ({scope[what]})" if scope and what in scope else ""))
+    return (f"backend {backend} cannot run {subject}: " + "; ".join(parts)
+            + "".join(f" ({h})" for h in hints)
+            + ("" if backend == "testbed" else "; run it on the testbed, or change these"))
 
 
 def part_name(key: str, plan: RunPlan) -> str:

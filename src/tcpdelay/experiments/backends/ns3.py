@@ -7,8 +7,9 @@ TCP (Linux's defaults where ns-3's differ; the congestion control by the testbed
 link's two directions as they are (the emulator's model runs inside the simulation), each media
 flow's packets (from the same source, seed and times as on the testbed), the cross traffic (bulk,
 web on/off, page loads as request/response over TCP; UDP at its rate).
-What ns-3 or this backend cannot run is one :class:`~tcpdelay.errors.ParameterError` from
-:meth:`Ns3Backend.check_plan`, before anything is written: never a silent difference.
+What ns-3 or this backend cannot run is listed by :meth:`Ns3Backend.unsupported` — every item at
+once — and refused in one :class:`~tcpdelay.errors.ParameterError` by ``check_plan``, before
+anything is written: never a silent difference.
 
 The job runs in this process's ns-3 worker (:func:`tcpdelay.sim.worker.shared_worker`: ns-3 is
 imported once per process, each simulation is a forked child). Simulated time: the link's clock
@@ -26,7 +27,7 @@ from dataclasses import asdict
 import numpy as np
 
 from tcpdelay.errors import ParameterError, TcpdelayError
-from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome
+from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, Unsupported, places
 from tcpdelay.experiments.plan import RunPlan
 
 #: Most web on/off exchanges drawn ahead for one flow (each takes at least its on + off time).
@@ -43,8 +44,8 @@ class Ns3Backend(Backend):
             raise TcpdelayError("backend ns3: ns-3's Python bindings are not installed "
                                 "(pip install 'tcpdelay[sim]', which brings ns3==3.44)")
 
-    def check_plan(self, plan: RunPlan) -> None:
-        _translate(plan, "/nonexistent", write_packets=False)
+    def unsupported(self, plan: RunPlan) -> list[Unsupported]:
+        return unsupported(plan)
 
     def notes(self, plan: RunPlan) -> list[str]:
         """What the plan asks for that ns-3 only approximates (one line each, for stderr and
@@ -54,8 +55,8 @@ class Ns3Backend(Backend):
         seen: dict[str, list[str]] = {}
         for h in plan.hosts:
             for note in approximations(h.get("tcp") or {}):
-                seen.setdefault(note, []).append(h["name"])
-        return [f"hosts {', '.join(names)}: {note}" for note, names in seen.items()]
+                seen.setdefault(note, []).append(f"host {h['name']}")
+        return [f"{places(names)}: {note}" for note, names in seen.items()]
 
     def run(self, job: BackendJob) -> BackendOutcome:
         from tcpdelay.sim.worker import SimulationError, shared_worker
@@ -123,35 +124,63 @@ def _ns3_version() -> str:
         return "unknown"
 
 
-def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=None):
-    """The simulation job of ``plan``; a :class:`ParameterError` for what ns-3 cannot run."""
-    from tcpdelay.sim.job import Job, MediaJob, host_tcp
+def unsupported(plan: RunPlan) -> list[Unsupported]:
+    """Everything of ``plan`` that ns-3 or this backend cannot run, all at once: the hosts' TCP
+    (:func:`tcpdelay.sim.job.unsupported`), congestion-control parameters the hosts set
+    differently (ns-3 takes one value per run), packet captures, pulled streams, media flows'
+    keep-alive and ``notsent_lowat``, cross-traffic kinds without a counterpart."""
+    from tcpdelay.sim.job import DEFAULT_CONGESTION, NS3_CONGESTION, NS3_CONGESTION_HINT, NS3_CONGESTION_PARAMS
+    from tcpdelay.sim.job import unsupported as tcp_unsupported
 
-    hosts = []
+    out: list[Unsupported] = []
+    values: dict[str, dict[float, list[str]]] = {}
     for h in plan.hosts:
-        try:
-            tcp = host_tcp(h.get("tcp") or {})
-        except ParameterError as err:
-            raise ParameterError(f"backend ns3: host {h['name']}: {err}") from None
-        hosts.append({"name": h["name"], "side": h["side"], "tcp": asdict(tcp),
-                      **({"access": h["access"]} if h.get("access") else {})})
-    links = [("link", plan.link)] + [(f"host {h['name']}: access", h["access"]) for h in plan.hosts if h.get("access")]
-    for where, link in links:
+        tcp = h.get("tcp") or {}
+        out += [Unsupported(what, f"host {h['name']}", NS3_CONGESTION_HINT if what.startswith("congestion") else "")
+                for what in tcp_unsupported(tcp)]
+        name = tcp.get("congestion_control") or DEFAULT_CONGESTION
+        for k, v in (tcp.get("congestion_params") or {}).items():
+            if name in NS3_CONGESTION and k in NS3_CONGESTION_PARAMS.get(name, {}):
+                values.setdefault(f"{name} {k}", {}).setdefault(v, []).append(f"host {h['name']}")
+    out += [Unsupported(f"congestion control {what}: the hosts ask for "
+                        + " and ".join(f"{v:g} ({places(w)})" for v, w in by_value.items())
+                        + ", ns-3 takes one value per run")
+            for what, by_value in values.items() if len(by_value) > 1]
+    links = [("link", plan.link, "")] + [(f"host {h['name']}", h["access"], "access link ")
+                                         for h in plan.hosts if h.get("access")]
+    for where, link, which in links:
         for key in ("a_to_b", "b_to_a"):
             if link.get(key, {}).get("pcap_file"):
-                raise ParameterError(f"backend ns3: {where} {key}.pcap_file: no packet capture in the simulation")
+                out.append(Unsupported(f"{which}{key}.pcap_file: no packet capture in the simulation", where))
     if plan.streams:
-        raise ParameterError("backend ns3: pulled streams (http_video: nginx and a player) run on the testbed only")
+        out.append(Unsupported("pulled streams (http_video: nginx and a player) run on the testbed only"))
+    for m in plan.media:
+        if m.flow.heuristics.keepalive:
+            out.append(Unsupported("heuristics.keepalive is not simulated yet", f"flow {m.name!r}"))
+        if m.flow.tcp is not None and m.flow.tcp.notsent_lowat_bytes is not None:
+            out.append(Unsupported("tcp.notsent_lowat_bytes has no ns-3 counterpart", f"flow {m.name!r}"))
+    out += [Unsupported(f"kind {c.kind!r} has no ns-3 counterpart", f"cross {c.name!r}")
+            for c in plan.cross if c.kind not in CROSS_KINDS]
+    return out
+
+
+#: The cross-traffic kinds the simulation runs (:func:`_cross_job`).
+CROSS_KINDS = ("udp", "bulk", "page_load", "transfers", "web_onoff")
+
+
+def _translate(plan: RunPlan, out_dir: str, *, write_packets: bool, packets_dir=None):
+    """The simulation job of ``plan``; one :class:`ParameterError` listing everything ns-3
+    cannot run of it (:func:`unsupported`)."""
+    from tcpdelay.sim.job import Job, MediaJob, host_tcp
+
+    Ns3Backend().check_plan(plan)
+    hosts = [{"name": h["name"], "side": h["side"], "tcp": asdict(host_tcp(h.get("tcp") or {})),
+              **({"access": h["access"]} if h.get("access") else {})} for h in plan.hosts]
     media = []
     for m in plan.media:
         f = m.flow
         h = f.heuristics
-        if h.keepalive:
-            raise ParameterError(f"backend ns3: flow {m.name!r}: heuristics.keepalive is not simulated yet; "
-                                 "run it on the testbed")
         tcp = f.tcp
-        if tcp is not None and tcp.notsent_lowat_bytes is not None:
-            raise ParameterError(f"backend ns3: flow {m.name!r}: tcp.notsent_lowat_bytes has no ns-3 counterpart")
         packets_file = ""
         if write_packets:
             packets_file = str(packets_dir / f"flow-{m.flow_id}.npz")

@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.backends import testbed_streams
-from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, part_name
+from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, Unsupported, part_name
 from tcpdelay.experiments.plan import CROSS_TCP_PORT, CrossPlan, RunPlan
 from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
 from tcpdelay.traffic.source import PreparedSource
@@ -67,6 +67,19 @@ class TestbedBackend(Backend):
 
         require_testbed_environment()
         find_binary()
+
+    def unsupported(self, plan: RunPlan) -> list[Unsupported]:
+        """What of ``plan`` the testbed cannot set up: its hosts and link as a testbed (the
+        spec's checks) and cross-traffic kinds without a starter; all of them."""
+        out = []
+        try:
+            plan.testbed_spec(plan.seed)
+        except ParameterError as err:
+            out.append(Unsupported(str(err)))
+        out += [Unsupported(f"kind {c.kind!r} has no starter on the testbed (one of "
+                            f"{', '.join(sorted(CROSS_STARTERS))})", f"cross {c.name!r}")
+                for c in plan.cross if c.kind not in CROSS_STARTERS]
+        return out
 
     def run(self, job: BackendJob) -> BackendOutcome:
         from tcpdelay.testbed import Testbed

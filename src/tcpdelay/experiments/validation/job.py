@@ -38,8 +38,9 @@ def run_validation(out_dir: str | os.PathLike, *, full: bool = False, jobs: int 
     is already complete there (then only the model side is recomputed)."""
     import functools
 
+    from tcpdelay.experiments.backend_check import check_scenario
     from tcpdelay.experiments.backends import get_backend
-    from tcpdelay.experiments.run import plan_run, run_scenario
+    from tcpdelay.experiments.run import run_scenario
     from tcpdelay.experiments.sweep import expand, run_sweep, units
 
     scenario = validation_scenario(full, duration_s=duration_s, repetitions=repetitions, grid=grid)
@@ -47,8 +48,7 @@ def run_validation(out_dir: str | os.PathLike, *, full: bool = False, jobs: int 
     if any(not u.complete for u in units(cells, out_dir)):
         runner = get_backend(backend)
         runner.check()
-        for cell in cells:           # what the backend cannot run: one line before anything runs
-            runner.check_plan(plan_run(cell.scenario, cell.scenario.seed_list[0]))
+        check_scenario(scenario, runner, cells)   # what the backend cannot run: one line before anything runs
     run = run_scenario if backend == "testbed" else functools.partial(run_scenario, backend=backend)
     res = run_sweep(scenario, out_dir, run, jobs=jobs, console=console, progress=progress)
     size = size_label(full, duration_s=duration_s, repetitions=repetitions, grid=grid)
