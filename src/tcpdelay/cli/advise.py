@@ -69,8 +69,11 @@ def advise_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, playout_s, late_bud
 
     src = _source(profile, rate_bps, packet_bytes)
     if not measure:
+        if out_dir is not None:
+            raise ParameterError("--out: it keeps the measured runs, so it needs --measure (without --measure "
+                                 "nothing is run or written)")
         for flag, given in (("--cross-bulk", cross_bulk), ("--queue-size", queue_size),
-                            ("--measure-option", measure_options), ("--out", out_dir)):
+                            ("--measure-option", measure_options)):
             if given:
                 raise ParameterError(f"{flag}: only a measurement uses it (give --measure); the model sees the "
                                      "path through --rtt-s, --loss and --queue")

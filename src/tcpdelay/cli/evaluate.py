@@ -34,7 +34,8 @@ def open_hint(path: str) -> str:
 
 
 class _Progress:
-    """Shows :class:`tcpdelay.experiments.evaluate.PartEvent` on a console (stderr)."""
+    """Shows :class:`tcpdelay.experiments.evaluate.PartEvent` on a console (stderr); a part's step
+    is said once, though the part computes and then draws the same thing (the advice's paths)."""
 
     def __init__(self, console):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -44,6 +45,7 @@ class _Progress:
         self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=console, transient=True, disable=not self.live)
         self.task = None
+        self.said: set[tuple[int, str]] = set()
 
     def __enter__(self):
         self.bar.__enter__()
@@ -66,6 +68,9 @@ class _Progress:
             if not self.live:
                 self._line(f"{head}: {ev.title} …")
         elif ev.kind == "step":
+            if (ev.index, ev.text) in self.said:
+                return
+            self.said.add((ev.index, ev.text))
             self.bar.update(self.task, description=f"{head}: {ev.text}")
             if not self.live:
                 self._line(f"{head}: {ev.text}")

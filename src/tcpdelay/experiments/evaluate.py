@@ -230,7 +230,7 @@ def _summary(name: str, data: dict) -> str:
     if name == "latency":
         return f"{len(data['transfers'])} transfers"
     if name == "regions":
-        return ", ".join(data)
+        return ", ".join(k for k in data if k != "stack")
     if name == "playout":
         return f"{len(data['voip'])} paths"
     if name == "advice":

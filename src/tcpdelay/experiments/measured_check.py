@@ -56,21 +56,23 @@ def run_measured_check(*, step: Callable[[str], None] | None = None, duration_s:
     ``step(text)`` is told which point is being measured; ``duration_s`` is the media time per
     point (0: leave the check out, saying so). Measured: ``duration_s``, ``wall_s`` (seconds the
     runs took), ``failed`` (the sweep's failed runs) and ``points`` (as ``tcpdelay validate``'s:
-    :func:`tcpdelay.experiments.validation.compare`, without its private keys)."""
+    :func:`tcpdelay.experiments.validation.compare`, without its private keys). Not measured, the
+    same keys are there: ``wall_s`` the seconds spent finding out, ``failed`` and ``points`` empty
+    (or what was measured before a refusal)."""
     step = step or (lambda text: None)
+    t0 = time.monotonic()
     if duration_s == 0:
-        return _not_measured(LEFT_OUT, "left out (measured check duration 0 s)")
+        return _not_measured(LEFT_OUT, "left out (measured check duration 0 s)", duration_s, t0)
     step("checking the testbed")
     reason = testbed_unavailable()
     if reason:
-        return _not_measured(NO_TESTBED, reason)
+        return _not_measured(NO_TESTBED, reason, duration_s, t0)
 
     from tcpdelay.experiments.run import run_scenario
     from tcpdelay.experiments.sweep import run_sweep
     from tcpdelay.experiments.validation import compare, measured_points, validation_scenario
     from tcpdelay.results import load_results
 
-    t0 = time.monotonic()
     points, failed = [], []
     todo = [(stack, loss) for stack, losses in POINTS for loss in losses]
     with tempfile.TemporaryDirectory(prefix="tcpdelay-check-") as tmp:
@@ -82,7 +84,7 @@ def run_measured_check(*, step: Callable[[str], None] | None = None, duration_s:
             try:
                 res = run_sweep(sc, out, run_scenario, jobs=1, progress=False)
             except EnvironmentNotSupported as err:
-                return _not_measured(REFUSED, str(err))
+                return _not_measured(REFUSED, str(err), duration_s, t0, failed, points)
             failed += res.failed
             points += compare(measured_points(load_results(out)))
     wall = time.monotonic() - t0
@@ -91,5 +93,8 @@ def run_measured_check(*, step: Callable[[str], None] | None = None, duration_s:
             "_why": None}
 
 
-def _not_measured(why: str, reason: str) -> dict:
-    return {"measured": False, "reason": reason, "points": [], "_why": why}
+def _not_measured(why: str, reason: str, duration_s: float, t0: float, failed=(), points=()) -> dict:
+    """What a check that did not measure returns: the keys of one that did, and why not."""
+    return {"measured": False, "reason": reason, "duration_s": duration_s, "wall_s": time.monotonic() - t0,
+            "failed": list(failed), "points": [{k: v for k, v in p.items() if not k.startswith("_")} for p in points],
+            "_why": why}
