@@ -65,31 +65,86 @@ class DirPath(click.Path):
         return text
 
 
+class WholeNumber(click.IntRange):
+    """An integer option in ``[min, max]`` that says plainly what is wrong: ``two`` is not a
+    whole number, ``1448.5`` is not whole, ``1e9`` is outside the range (a whole number written
+    with an exponent, ``1e3``, is one)."""
+
+    name = "integer"
+
+    def _allowed(self) -> str:
+        if self.max is None:
+            return f"a whole number >= {self.min}"
+        return f"a whole number from {self.min} to {self.max}"
+
+    def convert(self, value, param, ctx):
+        typed = value
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                number = int(text)
+            except ValueError:
+                try:
+                    real = float(text)
+                except ValueError:
+                    self.fail(f"{value!r} is not a number; give {self._allowed()}", param, ctx)
+                if math.isnan(real):
+                    self.fail("NaN is not allowed", param, ctx)
+                if math.isinf(real):
+                    self.fail(f"{real:g} is not allowed; give {self._allowed()}", param, ctx)
+                if real != int(real):
+                    self.fail(f"{value} is not a whole number; give {self._allowed()}", param, ctx)
+                number = int(real)
+            value = number
+        lo, hi = self.min, self.max
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            self.fail(f"{typed} is outside the range; give {self._allowed()}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+#: A TCP maximum segment size: Linux's smallest (TCP_MIN_MSS) to the largest in an IPv4 packet.
+MSS_BYTES = WholeNumber(88, 65495)
+#: A round-trip time or timeout the models take: above zero, at most an hour.
+MAX_TIME_S = 3600.0
+TIME_S = FiniteFloatRange(min=0.0, min_open=True, max=MAX_TIME_S)
+
 PLOT_FORMATS = (".png", ".svg", ".pdf")
+HTML_FORMATS = (".html", ".htm")
 
 
-class PlotPath(click.ParamType):
-    """A figure file to write: its suffix names a format we draw (checked before any work is
-    done), and it is not a directory."""
+class OutFile(click.ParamType):
+    """A file to write (``--plot``, ``--out``), checked before any work is done: its suffix names
+    a format the writer writes, it is not a directory, and its folder exists: no folder is
+    created, so a mistyped ``/nonexistent/dir/x.png`` is refused rather than made."""
 
-    name = "FILE.png|.svg|.pdf"
+    def __init__(self, formats: tuple[str, ...]) -> None:
+        self.formats = formats
+        self.name = "FILE" + "|".join(formats)
 
     def convert(self, value, param, ctx):
         import os
 
         text = os.fspath(value)
+        allowed = ", ".join(self.formats)
         if not text:
-            self.fail("empty path; give a file name ending in " + ", ".join(PLOT_FORMATS), param, ctx)
+            self.fail("empty path; give a file name ending in " + allowed, param, ctx)
         if os.path.isdir(text):
-            self.fail(f"{text} is a directory; give a file name ending in {', '.join(PLOT_FORMATS)}", param, ctx)
-        if os.path.splitext(text)[1].lower() not in PLOT_FORMATS:
-            self.fail(f"{text} must end in one of {', '.join(PLOT_FORMATS)}", param, ctx)
-        parent = os.path.dirname(os.path.abspath(text))
-        while not os.path.exists(parent):
-            parent = os.path.dirname(parent)
-        if not os.path.isdir(parent):
-            self.fail(f"cannot write {text}: {parent} is not a directory", param, ctx)
+            self.fail(f"{text} is a directory; give a file name ending in {allowed}", param, ctx)
+        if os.path.splitext(text)[1].lower() not in self.formats:
+            self.fail(f"{text} must end in one of {allowed}", param, ctx)
+        folder = os.path.dirname(os.path.abspath(text))
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            self.fail(f"cannot write {text}: {folder} is not a directory", param, ctx)
+        if not os.path.isdir(folder):
+            self.fail(f"cannot write {text}: folder {folder} does not exist (create it first)", param, ctx)
         return text
+
+
+class PlotPath(OutFile):
+    """A figure file to write: .png, .svg or .pdf (see :class:`OutFile`)."""
+
+    def __init__(self) -> None:
+        super().__init__(PLOT_FORMATS)
 
 
 def emit(result: dict, as_json: bool, human: Callable[[Console], None]) -> None:
@@ -196,7 +251,7 @@ def _non_finite(value) -> str | None:
 
 
 def _empty_path(param: click.Parameter, value) -> str | None:
-    if isinstance(param.type, (click.Path, PlotPath)) and isinstance(value, str) and not value.strip():
+    if isinstance(param.type, (click.Path, OutFile)) and isinstance(value, str) and not value.strip():
         return "empty path; give a file or directory name"
     return None
 
