@@ -55,6 +55,7 @@ def test_aggregate_pools_repetitions(sweep_dir):
 
 def test_report_html_and_json(sweep_dir, tmp_path, capsys, cli_exit):
     out = tmp_path / "r" / "report.html"
+    out.parent.mkdir()
     assert cli_exit(["report", str(sweep_dir), "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["runs"] == {"complete": 3, "failed": 1, "incomplete": 1}
@@ -64,7 +65,8 @@ def test_report_html_and_json(sweep_dir, tmp_path, capsys, cli_exit):
     # self-contained: every image embedded, nothing fetched from elsewhere
     assert html.count("data:image/png;base64,") == doc["figures"]
     assert not re.search(r"(src|href)=['\"](https?:|//)", html)
-    assert "RuntimeError: boom" in html and "path.loss.p=0.05" in html
+    # cells are labelled by what differs between them, in the unit a person reads
+    assert "RuntimeError: boom" in html and "loss=5%" in html and "path.loss.p=0.05" not in html
 
 
 @pytest.mark.parametrize("make, message", [

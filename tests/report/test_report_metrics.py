@@ -38,8 +38,9 @@ def test_listed_metrics_only(tmp_path, capsys, make_run, cli_exit):
     for gone in ("late % @100 ms", "MOS", "acceptable %", "RTPI", "goodput kb/s", "TCP retrans", "Jain",
                  "jitter ms", "discards %"):
         assert gone not in headers, gone
-    # one delay CDF, no late-fraction or quality figure
-    assert doc["figures"] == 1 and html.count("data:image/png;base64,") == 1
+    # one delay CDF and the per-cell bars of the loss, no late-fraction or quality figure
+    assert doc["figures"] == 2 and html.count("data:image/png;base64,") == 2
+    assert [p["title"] for p in doc["plots"]] == ["Delay CDF, flow voip", "Media flows per cell"]
     assert "Delay CDF" in html and "Late fraction of flow" not in html and "Quality level over time" not in html
     # the JSON keeps every metric
     flow = doc["cells"][0]["flows"][0]
@@ -53,7 +54,8 @@ def test_metrics_without_a_column_before(tmp_path, capsys, make_run, cli_exit):
     assert "mean ms" not in headers and "loss %" not in headers
     # the RFC 3550 jitter of the repetitions: 0 for the constant run, > 0 for the mixed one
     assert doc["cells"][0]["flows"][0]["jitter_rfc3550_s"] > 0
-    assert doc["figures"] == 1 and "Quality level over time" in html
+    assert doc["figures"] == 2 and "Quality level over time" in html
+    assert [p["title"] for p in doc["plots"]] == ["Quality level, flow voip", "Media flows per cell"]
 
 
 def test_default_metrics_when_the_key_is_absent(tmp_path, capsys, make_run, cli_exit):

@@ -20,12 +20,13 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:72rem;margin:2rem auto;
 padding:0 1rem;color:#1b1f23;line-height:1.45}
 h1{border-bottom:2px solid #444;padding-bottom:.3rem}h2{margin-top:2.2rem;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.8rem 0;font-size:.92rem}
-th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:right}th{background:#f3f3f3}
+table{border-collapse:collapse;margin:.8rem 0;font-size:.85rem}
+th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:right}th{background:#f3f3f3}
+td:first-child{max-width:22rem;overflow-wrap:anywhere}
 td:first-child,th:first-child{text-align:left}caption{caption-side:top;text-align:left;font-weight:600;padding:.3rem 0}
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.9rem;color:#555}
 .note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .8rem}
-.meta{color:#666;font-size:.85rem}.wide{overflow-x:auto}
+.meta{color:#666;font-size:.85rem}.wide{overflow-x:auto;max-width:100%}
 """
 
 
@@ -40,6 +41,8 @@ class Table:
 class Figure:
     png: bytes
     caption: str = ""
+    title: str = ""
+    """The title drawn on the figure (its suptitle, else its first axes' title)."""
 
 
 @dataclass
@@ -65,16 +68,25 @@ class Section:
         """Embed a matplotlib figure (a pyplot figure is closed afterwards)."""
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        title = figure_title(fig)
         if getattr(fig, "number", None) is not None:
             import matplotlib.pyplot as plt
 
             plt.close(fig)
-        return self.png(buf.getvalue(), caption)
+        return self.png(buf.getvalue(), caption, title)
 
-    def png(self, data: bytes, caption: str = "") -> "Section":
+    def png(self, data: bytes, caption: str = "", title: str = "") -> "Section":
         """Embed a PNG image given as bytes."""
-        self.items.append(Figure(data, caption))
+        self.items.append(Figure(data, caption, title))
         return self
+
+
+def figure_title(fig) -> str:
+    """The title a matplotlib figure shows: its suptitle, else its first titled axes' title."""
+    sup = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
+    if sup:
+        return sup
+    return next((t for ax in fig.get_axes() for t in (ax.get_title(), ax.get_title("left")) if t), "")
 
 
 def _generated_at() -> datetime:
@@ -95,6 +107,11 @@ class Report:
         sec = Section(title)
         self.sections.append(sec)
         return sec
+
+    def figures(self) -> list[dict]:
+        """Every embedded figure in order: ``{"section", "title", "caption"}``."""
+        return [{"section": sec.title, "title": it.title, "caption": it.caption}
+                for sec in self.sections for it in sec.items if isinstance(it, Figure)]
 
     def render(self) -> str:
         stamp = _generated_at().strftime("%Y-%m-%d %H:%M UTC")

@@ -15,16 +15,39 @@ import numpy as np
 from matplotlib.figure import Figure
 
 
+def log_ms_axis(ax) -> None:
+    """A log x axis of milliseconds labelled 1-2-5 in plain numbers (``200``, ``500``, ``1000``),
+    no minor labels: the labels never run into each other, whatever the range."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    lo, hi = ax.get_xlim()
+    wide = lo > 0 and hi / lo > 10 ** 2.5  # 1-2-5 over many decades would crowd: decades only
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def _style_delay_cdf(ax, title) -> None:
     """Axes of a delay CDF: log delay in ms, probability 0..1, grid, legend."""
-    ax.set_xscale("log")
+    log_ms_axis(ax)
     ax.set_xlabel("one-way delay (ms, log)")
     ax.set_ylabel("P(delay ≤ x)")
     ax.set_ylim(0, 1.01)
     ax.grid(True, which="both", alpha=0.3)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=7, loc="lower right")
+    legend_outside(ax)
+
+
+def legend_outside(ax, **kw):
+    """The axes' legend to the right of the axes, outside them, so that it never covers a curve
+    (the saved figure grows to hold it); None when nothing is labelled."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                     fontsize=7, frameon=False, **kw)
 
 
 def delay_cdf_figure(series: Sequence[tuple[str, np.ndarray]], *, title: str = "",
@@ -65,7 +88,7 @@ def late_fraction_figure(series: Sequence[tuple[str, Sequence[float], Sequence[f
     ax.grid(True, which="both", alpha=0.3)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     return fig
 
 
@@ -87,7 +110,7 @@ def quality_over_time_figure(series: Sequence[tuple[str, np.ndarray, np.ndarray,
         ax.set_ylabel("level")
         ax.set_title(label, fontsize=8, loc="left")
         ax.grid(True, alpha=0.3)
-    axes[0].legend(fontsize=7, loc="upper right")
+    legend_outside(axes[0])
     axes[-1].set_xlabel("time from the start of the media (s)")
     if title:
         fig.suptitle(title, fontsize=10)
@@ -127,7 +150,7 @@ def model_vs_measured_figure(points: Sequence[dict], *, stat: str, title: str = 
     if title:
         ax.set_title(title)
     if groups:
-        ax.legend(fontsize=7)
+        legend_outside(ax)
     return fig
 
 
@@ -166,7 +189,7 @@ def relative_error_figure(points: Sequence[dict], *, title: str = "") -> Figure:
     if title:
         ax.set_title(title)
     if groups:
-        ax.legend(fontsize=7)
+        legend_outside(ax)
     return fig
 
 
@@ -189,28 +212,102 @@ def measured_and_model_cdf_figure(pairs: Sequence[tuple[str, np.ndarray, np.ndar
     return fig
 
 
+def has_values(arrays) -> bool:
+    """Whether any of ``arrays`` holds a finite value (a panel of only NaN is left out)."""
+    return any(np.isfinite(np.asarray(a, float)).any() for a in arrays)
+
+
 def tcp_state_figure(series: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *,
                      title: str = "") -> Figure:
     """TCP state over time, one curve per ``(label, t_s, cwnd_segments, srtt_s,
     delivery_rate_bps)``: congestion window (segments), smoothed RTT (ms) and throughput (the
-    kernel's delivery rate, Mbit/s) in three panels sharing the time axis, as flent's
-    time-series plots and the papers' cwnd traces show them."""
-    fig = Figure(figsize=(7.5, 7.0))
-    ax_cwnd, ax_rtt, ax_rate = fig.subplots(3, 1, sharex=True)
-    for label, t, cwnd, srtt, rate in series:
-        line, = ax_cwnd.step(t, cwnd, where="post", label=label, linewidth=0.9)
-        ax_rtt.plot(t, np.asarray(srtt, float) * 1e3, color=line.get_color(), linewidth=0.9)
-        ax_rate.plot(t, np.asarray(rate, float) / 1e6, color=line.get_color(), linewidth=0.9)
-    ax_cwnd.set_ylabel("cwnd (segments)")
-    ax_rtt.set_ylabel("smoothed RTT (ms)")
-    ax_rate.set_ylabel("delivery rate (Mbit/s)")
-    ax_rate.set_xlabel("time from the run's first sample (s)")
-    for ax in (ax_cwnd, ax_rtt, ax_rate):
+    kernel's delivery rate, Mbit/s) in panels sharing the time axis, as flent's time-series plots
+    and the papers' cwnd traces show them. A quantity no connection recorded (ns-3 records no
+    delivery rate: all NaN) gets no panel."""
+    panels = [("cwnd (segments)", 2, 1.0, True),
+              ("smoothed RTT (ms)", 3, 1e3, has_values(s[3] for s in series)),
+              ("delivery rate (Mbit/s)", 4, 1e-6, has_values(s[4] for s in series))]
+    panels = [p for p in panels if p[3]]
+    fig = Figure(figsize=(7.5, 1.2 + 1.95 * len(panels)))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for label, *values in series:
+        color = None
+        for ax, (_, idx, scale, _) in zip(axes, panels):
+            y = np.asarray(values[idx - 1], float) * scale
+            if idx == 2:
+                line, = ax.step(values[0], y, where="post", label=label, linewidth=0.9)
+                color = line.get_color()
+            else:
+                ax.plot(values[0], y, color=color, linewidth=0.9)
+    for ax, (ylabel, _, _, _) in zip(axes, panels):
+        ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         ax.set_ylim(bottom=0)
-    if series:
-        ax_cwnd.legend(fontsize=7, loc="upper right")
+    axes[-1].set_xlabel("time from the run's first sample (s)")
+    legend_outside(axes[0])
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def times_cdf_figure(series: Sequence[tuple[str, np.ndarray]], *, xlabel: str, title: str = "") -> Figure:
+    """Empirical CDF of durations (s, drawn in ms on a log axis), one curve per ``(label, x_s)``
+    (NaN left out): handshake and transfer times."""
+    fig = Figure(figsize=(7.5, 4.2))
+    ax = fig.add_subplot()
+    for label, x in series:
+        x = np.sort(np.asarray(x, float)[np.isfinite(x)])
+        if x.size:
+            ax.step(x * 1e3, np.arange(1, x.size + 1) / x.size, where="post", label=f"{label} (n={x.size})")
+    log_ms_axis(ax)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("P(time ≤ x)")
+    ax.set_ylim(0, 1.01)
+    ax.grid(True, which="both", alpha=0.3)
+    if title:
+        ax.set_title(title)
+    legend_outside(ax)
+    return fig
+
+
+def bars_figure(labels: Sequence[str], panels: Sequence[tuple[str, Sequence[float | None], Sequence[float | None]]],
+                *, title: str = "") -> Figure:
+    """Horizontal bars, one row per label (a cell), one panel per ``(axis label, means, stds)``
+    side by side with the labels once on the left; a missing value draws no bar. The stds are
+    error bars (the spread over the runs)."""
+    n = max(1, len(labels))
+    fig = Figure(figsize=(2.2 + 2.6 * len(panels), 1.1 + 0.26 * n))
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    y = np.arange(n)
+    for i, (ax, (xlabel, means, stds)) in enumerate(zip(axes, panels)):
+        m = np.array([np.nan if v is None else float(v) for v in means])
+        e = np.array([0.0 if v is None else float(v) for v in stds])
+        ax.barh(y, np.nan_to_num(m), xerr=np.where(np.isfinite(m), e, 0.0), color=f"C{i % 10}", alpha=0.8,
+                error_kw={"elinewidth": 0.8, "capsize": 2})
+        ax.set_xlabel(xlabel)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.set_xlim(left=0)
+    axes[0].set_yticks(y)
+    axes[0].set_yticklabels(labels, fontsize=7)
+    axes[0].invert_yaxis()
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def queue_trace_figure(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, title: str = "") -> Figure:
+    """The bottleneck queue's length (packets) over time, one curve per ``(label, t_s, packets)``."""
+    fig = Figure(figsize=(7.5, 3.6))
+    ax = fig.add_subplot()
+    for label, t, packets in series:
+        ax.step(t, packets, where="post", label=label, linewidth=0.9)
+    ax.set_xlabel("time from the first sample (s)")
+    ax.set_ylabel("queue (packets)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    if title:
+        ax.set_title(title)
+    legend_outside(ax)
     return fig
