@@ -94,6 +94,11 @@ BAD = [
     (["latency", "--size-bytes", "100", "--rtt-s", "0.1", "--loss", "1"], "--loss"),
     (BASE + ["--init-window", "0.5"], "--init-window"),
     (BASE + ["--syn-retries", "-1"], "--syn-retries"),
+    # issue 27, defect 7: absurd values and click's "is not a valid integer range"
+    (["latency", "--size-bytes", "1e5", "--rtt-s", "1e308", "--loss", "0.01"], "--rtt-s: 1e+308 is not in the range"),
+    (BASE + ["--mss-bytes", "1e9"], "--mss-bytes: 1e9 is outside the range; give a whole number from 88 to 65495"),
+    (BASE + ["--mss-bytes", "100000000"], "--mss-bytes: 100000000 is outside the range"),
+    (BASE + ["--syn-retries", "two"], "--syn-retries: 'two' is not a number; give a whole number from 0 to"),
 ]
 
 
@@ -112,10 +117,23 @@ def test_unwritable_plot_path_is_one_line(capsys, tmp_path):
     _one_line(err, "cannot write")
 
 
-def test_plot_creates_its_folder(capsys, tmp_path):
-    path = tmp_path / "new" / "fig.png"
-    assert run(capsys, *BASE, "--plot", str(path))[0] == 0
-    assert path.exists()
+def test_plot_into_a_missing_folder_is_refused_and_creates_nothing(capsys, tmp_path):
+    """Issue 27, defect 6: --plot /nonexistent/dir/x.png made /nonexistent/dir. No folder is
+    created now: a missing one is one line, before any work."""
+    path = tmp_path / "missing" / "deeper" / "fig.png"
+    code, out, err = run(capsys, *BASE, "--plot", str(path))
+    assert code == 2 and out == ""
+    _one_line(err, f"--plot: cannot write {path}: folder {path.parent} does not exist")
+    assert list(tmp_path.iterdir()) == []
+    code, out, err = run(capsys, *BASE, "--plot", str(tmp_path / "new" / "fig.png"))
+    assert code == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_plot_into_an_existing_folder_says_where(capsys, tmp_path):
+    path = tmp_path / "fig.svg"
+    code, out, _ = run(capsys, *BASE, "--plot", str(path))
+    assert code == 0 and path.stat().st_size > 1000
+    assert f"Plot written to {path}" in " ".join(out.split())
 
 
 @pytest.mark.parametrize("args, fragment", BAD)

@@ -52,7 +52,7 @@ def test_delay_unstable_warns_and_prints_no_numbers():
     (["delay", "--profile", "voip", "--rate-bps", "1e5", "--rtt-s", "0.1", "--loss", "0.01"], "not both"),
     (["delay", "--profile", "skype", "--rtt-s", "0.1", "--loss", "0.01"], "--profile"),
     (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "1"], "--loss"),
-    (["delay", "--rate-bps", "1e6", "--packet-bytes", "3000", "--rtt-s", "0.1", "--loss", "0.01"], "mss_bytes"),
+    (["delay", "--rate-bps", "1e6", "--packet-bytes", "3000", "--rtt-s", "0.1", "--loss", "0.01"], "--mss-bytes"),
     (["region", "--profile", "voip", "--rtts-s", "0.1,abc"], "--rtts-s"),
     (["region", "--profile", "voip", "--losses", "0.01,2"], "losses"),
     (["playout", "--profile", "voip", "--rtt-s", "0", "--loss", "0.01"], "--rtt-s"),
@@ -121,6 +121,49 @@ def test_bad_values_are_one_line_naming_command_and_flag(tmp_path, args, prefix)
     assert lines[0].startswith("tcpdelay: error: " + prefix.replace("{dir}", str(tmp_path))), lines[0]
     assert res.stdout == ""  # refused before anything was solved or printed
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, line", [
+    # issue 27, defect 7: click said "'two' is not a valid integer range."
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--connections", "two"],
+     "tcpdelay delay: --connections: 'two' is not a number; give a whole number from 1 to 64"),
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--mss-bytes", "1e9"],
+     "tcpdelay delay: --mss-bytes: 1e9 is outside the range; give a whole number from 88 to 65495"),
+    # --mss-bytes too small for the profile's packets blamed --packet-bytes, which was not given
+    (["delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--mss-bytes", "100"],
+     "tcpdelay delay: --mss-bytes: 100 is smaller than one packet of profile voip (174 bytes); give at least "
+     "174, or cut the packets with --split N"),
+    (["playout", "--profile", "video", "--rtt-s", "0.1", "--loss", "0.01", "--mss-bytes", "1000"],
+     "tcpdelay playout: --mss-bytes: 1000 is smaller than one packet of profile video (1448 bytes); give at "
+     "least 1448"),
+    (["region", "--profile", "video", "--rtts-s", "0.1", "--losses", "0.01", "--mss-bytes", "1000"],
+     "tcpdelay region: --mss-bytes: 1000 is smaller than one packet of profile video (1448 bytes); give at "
+     "least 1448"),
+    (["delay", "--rate-bps", "1e5", "--packet-bytes", "300", "--mss-bytes", "200", "--rtt-s", "0.1", "--loss", "0.01"],
+     "tcpdelay delay: --packet-bytes: 300 exceeds --mss-bytes 200; a packet must fit in one segment: give a "
+     "smaller --packet-bytes or a larger --mss-bytes, or cut the packets with --split N"),
+    # region dropped the empty entry, and solved a repeated value twice (two identical rows)
+    (["region", "--profile", "voip", "--rtts-s", "0.1,,0.2", "--losses", "0.01"],
+     "tcpdelay region: --rtts-s: '0.1,,0.2' has an empty entry (number 2); give numbers separated by "
+     "single commas (e.g. '0.02,0.1,0.3')"),
+    (["region", "--profile", "voip", "--rtts-s", "0.1", "--losses", "0.01,"],
+     "tcpdelay region: --losses: '0.01,' has an empty entry (number 2); give numbers separated by single "
+     "commas (e.g. '0.02,0.1,0.3')"),
+    (["region", "--profile", "voip", "--rtts-s", "0.1,0.2,0.1", "--losses", "0.01"],
+     "tcpdelay region: --rtts-s: 0.1 given more than once; give each value once"),
+    (["region", "--profile", "voip", "--rtts-s", "0.1", "--losses", "0.01,0.02,0.010"],
+     "tcpdelay region: --losses: 0.01 given more than once; give each value once"),
+])
+def test_input_checks_name_the_right_option_and_the_allowed_values(args, line):
+    res = tcpdelay(*args)
+    assert res.returncode == 2 and res.stdout == ""  # no blank line from the progress bar either
+    assert res.stderr.splitlines() == [f"tcpdelay: error: {line}"]
+
+
+def test_region_takes_spaces_after_commas():
+    res = tcpdelay("region", "--profile", "voip", "--rtts-s", "0.1, 0.3", "--losses", "0.01", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["rtts_s"] == [0.1, 0.3]
 
 
 def test_the_library_refuses_what_would_overflow():

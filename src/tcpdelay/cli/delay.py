@@ -9,8 +9,9 @@ import re
 import click
 
 from tcpdelay.cli.common import (
-    POSITIVE, PROBABILITY, FiniteFloatRange, PlotPath, emit, fmt_bps, fmt_s, json_option, key_value_table,
+    MSS_BYTES, POSITIVE, PROBABILITY, FiniteFloatRange, PlotPath, WholeNumber, emit, fmt_bps, fmt_s, json_option,
 )
+from tcpdelay.cli.text_layout import compact_table, print_key_values, print_title, print_wrapped, print_written
 from tcpdelay.errors import ParameterError
 from tcpdelay.fidelity import summary_text
 from tcpdelay.model.delay.predict import MAX_CONNECTIONS, MAX_SPLIT
@@ -35,7 +36,8 @@ def _model_options(f):
                           "duplicate ACKs and RTOs: ns-3, kernels before RACK) or paper (Brosh et al.'s "
                           "Table 6 as published). docs/models/delay.md."),
         click.option("--one-way-s", type=FiniteFloatRange(min=0), default=None, help="One-way delay L [default RTT/2]."),
-        click.option("--mss-bytes", type=POSITIVE, default=1448, show_default=True),
+        click.option("--mss-bytes", type=MSS_BYTES, default=1448, show_default=True,
+                     help="Maximum segment size, 88 to 65495 bytes; a packet must fit in one segment."),
         click.option("--t0-s", type=POSITIVE, default=None, help="First retransmission timeout [default RTT + 0.2 s, the Linux RTO]."),
         click.option("--loss-model", type=click.Choice(["random", "correlated"]), default="random", show_default=True),
         click.option("--queue", type=click.Choice(["packets", "bytes"]), default="packets", show_default=True,
@@ -74,6 +76,37 @@ def _source(profile, rate_bps, packet_bytes) -> dict:
     return {"profile": profile, "rate_bps": rate_bps, "packet_bytes": packet_bytes}
 
 
+_PACKET_OVER_MSS = re.compile(r"^packet_bytes: (\S+) exceeds mss_bytes (\S+);")
+
+
+def _blame_mss(err: ParameterError, src: dict) -> ParameterError:
+    """The model's "packet_bytes exceeds mss_bytes" worded for the option the user typed: a
+    profile's packets too big for the --mss-bytes given blame --mss-bytes, not --packet-bytes."""
+    m = _PACKET_OVER_MSS.match(str(err))
+    if m is None:
+        return err
+    packet, mss = m.groups()
+    ctx = click.get_current_context()
+    mss_given = ctx.get_parameter_source("mss_bytes") not in (None, click.core.ParameterSource.DEFAULT)
+    split = ", or cut the packets with --split N" if _find_split(ctx) else ""
+    if src["packet_bytes"] is None:  # a profile's packets
+        return ParameterError(f"mss_bytes: {mss} is smaller than one packet of profile {src['profile']} "
+                              f"({packet} bytes); give at least {packet}{split}")
+    if mss_given:
+        return ParameterError(f"packet_bytes: {packet} exceeds --mss-bytes {mss}; a packet must fit in one "
+                              f"segment: give a smaller --packet-bytes or a larger --mss-bytes{split}")
+    return ParameterError(f"packet_bytes: {packet} exceeds one segment (--mss-bytes {mss}, the default); give "
+                          f"a larger --mss-bytes{split}")
+
+
+def _find_split(ctx: click.Context) -> bool:
+    return any(p.name == "split" for p in ctx.command.params)
+
+
+def _plot_written(console, path) -> None:
+    print_written(console, "Plot", path)
+
+
 def model_error(pred, rtt_s: float, loss: float, *, split: int = 1, connections: int = 1) -> dict:
     """How far to trust ``pred``: the model's measured error at the nearest points of the
     committed fidelity table (:func:`tcpdelay.fidelity.nearby_error`)."""
@@ -96,8 +129,8 @@ def _warn(messages) -> None:
 @click.option("--rtt-s", type=POSITIVE, required=True, help="Round-trip time in seconds.")
 @click.option("--loss", type=PROBABILITY, required=True, help="Segment loss probability, 0 <= p < 1.")
 @_model_options
-@click.option("--split", type=click.IntRange(1, MAX_SPLIT), default=1, show_default=True, help="split-N: N packets of a/N at N·f (Section 7.1).")
-@click.option("--connections", type=click.IntRange(1, MAX_CONNECTIONS), default=1, show_default=True,
+@click.option("--split", type=WholeNumber(1, MAX_SPLIT), default=1, show_default=True, help="split-N: N packets of a/N at N·f (Section 7.1).")
+@click.option("--connections", type=WholeNumber(1, MAX_CONNECTIONS), default=1, show_default=True,
               help="Blind round-robin over N parallel connections (Section 7.2).")
 @click.option("--plot", "plot_path", type=PlotPath(), default=None, help="Write the delay CDF to this file (.png, .svg, .pdf).")
 @json_option
@@ -107,13 +140,17 @@ def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, 
     from tcpdelay.model.delay import predict
 
     src = _source(profile, rate_bps, packet_bytes)
-    pred = predict(**src, rtt_s=rtt_s, loss=loss, split=split, connections=connections, **_model_kwargs(kw))
+    try:
+        pred = predict(**src, rtt_s=rtt_s, loss=loss, split=split, connections=connections, **_model_kwargs(kw))
+    except ParameterError as err:
+        raise _blame_mss(err, src) from None
     res = pred.to_dict()
     res["model_error"] = model_error(pred, rtt_s, loss, split=split, connections=connections)
     _warn(pred.info.get("warnings"))
     if plot_path:
         from tcpdelay.report.delay_plots import plot_delay_distribution
-        plot_delay_distribution(pred, plot_path, f"{pred.info['profile']}: RTT {rtt_s * 1e3:g} ms, loss {loss * 100:g} %")
+        res["plot_path"] = str(plot_delay_distribution(
+            pred, plot_path, f"{pred.info['profile']}: RTT {rtt_s * 1e3:g} ms, loss {loss * 100:g} %"))
 
     def human(console):
         title = (f"Delay: {pred.info['profile']} ({fmt_bps(pred.info['source_rate_bps'])}), RTT {rtt_s * 1e3:g} ms, "
@@ -124,7 +161,9 @@ def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, 
                     ("TCP throughput (PFTK)", fmt_bps(res["tcp_throughput_bps"])),
                     ("source rate (per connection)", fmt_bps(res["rate_bps"]))]
         else:
-            rows = [(k, fmt_s(res[k])) for k in ("mean_s", "std_s", "p50_s", "p95_s", "p99_s", "p999_s", "max_s")]
+            rows = [(name, fmt_s(res[k])) for name, k in (("mean", "mean_s"), ("std", "std_s"), ("p50", "p50_s"),
+                                                         ("p95", "p95_s"), ("p99", "p99_s"), ("p99.9", "p999_s"),
+                                                         ("max", "max_s"))]
             rows += [("stack", res["stack"])]
             if res["stack"] != "paper":
                 rows += [("held behind a loss (HOL)", f"{res['held_fraction'] * 100:.2f} % of packets"),
@@ -137,8 +176,10 @@ def delay_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, split, connections, 
                      ("truncated mass", f"{res['truncated_mass']:.1e}"),
                      ("states (recurrent)", f"{res['states']} ({res['recurrent_states']})"),
                      ("solve", fmt_s(res["solve_s"]))]
-        console.print(key_value_table(title, rows))
-        console.print(summary_text(res["model_error"]), highlight=False, markup=False)
+        print_key_values(console, title, rows)
+        print_wrapped(console, summary_text(res["model_error"]))
+        if plot_path:
+            _plot_written(console, res["plot_path"])
 
     emit(res, as_json, human)
 
@@ -152,14 +193,24 @@ _GRID_FLAGS = re.compile(r"^(rtts?_s|loss(?:es)?)(?=:)")
 
 
 def _floats(text: str | None, name: str):
+    """A comma-separated list of distinct numbers (spaces around the commas allowed): an empty
+    entry (``0.1,,0.2``, a trailing comma) or a repeated value is refused, never dropped."""
     if text is None:
         return None
+    if not text.strip():
+        raise ParameterError(f"{name}: empty list; give numbers separated by commas (e.g. '0.02,0.1,0.3')")
+    entries = re.split(r"\s*,\s*|\s+", text.strip())
+    if "" in entries:
+        raise ParameterError(f"{name}: {text!r} has an empty entry (number {entries.index('') + 1}); "
+                             "give numbers separated by single commas (e.g. '0.02,0.1,0.3')")
     try:
-        vals = [float(x) for x in text.replace(",", " ").split()]
+        vals = [float(x) for x in entries]
     except ValueError:
         raise ParameterError(f"{name}: {text!r} is not a list of numbers (e.g. '0.02,0.1,0.3')") from None
-    if not vals:
-        raise ParameterError(f"{name}: empty list")
+    repeated = sorted({v for v in vals if vals.count(v) > 1})
+    if repeated:
+        raise ParameterError(f"{name}: {', '.join(f'{v:g}' for v in repeated)} given more than once; "
+                             "give each value once")
     for v in vals:
         if not math.isfinite(v):
             raise ParameterError(f"{name}: {'NaN' if math.isnan(v) else f'{v:g}'} is not allowed; give finite numbers")
@@ -175,49 +226,87 @@ def _floats(text: str | None, name: str):
 @click.option("--bound-s", type=POSITIVE, default=None, help="Criterion bound in seconds [default: the profile's, 0.2 VoIP, 5 video].")
 @click.option("--rtts-s", default=None, help="Comma-separated RTTs [default 0.02,0.1,0.3].")
 @click.option("--losses", default=None, help="Comma-separated loss rates [default 0.001,0.005,0.01,0.02,0.03,0.05,0.1].")
-@click.option("--workers", type=click.IntRange(1, 256), default=None, help="Processes [default: CPU count].")
+@click.option("--workers", type=WholeNumber(1, 256), default=None, help="Processes [default: CPU count].")
 @_model_options
 @click.option("--plot", "plot_path", type=PlotPath(), default=None, help="Write the region plot (.png, .svg, .pdf) to this file.")
 @json_option
 def region_cmd(profile, rate_bps, packet_bytes, percentile, bound_s, rtts_s, losses, workers, plot_path, as_json, **kw):
     """Working region (Section 6.1): per RTT, the largest loss rate at which the delay
     percentile stays within the bound."""
+    from rich.console import Console
     from rich.progress import Progress
 
     from tcpdelay.model.delay.region import DEFAULT_LOSSES, DEFAULT_RTTS_S, working_region
 
     src = _source(profile, rate_bps, packet_bytes)
     grid = dict(rtts_s=_floats(rtts_s, "--rtts-s") or DEFAULT_RTTS_S, losses=_floats(losses, "--losses") or DEFAULT_LOSSES)
-    with Progress(transient=True, disable=as_json) as bar:
+    err_console = Console(stderr=True)  # the bar on stderr, and only on a terminal: no stray blank line
+    with Progress(console=err_console, transient=True, disable=as_json or not err_console.is_terminal) as bar:
         task = bar.add_task("solving grid", total=len(grid["rtts_s"]) * len(grid["losses"]))
         try:
             res = working_region(**src, percentile=percentile, bound_s=bound_s, workers=workers,
                                  progress=lambda i, n: bar.update(task, completed=i), **grid, **_model_kwargs(kw))
         except ParameterError as err:  # a cell's rtt_s / loss is one value of --rtts-s / --losses
+            err = _blame_mss(err, src)
             raise ParameterError(_GRID_FLAGS.sub(lambda m: _GRID_FLAG[m.group(1)], str(err), count=1)) from None
     if plot_path:
         from tcpdelay.report.delay_plots import plot_region
-        plot_region(res, plot_path)
+        res["plot_path"] = str(plot_region(res, plot_path))
 
     def human(console):
-        from rich.table import Table
-        t = Table(title=f"Working region: {res['profile']}, p{res['percentile']:g} ≤ {fmt_s(res['bound_s'])}, "
-                        f"stack {kw['stack']} (grid solved in {res['elapsed_s']:.1f} s)", title_justify="left")
-        t.add_column("RTT")
-        for p in res["losses"]:
-            t.add_column(f"{p * 100:g} %", justify="right")
-        t.add_column("max loss", justify="right")
-        for r, best in zip(res["rtts_s"], res["max_loss_by_rtt"]):
-            row = [fmt_s(r)]
-            for p in res["losses"]:
-                c = next(c for c in res["cells"] if c["rtt_s"] == r and c["loss"] == p)
-                row.append("unstable" if c["unstable"] else
-                           f"[{'green' if c['ok'] else 'red'}]{fmt_s(c['value_s'])}[/]")
-            row.append("none" if best["max_loss"] is None else f"{best['max_loss'] * 100:g} %")
-            t.add_row(*row)
-        console.print(t)
+        print_title(console, f"Working region: {res['profile']}, p{res['percentile']:g} ≤ {fmt_s(res['bound_s'])}, "
+                             f"stack {kw['stack']}, grid solved in {res['elapsed_s']:.1f} s")
+        print_wrapped(console, f"p{res['percentile']:g} delay in ms, a row per loss rate and a column per RTT; "
+                               "✗: beyond the bound; max loss: the largest loss up to which every loss meets it")
+        for i, table in enumerate(region_tables(res, console.width)):
+            if i:
+                console.print()
+            console.print(table)
+        if plot_path:
+            _plot_written(console, res["plot_path"])
 
     emit(res, as_json, human)
+
+
+def region_tables(res: dict, width: int) -> list:
+    """``region``'s grid as text tables that fit ``width``: a row per loss rate (any number of
+    them), a column per RTT, the max-loss row last; RTTs beyond one table's width go on to the
+    next table."""
+    cell = {(c["rtt_s"], c["loss"]): c for c in res["cells"]}
+    best = {b["rtt_s"]: b["max_loss"] for b in res["max_loss_by_rtt"]}
+
+    def value(c: dict) -> str:
+        if c["unstable"] or c["value_s"] is None:
+            return "unstable"
+        return f"[{'green' if c['ok'] else 'red'}]{c['value_s'] * 1e3:.1f}{'' if c['ok'] else ' ✗'}[/]"
+
+    columns = []  # (header, cells top to bottom, width of the widest plain text)
+    for r in res["rtts_s"]:
+        cells = [value(cell[(r, p)]) for p in res["losses"]]
+        cells.append("none" if best.get(r) is None else f"{best[r] * 100:g} %")
+        header = f"RTT {r * 1e3:g} ms" if r < 1 else f"RTT {r:g} s"
+        plain = [len(re.sub(r"\[/?[a-z]*\]", "", x)) for x in cells]
+        columns.append((header, cells, max([len(header)] + plain)))
+    first = [f"{p * 100:g} %" for p in res["losses"]] + ["max loss"]
+    first_width = max(len("loss"), *(len(x) for x in first))
+    chunks, chunk, used = [], [], first_width
+    for col in columns:
+        if chunk and used + 2 + col[2] > width:
+            chunks.append(chunk)
+            chunk, used = [], first_width
+        chunk.append(col)
+        used += 2 + col[2]
+    chunks.append(chunk)
+    tables = []
+    for chunk in chunks:
+        t = compact_table()
+        t.add_column("loss")
+        for header, _, _ in chunk:
+            t.add_column(header, justify="right", no_wrap=True)
+        for i, name in enumerate(first):
+            t.add_row(name, *(cells[i] for _, cells, _ in chunk), end_section=i == len(first) - 2)
+        tables.append(t)
+    return tables
 
 
 @click.command("playout")
@@ -233,12 +322,15 @@ def playout_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, plot_path, as_json
     from tcpdelay.model.delay.playout import playout_advice
 
     src = _source(profile, rate_bps, packet_bytes)
-    res = playout_advice(**src, rtt_s=rtt_s, loss=loss, **_model_kwargs(kw))
+    try:
+        res = playout_advice(**src, rtt_s=rtt_s, loss=loss, **_model_kwargs(kw))
+    except ParameterError as err:
+        raise _blame_mss(err, src) from None
     if res["unstable"]:
         _warn(["unstable: the source's rate exceeds TCP's achievable throughput; every playout delay is eventually exceeded"])
     if plot_path:
         from tcpdelay.report.delay_plots import plot_late_fraction
-        plot_late_fraction(res, plot_path)
+        res["plot_path"] = str(plot_late_fraction(res, plot_path))
 
     def human(console):
         rows = [("recommended playout L+RTT+3/f", fmt_s(res["recommended_playout_s"])),
@@ -246,7 +338,9 @@ def playout_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, plot_path, as_json
                 ("TCP-delayed packets it masks", f"{res['masked_tcp_delay_fraction'] * 100:.1f} %")]
         for x, y in list(zip(res["curve"]["playout_delay_s"], res["curve"]["late_fraction"]))[::6]:
             rows.append((f"late at {fmt_s(x)}", f"{y * 100:.3g} %"))
-        console.print(key_value_table(f"Playout: {res['profile']}, RTT {rtt_s * 1e3:g} ms, loss {loss * 100:g} %", rows))
+        print_key_values(console, f"Playout: {res['profile']}, RTT {rtt_s * 1e3:g} ms, loss {loss * 100:g} %", rows)
+        if plot_path:
+            _plot_written(console, res["plot_path"])
 
     emit(res, as_json, human)
 

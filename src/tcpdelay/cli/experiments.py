@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from tcpdelay.cli.common import emit, fmt_s, json_option
 from tcpdelay.experiments.scenario import Scenario, load_scenario
@@ -106,26 +105,34 @@ def _result(command: str, path: str, scenario: Scenario, res: SweepResult, jobs:
 
 def _human(res: dict):
     def show(console: Console) -> None:
+        from tcpdelay.cli.text_layout import compact_table, print_title, print_wrapped
+        from tcpdelay.report.cell_labels import compact_labels
+
         flat = res["command"] == "run"
-        table = Table(title=f"{res['command']} {res['scenario'] or res['scenario_file']}: {res['out_dir']}",
-                      title_justify="left")
-        cols = ["seed", "status", "media packets sent / received", "delay mean / p95 per flow",
-                "drops on the link", "run directory"]
+        print_title(console, f"{res['command']} {res['scenario'] or res['scenario_file']}: {res['out_dir']}")
+        print_wrapped(console, "packets: media packets sent / received; delay: mean / p95 in ms of each "
+                               "media flow; drops: the link's, per direction; run directories: "
+                               + ("OUT/seed-<seed>/" if flat else "OUT/cells/<cell_id>/seed-<seed>/ (--json has them)"))
+        table = compact_table()
+        cols = ["seed", "status", "packets", "delay", "drops"]
         if not flat:
-            cols = ["parameters"] + cols
+            cols = ["cell"] + cols
         for col in cols:
-            table.add_column(col)
+            table.add_column(col, no_wrap=col in ("seed", "status"), overflow="fold")
+        keys = {r["cell_id"]: r["overrides"] for r in res["runs"]}
+        labels = dict(zip(keys, compact_labels(list(keys.values()))))
         for r in res["runs"]:
             s = r.get("summary") or {}
             pk = f"{s.get('packets_sent', '-')} / {s.get('packets_received', '-')}" if s else (r.get("error") or "")
             drops = s.get("link_drops") or {}
-            dr = " ".join(f"{d}: {v.get('total')}" for d, v in drops.items() if v) if drops else ""
+            dr = ", ".join(f"{d.replace('_to_', '→')} {v.get('total')}" for d, v in drops.items() if v) if drops else ""
             status = {"complete": "[green]complete[/green]", "failed": "[red]failed[/red]"}.get(r["status"], r["status"])
-            delays = " ".join(f"{fmt_s(f['delay_mean_s'])} / {fmt_s(f['delay_p95_s'])}"
-                              for f in s.get("flows", []) if f.get("delay_mean_s") is not None)
-            row = [str(r["seed"]), status, pk, delays, dr, str(Path(r["run_dir"]).relative_to(res["out_dir"]))]
+            delays = ", ".join(f"{f.get('name') or f['flow_id']} {f['delay_mean_s'] * 1e3:.1f} / "
+                               + ("—" if f.get("delay_p95_s") is None else f"{f['delay_p95_s'] * 1e3:.1f}")
+                               for f in s.get("flows", []) if f.get("delay_mean_s") is not None)
+            row = [str(r["seed"]), status, pk, delays, dr]
             if not flat:
-                row = [" ".join(f"{k}={v}" for k, v in r["overrides"].items()) or "-"] + row
+                row = [labels[r["cell_id"]]] + row
             table.add_row(*row)
         console.print(table)
         console.print(f"{res['ran']} ran, {res['skipped']} already complete, {len(res['failed'])} failed, "

@@ -7,8 +7,9 @@ import math
 import click
 
 from tcpdelay.cli.common import (
-    POSITIVE, PROBABILITY, FiniteFloatRange, PlotPath, emit, fmt_bps, fmt_s, json_option, key_value_table,
+    MSS_BYTES, PROBABILITY, TIME_S, FiniteFloatRange, PlotPath, WholeNumber, emit, fmt_bps, fmt_s, json_option,
 )
+from tcpdelay.cli.text_layout import print_key_values, print_written
 from tcpdelay.model import handshake as hs
 from tcpdelay.model import transfer as tr
 
@@ -36,20 +37,20 @@ class DelayedAckType(click.ParamType):
 @click.command("latency")
 @click.option("--size-bytes", type=FiniteFloatRange(min=0, min_open=True), required=True,
               help="Bytes to transfer (server -> client).")
-@click.option("--rtt-s", type=POSITIVE, required=True, help="Round-trip time in seconds.")
+@click.option("--rtt-s", type=TIME_S, required=True, help="Round-trip time in seconds, above 0 and at most 3600.")
 @click.option("--loss", type=PROBABILITY, required=True,
               help="Loss rate server -> client (data, SYN/ACK), 0 <= p < 1.")
 @click.option("--loss-reverse", type=PROBABILITY, default=None,
               help="Loss rate client -> server (SYN) [default: same as --loss].")
-@click.option("--mss-bytes", type=click.IntRange(min=1), default=1460, show_default=True)
-@click.option("--syn-timeout-s", type=POSITIVE, default=hs.DEFAULT_SYN_TIMEOUT_S, show_default=True,
-              help="Initial SYN timeout T_s (RFC 6298; the paper used 3 s).")
-@click.option("--syn-retries", type=click.IntRange(0, hs.MAX_RETRIES), default=hs.DEFAULT_SYN_RETRIES,
+@click.option("--mss-bytes", type=MSS_BYTES, default=1460, show_default=True, help="Maximum segment size, 88 to 65495 bytes.")
+@click.option("--syn-timeout-s", type=TIME_S, default=hs.DEFAULT_SYN_TIMEOUT_S, show_default=True,
+              help="Initial SYN timeout T_s, at most 3600 s (RFC 6298; the paper used 3 s).")
+@click.option("--syn-retries", type=WholeNumber(0, hs.MAX_RETRIES), default=hs.DEFAULT_SYN_RETRIES,
               show_default=True, help="SYN retransmissions before giving up (Linux tcp_syn_retries).")
-@click.option("--synack-retries", type=click.IntRange(0, hs.MAX_RETRIES), default=hs.DEFAULT_SYNACK_RETRIES,
+@click.option("--synack-retries", type=WholeNumber(0, hs.MAX_RETRIES), default=hs.DEFAULT_SYNACK_RETRIES,
               show_default=True, help="SYN/ACK retransmissions (Linux tcp_synack_retries).")
-@click.option("--t0-s", type=POSITIVE, default=None,
-              help="Mean first retransmission timeout T0 [default: RTT + 0.2 s, the Linux RTO].")
+@click.option("--t0-s", type=TIME_S, default=None,
+              help="Mean first retransmission timeout T0, at most 3600 s [default: RTT + 0.2 s, the Linux RTO].")
 @click.option("--init-window", type=FiniteFloatRange(min=1), default=tr.DEFAULT_INIT_WINDOW, show_default=True,
               help="Initial congestion window w1 in segments (RFC 6928).")
 @click.option("--acks-per-segment", type=FiniteFloatRange(min=1), default=tr.DEFAULT_ACKS_PER_SEGMENT,
@@ -96,11 +97,11 @@ def latency_cmd(size_bytes, rtt_s, loss, loss_reverse, mss_bytes, syn_timeout_s,
             ("effective throughput", fmt_bps(res["effective_throughput_bps"])),
             ("steady-state PFTK", fmt_bps(res["steady_state_pftk_bps"])),
         ]
-        console.print(key_value_table(
-            f"Latency: {size_bytes:g} B ({res['segments']:g} segments), RTT {rtt_s * 1e3:g} ms, "
-            f"loss {loss:g}, T0 {res['t0_s']:g} s, w1 {init_window:g}", rows))
+        print_key_values(
+            console, f"Latency: {size_bytes:g} B ({res['segments']:g} segments), RTT {rtt_s * 1e3:g} ms, "
+                     f"loss {loss:g}, T0 {res['t0_s']:g} s, w1 {init_window:g}", rows)
         if plot_path:
-            console.print(f"Plot written to [bold]{res['plot_path']}[/bold]")
+            print_written(console, "Plot", res["plot_path"])
 
     emit(res, as_json, human)
 

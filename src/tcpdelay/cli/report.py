@@ -5,45 +5,90 @@ from __future__ import annotations
 import math
 
 import click
-from rich.table import Table
-
-from tcpdelay.cli.common import emit, fmt_s, json_option
+from tcpdelay.cli.common import HTML_FORMATS, OutFile, emit, json_option
 
 
 def _mos(f: dict) -> str:
     return "—" if f["mos"] is None or not math.isfinite(f["mos"]) else f"{f['mos']:.2f}"
 
 
-#: The text table's columns: (metric of the scenario's `metrics` that shows it, or None for
-#: always; header; value of an aggregated flow).
-_COLUMNS = [(None, "parameters", None), (None, "flow", None), (None, "runs", None),
-            ("loss", "loss", lambda f: "—" if f["loss_rate"] is None else f"{f['loss_rate'] * 100:.2f} %"),
-            ("delay", "mean", lambda f: fmt_s(f["delay"]["mean_s"])),
-            ("delay", "p95", lambda f: fmt_s(f["delay"].get("p95_s"))),
-            ("delay", "std", lambda f: fmt_s(f["delay"]["std_s"])),
+def _ms(seconds: float | None) -> str:
+    return "—" if seconds is None or not math.isfinite(seconds) else f"{seconds * 1e3:.1f}"
+
+
+#: The text table's value columns: (metric of the scenario's `metrics` that shows it; header,
+#: with the unit of its numbers; value of an aggregated flow).
+_COLUMNS = [("loss", "loss %", lambda f: "—" if f["loss_rate"] is None else f"{f['loss_rate'] * 100:.2f}"),
+            ("delay", "mean ms", lambda f: _ms(f["delay"]["mean_s"])),
+            ("delay", "p95 ms", lambda f: _ms(f["delay"].get("p95_s"))),
+            ("delay", "std ms", lambda f: _ms(f["delay"]["std_s"])),
             ("mos", "MOS", _mos)]
+
+
+def text_table(doc: dict) -> tuple[list[str], list[str], list[list[list[str]]]]:
+    """The text table of ``tcpdelay report``: (notes above it, headers, rows grouped by cell).
+    A row per cell and media flow, the cell named by :func:`compact_labels` (only the parameters
+    that differ between the cells) on its first row; a column whose value is the same on every
+    row (the flow, the runs; the parameters every cell shares) is a note instead."""
+    from tcpdelay.report.cell_labels import compact_labels, shared_params
+
+    overrides = [c.get("overrides") or {} for c in doc["cells"]]
+    labels = compact_labels(overrides)
+    shown = set(doc["metrics"])  # the scenario's `metrics`
+    cols = [(h, fn) for m, h, fn in _COLUMNS if m in shown]
+    groups = [[[label if i == 0 else "", f["name"], str(f["runs"]), *(fn(f) for _, fn in cols)]
+               for i, f in enumerate(c["flows"])] for label, c in zip(labels, doc["cells"])]
+    groups = [g for g in groups if g]
+    rows = [r for g in groups for r in g]
+    headers = ["cell", "flow", "runs", *(h for h, _ in cols)]
+    notes = []
+    shared = shared_params(overrides)
+    if shared:
+        notes.append(f"every cell: {shared}")
+    for i in (2, 1, 0):  # runs, flow, cell: a column of one value is a note
+        values = {r[i] for r in rows} - ({""} if i == 0 else set())
+        if len(values) != 1 or (i == 0 and len(doc["cells"]) > 1):
+            continue
+        value = next(iter(values))
+        if i == 2:
+            notes.append(f"{value} run{'s' if value != '1' else ''}" + (" per cell" if len(groups) > 1 else ""))
+        elif i == 1:
+            notes.append(f"flow {value}")
+        headers.pop(i)
+        for r in rows:
+            r.pop(i)
+    return notes, headers, groups
 
 
 def _human(doc: dict):
     def show(console) -> None:
-        table = Table(title=f"{doc['name']}: {doc['results']}", title_justify="left")
-        shown = set(doc["metrics"])  # the scenario's `metrics`
-        cols = [(m, h, fn) for m, h, fn in _COLUMNS if m is None or m in shown]
-        for _, col, _ in cols:
-            table.add_column(col)
-        for c in doc["cells"]:
-            for f in c["flows"]:
-                table.add_row(c["label"], f["name"], str(f["runs"]), *(fn(f) for m, _, fn in cols if m is not None))
-        console.print(table)
+        from tcpdelay.cli.text_layout import compact_table, needs_wrapping, print_title, print_wrapped, print_written
+
+        print_title(console, f"{doc['name']}: {doc['results']}")
+        notes, headers, groups = text_table(doc)
+        if groups:
+            if notes:
+                print_wrapped(console, "; ".join(notes))
+            wraps = needs_wrapping(headers, [r for g in groups for r in g], console.width)
+            table = compact_table()
+            for h in headers:
+                numeric = h not in ("cell", "flow")
+                table.add_column(h, justify="right" if numeric else "left", no_wrap=numeric, overflow="fold")
+            for g in groups:
+                for i, r in enumerate(g):  # a blank line between cells when they take several lines
+                    table.add_row(*r, end_section=(wraps or len(g) > 1) and i == len(g) - 1)
+            console.print(table)
+        else:
+            print_wrapped(console, "No media flow in these results: the HTML report shows what they measured.")
         r = doc["runs"]
-        console.print(f"{r['complete']} complete, {r['failed']} failed, {r['incomplete']} incomplete runs; "
-                      f"report written to [bold]{doc['report_path']}[/bold]")
+        print_wrapped(console, f"{r['complete']} complete, {r['failed']} failed, {r['incomplete']} incomplete runs")
+        print_written(console, "Report", doc["report_path"])
     return show
 
 
 @click.command("report")
 @click.argument("results", type=click.Path(), nargs=-1, required=True)
-@click.option("--out", "out_file", type=click.Path(), default=None,
+@click.option("--out", "out_file", type=OutFile(HTML_FORMATS), default=None,
               help="HTML file to write [default: RESULTS/report.html; with several RESULTS: comparison.html].")
 @click.option("--label", "labels", multiple=True, metavar="NAME",
               help="Name of a RESULTS directory in a comparison or CSV export: one per directory, in "

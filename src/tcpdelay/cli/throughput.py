@@ -6,7 +6,8 @@ import math
 
 import click
 
-from tcpdelay.cli.common import POSITIVE, PROBABILITY, emit, fmt_bps, json_option, key_value_table
+from tcpdelay.cli.common import MSS_BYTES, PROBABILITY, TIME_S, FiniteFloatRange, emit, fmt_bps, json_option
+from tcpdelay.cli.text_layout import print_key_values
 from tcpdelay.model import throughput as tp
 
 
@@ -36,13 +37,14 @@ def throughput_result(loss, rtt_s, t0_s, mss_bytes, acks_per_segment, max_window
 
 
 @click.command("throughput")
-@click.option("--rtt-s", type=POSITIVE, required=True, help="Round-trip time in seconds.")
+@click.option("--rtt-s", type=TIME_S, required=True, help="Round-trip time in seconds, above 0 and at most 3600.")
 @click.option("--loss", type=PROBABILITY, required=True, help="Loss-event probability per segment, 0 <= p < 1.")
-@click.option("--t0-s", type=POSITIVE, default=None, help="Average first timeout T0 in seconds [default: RTT + 0.2 s, the Linux RTO].")
-@click.option("--mss-bytes", type=click.IntRange(min=1), default=1460, show_default=True)
-@click.option("--acks-per-segment", type=click.FloatRange(min=1), default=1, show_default=True,
+@click.option("--t0-s", type=TIME_S, default=None,
+              help="Average first timeout T0 in seconds, at most 3600 [default: RTT + 0.2 s, the Linux RTO].")
+@click.option("--mss-bytes", type=MSS_BYTES, default=1460, show_default=True, help="Maximum segment size, 88 to 65495 bytes.")
+@click.option("--acks-per-segment", type=FiniteFloatRange(min=1), default=1, show_default=True,
               help="b, segments acknowledged per ACK (2 with delayed ACKs).")
-@click.option("--max-window", type=click.FloatRange(min=1), default=None,
+@click.option("--max-window", type=FiniteFloatRange(min=1), default=None,
               help="W_max, receiver window limit in segments [default: unlimited].")
 @json_option
 def throughput_cmd(rtt_s, loss, t0_s, mss_bytes, acks_per_segment, max_window, as_json):
@@ -57,8 +59,8 @@ def throughput_cmd(rtt_s, loss, t0_s, mss_bytes, acks_per_segment, max_window, a
             ("Mathis", fmt_bps(res["mathis_bps"])),
             ("W(p), segments", f"{res['expected_loss_window']:.3g}"),
         ]
-        console.print(key_value_table(
-            f"Throughput: RTT {rtt_s * 1e3:g} ms, loss {loss:g}, T0 {res['t0_s']:g} s, MSS {mss_bytes} B", rows))
+        print_key_values(
+            console, f"Throughput: RTT {rtt_s * 1e3:g} ms, loss {loss:g}, T0 {res['t0_s']:g} s, MSS {mss_bytes} B", rows)
 
     emit(res, as_json, human)
 
