@@ -155,3 +155,9 @@ def test_an_unreadable_flows_parquet_is_said(capsys, recorded_run):
     assert any("flows.parquet" in w and "cannot be read" in w for w in doc["warnings"])
     code, out, _ = _run(capsys, recorded_run)
     assert code == 0 and "warning:" in out and "flows.parquet" in out
+
+
+def test_a_sweep_directory_is_one_line_pointing_at_a_run(capsys):
+    code, out, err = _run(capsys, DELAYS_AND_METRICS.parents[2])
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "holds 15 runs" in lines[0] and "seed-1" in lines[0], err

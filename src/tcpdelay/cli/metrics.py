@@ -1,6 +1,7 @@
 """``tcpdelay metrics``: every metric of a recorded run (delay, late fraction, jitter, loss,
 the jitter filter and quality levels, RTPI, goodput and fairness, video discards and underflows,
-E-model MOS), from its per-packet records."""
+E-model MOS; timed transfers, pulled streams, cross traffic, the bottleneck queue), from whatever
+the run kept (:func:`tcpdelay.results.runs.summarize_run` says where each part came from)."""
 
 from __future__ import annotations
 
@@ -207,7 +208,10 @@ def metrics_cmd(results, sent_dir, playout_delays, jitter_buffer_s, cross_traffi
     """Metrics of a recorded run: delay, late fraction vs playout delay, RFC 3550 jitter and loss;
     the jitter filter and loss-period quality levels of the HSPA audio study; RTPI, delayed
     packets rate, goodput and Jain fairness (Papadimitriou & Tsaoussidis); picture discards and
-    playout-buffer underflows (Watanabe et al.); and the ITU-T G.107 E-model MOS."""
+    playout-buffer underflows (Watanabe et al.); and the ITU-T G.107 E-model MOS. Runs of timed
+    transfers, pulled streams or cross traffic alone show what they measured; a committed run
+    without packet records is read from its packets.parquet and metrics.json (the output says
+    which)."""
     opts = MetricOptions(
         playout_delays_s=tuple(playout_delays) or DEFAULT_PLAYOUT_DELAYS_S,
         jitter_buffer_s=jitter_buffer_s, rtpi_threshold_s=rtpi_threshold_s,

@@ -17,6 +17,8 @@ import json
 import os
 from pathlib import Path
 
+from tcpdelay.atomic_file import write_bytes_atomic
+
 RESERVE_NAME = ".failed.json.reserve"
 #: Room kept for failed.json: its error line and a traceback trimmed to fit.
 RESERVE_BYTES = 64 * 1024
@@ -78,11 +80,4 @@ def write_failed(path: str | os.PathLike, data: dict) -> None:
             os.close(fd)
         os.replace(reserved, path)
         return
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(_text(data, 1 << 20))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    write_bytes_atomic(path, _text(data, 1 << 20))   # an error names the file

@@ -17,7 +17,8 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.metrics import delay as dl
 from tcpdelay.metrics.summary import MetricOptions, summarize_flows
 from tcpdelay.records import read_run_metadata
-from tcpdelay.results.layout import FLOWS_FILE, METRICS_FILE, PACKETS_FILE, RUN_METADATA, has_records
+from tcpdelay.results.layout import (CELLS_DIR, FLOWS_FILE, METRICS_FILE, PACKETS_FILE, RUN_METADATA, has_records,
+                                     is_run_dir, seed_dirs)
 from tcpdelay.results.packets import load_flows, read_run_packets
 
 __all__ = ["flow_rows", "media_flow_names", "queue_metrics", "read_metrics", "read_metrics_checked", "run_metadata",
@@ -116,6 +117,11 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
     that holds a run's numbers (it kept no packet records) is damaged."""
     rd = Path(run_dir)
     opts = opts or MetricOptions()
+    if not has_records(rd) and not is_run_dir(rd):
+        several = sorted(rd.glob(f"{CELLS_DIR}/*/seed-*")) or seed_dirs(rd)
+        if several:
+            raise ParameterError(f"RESULTS: {str(rd)!r} holds {len(several)} runs; give one run directory "
+                                 f"(e.g. {str(several[0])!r}), or use tcpdelay report for them all")
     warnings: list[str] = []
     sources: dict[str, str] = {}
     meta = _run_meta(rd, warnings)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tcpdelay.atomic_file import write_atomic
 from tcpdelay.jsonio import jsonable, write_json
 
 #: The comparison as JSON (docs/cli.md lists its keys).
@@ -45,7 +46,4 @@ def write_delays(path: Path, points: list[dict]) -> Path:
     types = {"profile": pa.string(), "stack": pa.string(), "rtt_s": pa.float64(), "loss": pa.float64(),
              "seed": pa.int64(), "delay_s": pa.float64()}
     table = pa.table({k: pa.array(np.concatenate(v) if v else [], type=types[k]) for k, v in cols.items()})
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))  # whole or not at all
