@@ -161,3 +161,13 @@ def test_a_sweep_directory_is_one_line_pointing_at_a_run(capsys):
     code, out, err = _run(capsys, DELAYS_AND_METRICS.parents[2])
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "holds 15 runs" in lines[0] and "seed-1" in lines[0], err
+
+
+@pytest.mark.parametrize("run", [DELAYS_AND_METRICS, TRANSFERS, STREAMS, FTP_ONLY],
+                         ids=["five-voice-flows", "transfers", "streams", "ftp"])
+def test_the_tables_fit_80_columns_uncut(capsys, monkeypatch, run):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = _run(capsys, run)
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "…" not in out, out        # no header or number cut short

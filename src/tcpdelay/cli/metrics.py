@@ -30,9 +30,8 @@ def _name(f: dict) -> str:
 
 
 def _packets_table(res: dict) -> Table:
-    t = Table(title="Packets", title_justify="left")
-    for col in ("flow", "kind", "sent", "received", "lost", "loss rate", "sender drops",
-                "duplicates"):
+    t = Table(title="Packets (dropped: by the sender, never sent; dups: received twice)", title_justify="left")
+    for col in ("flow", "kind", "sent", "received", "lost", "loss rate", "dropped", "dups"):
         t.add_column(col, justify="left" if col in ("flow", "kind") else "right")
     for f in res["flows"]:
         p = f.get("packets") or {}
@@ -45,14 +44,14 @@ def _packets_table(res: dict) -> Table:
 def _delay_table(res: dict) -> Table:
     rel = " (relative to the run's minimum: unsynchronized clocks)" \
         if res.get("delay_relative_to_min") else ""
+    # the standard deviation is in --json (with eight columns the table no longer fits 80)
     t = Table(title=f"One-way delay and RFC 3550 jitter{rel}", title_justify="left")
-    for col in ("flow", "mean", "std", "p50", "p95", "p99", "max", "jitter"):
+    for col in ("flow", "mean", "p50", "p95", "p99", "max", "jitter"):
         t.add_column(col, justify="left" if col == "flow" else "right")
     for f in res["flows"]:
         d = f.get("delay") or {}
-        t.add_row(_name(f), fmt_s(d.get("mean_s")), fmt_s(d.get("std_s")), fmt_s(d.get("p50_s")),
-                  fmt_s(d.get("p95_s")), fmt_s(d.get("p99_s")), fmt_s(d.get("max_s")),
-                  fmt_s(f.get("jitter_rfc3550_s")))
+        t.add_row(_name(f), fmt_s(d.get("mean_s")), fmt_s(d.get("p50_s")), fmt_s(d.get("p95_s")),
+                  fmt_s(d.get("p99_s")), fmt_s(d.get("max_s")), fmt_s(f.get("jitter_rfc3550_s")))
     return t
 
 
@@ -69,32 +68,41 @@ def _rate_table(res: dict) -> Table:
     return t
 
 
-def _late_table(res: dict) -> Table | None:
+#: Flows per late-fraction table (two columns each: it fits 80 columns).
+LATE_FLOWS_PER_TABLE = 3
+
+
+def _late_tables(res: dict) -> list[Table]:
+    """Late and missed fractions against the playout delay, :data:`LATE_FLOWS_PER_TABLE` flows
+    a table."""
     flows = [f for f in res["flows"] if (f.get("late") or {}).get("late_fraction")]
-    if not flows:
-        return None
-    t = Table(title="Late (and missed) packets vs playout delay", title_justify="left")
-    t.add_column("playout delay", justify="right")
-    for f in flows:
-        t.add_column(f"{_name(f)} late", justify="right")
-        t.add_column(f"{_name(f)} missed", justify="right")
-    delays = flows[0]["late"].get("playout_delay_s") or (res.get("options") or {}).get("playout_delays_s") or []
-    for i, pd in enumerate(delays):
-        row = [fmt_s(pd)]
-        for f in flows:
-            late, miss = f["late"].get("late_fraction") or [], f["late"].get("miss_fraction") or []
-            row += [_pct(late[i] if i < len(late) else None), _pct(miss[i] if i < len(miss) else None)]
-        t.add_row(*row)
-    return t
+    chunks = [flows[i:i + LATE_FLOWS_PER_TABLE] for i in range(0, len(flows), LATE_FLOWS_PER_TABLE)]
+    out = []
+    for k, chunk in enumerate(chunks):
+        part = f" (flows {k * LATE_FLOWS_PER_TABLE + 1}–{k * LATE_FLOWS_PER_TABLE + len(chunk)} of {len(flows)})" \
+            if len(chunks) > 1 else ""
+        t = Table(title=f"Late (and missed) packets vs playout delay{part}", title_justify="left")
+        t.add_column("playout delay", justify="right")
+        for f in chunk:
+            t.add_column(f"{_name(f)} late", justify="right")
+            t.add_column(f"{_name(f)} missed", justify="right")
+        delays = chunk[0]["late"].get("playout_delay_s") or (res.get("options") or {}).get("playout_delays_s") or []
+        for i, pd in enumerate(delays):
+            row = [fmt_s(pd)]
+            for f in chunk:
+                late, miss = f["late"].get("late_fraction") or [], f["late"].get("miss_fraction") or []
+                row += [_pct(late[i] if i < len(late) else None), _pct(miss[i] if i < len(miss) else None)]
+            t.add_row(*row)
+        out.append(t)
+    return out
 
 
 def _voice_table(flows: list[dict]) -> Table:
     jb = fmt_s(flows[0]["jitter_filter"].get("jitter_buffer_s"))
     codec = flows[0]["emodel"].get("codec_name") or flows[0]["emodel"].get("codec")
-    t = Table(title=f"Voice: jitter filter (buffer {jb}), quality levels 0–5 (acceptable = 0–1), "
-                    f"E-model MOS ({codec})", title_justify="left")
-    for col in ("flow", "base delay", "pure loss", "delayed loss", "acceptable",
-                "worst level", "best playout", "MOS"):
+    t = Table(title=f"Voice: jitter filter (buffer {jb}); packets at quality levels 0–1 (of 0–5) and the "
+                    f"worst level; E-model MOS ({codec}) at its best playout delay", title_justify="left")
+    for col in ("flow", "base delay", "pure loss", "delayed loss", "levels 0–1", "worst", "best delay", "MOS"):
         t.add_column(col, justify="left" if col == "flow" else "right")
     for f in flows:
         jf, q, best = f["jitter_filter"], f.get("quality") or {}, f["emodel"].get("best") or {}
@@ -150,18 +158,35 @@ def _cross_table(cross: list[dict]) -> Table:
     return t
 
 
+#: The rows of the pulled-streams table: (label, key of the model player, key of VLC's counters, is a time).
+_STREAM_ROWS = (
+    ("frames", "frames", "video_decoded", False),
+    ("played", "played", "frames_displayed", False),
+    ("picture discards", "picture_discards", "picture_discards", False),
+    ("  late frames", "late_frames", None, False),
+    ("  incomplete frames", "incomplete_frames", None, False),
+    ("underflow events", "underflow_events", "underflow_events", False),
+    ("frozen (underflows)", "underflow_s", None, True),
+    ("startup", "startup_s", None, True),
+    ("rebuffer messages", None, "rebuffer_messages", False),
+    ("server TCP retrans", "retransmits", "retransmits", False),
+)
+
+
 def _streams_table(streams: list[dict]) -> Table:
-    t = Table(title="Pulled streams: the player (discards, underflows, frozen time, startup) and the "
-                    "server's TCP retransmissions", title_justify="left")
-    for col in ("stream", "player", "frames", "played", "discards", "underflows", "frozen", "startup", "retrans"):
-        t.add_column(col, justify="left" if col in ("stream", "player") else "right")
+    """A column per pulled stream, a row per measure (the model player's or VLC's)."""
+    t = Table(title="Pulled streams: the player, and the server's TCP", title_justify="left")
+    t.add_column("measure", justify="left")
     for st in streams:
-        vlc = st.get("player") == "vlc"
-        t.add_row(_name(st), str(st.get("player") or ""),
-                  _int(st.get("video_decoded") if vlc else st.get("frames")),
-                  _int(st.get("frames_displayed") if vlc else st.get("played")), _int(st.get("picture_discards")),
-                  _int(st.get("underflow_events")), fmt_s(st.get("underflow_s")),
-                  fmt_s(st.get("startup_s")), _int(st.get("retransmits")))
+        t.add_column(f"{_name(st)} ({st.get('player') or '?'})", justify="right")
+    for label, model_key, vlc_key, is_time in _STREAM_ROWS:
+        cells = []
+        for st in streams:
+            key = vlc_key if st.get("player") == "vlc" else model_key
+            v = st.get(key) if key else None
+            cells.append(fmt_s(v) if is_time else _int(v))
+        if any(c != "—" for c in cells):
+            t.add_row(label, *cells)
     return t
 
 
@@ -233,9 +258,8 @@ def metrics_cmd(results, sent_dir, playout_delays, jitter_buffer_s, cross_traffi
             if any(f.get("rtpi") or f.get("goodput_bps") is not None or f.get("tcp_retransmissions") is not None
                    for f in flows):
                 console.print(_rate_table(res))
-            late = _late_table(res)
-            if late is not None:
-                console.print(late)
+            for table in _late_tables(res):
+                console.print(table)
             voice = [f for f in flows if f.get("emodel") and f.get("jitter_filter")]
             if voice:
                 console.print(_voice_table(voice))
