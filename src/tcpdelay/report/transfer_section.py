@@ -1,7 +1,8 @@
 """The report's section on timed transfers (Cardwell et al., ``kind = "transfers"`` cross
 traffic): per cell, the transfers of every complete run pooled — how many completed, their
 handshake, transfer and total times (:func:`tcpdelay.metrics.transfers.transfer_summary`) — and
-the distribution of the handshake and transfer times, one curve per cell.
+the distribution of the handshake and transfer times, one curve per cell (with many cells,
+bars of their means and 95th percentiles instead).
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from tcpdelay.report.report_context import ReportContext, chunks, part_title
 from tcpdelay.report.table_format import ms, num
 
 __all__ = ["transfer_section"]
+
+#: Up to this many cells, one distribution curve per cell; more get bars per cell.
+MAX_CELLS_FOR_DISTRIBUTIONS = 20
+#: Cells per bar figure.
+CELLS_PER_BAR_FIGURE = 40
 
 
 def transfer_section(ctx: ReportContext, report) -> list[dict]:
@@ -50,6 +56,19 @@ def transfer_section(ctx: ReportContext, report) -> list[dict]:
               "acknowledgement of the last byte; total: both. Over the completed transfers of every "
               "complete run of the cell. Retransmissions and RTOs per transfer made; SYN retrans: SYNs "
               "sent again, in all.")
+    if len(out) > MAX_CELLS_FOR_DISTRIBUTIONS:  # too many curves to read: bars per cell instead
+        parts = chunks(out, CELLS_PER_BAR_FIGURE)
+        for i, part in enumerate(parts):
+            panels = [(axis, [e[key][stat] * 1e3 if e[key][stat] is not None else None for e in part], [None] * len(part))
+                      for axis, key, stat in (("handshake mean (ms)", "handshake_s", "mean_s"),
+                                              ("transfer mean (ms)", "transfer_s", "mean_s"),
+                                              ("transfer p95 (ms)", "transfer_s", "p95_s"))]
+            sec.figure(rp.bars_figure([e["label"] for e in part], panels,
+                                      title=part_title("Transfers per cell", i, len(parts), "cells part")),
+                       f"Mean handshake time and the mean and 95th percentile of the transfer time per cell "
+                       f"(more than {MAX_CELLS_FOR_DISTRIBUTIONS} cells: bars instead of one distribution "
+                       "per cell; the JSON has every statistic).")
+        return out
     for name, series, xlabel in (("handshake time", handshakes, "handshake time (ms, log)"),
                                  ("transfer time", transfers, "transfer time (ms, log)")):
         series = [(lbl, x) for lbl, x in series if np.isfinite(x).any()]
