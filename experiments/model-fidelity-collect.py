@@ -1,7 +1,11 @@
 """Bring the ground truth of experiments/model-fidelity-linux.sh from the clone that measures it
 into this one, complete runs only, and compare it with the model (no measuring).
 
-    .venv/bin/python experiments/model-fidelity-collect.py /path/to/measuring-clone
+    .venv/bin/python experiments/model-fidelity-collect.py /path/to/measuring-clone [SWEEP ...]
+
+With SWEEP names (e.g. ``fidelity-linux-1pct``) only those are brought (a sweep still being
+measured stays behind). Paths in ``validation.json`` are relative to the clone's root, as
+``tcpdelay validate`` run from the root writes them.
 
 For each ``results/fidelity-linux-*`` there: the sweep's files, each cell's, and of every run
 with ``complete.json`` the files a report and the comparison read (the raw ``sent/``,
@@ -13,6 +17,7 @@ the sweep resumes there (or from a fresh clone of this one) without touching wha
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -21,9 +26,11 @@ KEEP = ("complete.json", "environment.json", "flows.parquet", "metrics.json", "p
         "scenario.toml")
 
 
-def collect(src_root: Path, dst_root: Path) -> list[Path]:
+def collect(src_root: Path, dst_root: Path, only: list[str] | None = None) -> list[Path]:
     done = []
     for src in sorted((src_root / "results").glob("fidelity-linux-*")):
+        if only and src.name not in only:
+            continue
         dst = dst_root / "results" / src.name
         dst.mkdir(parents=True, exist_ok=True)
         for name in ("sweep.json", "scenario.toml"):
@@ -48,14 +55,19 @@ def collect(src_root: Path, dst_root: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: model-fidelity-collect.py MEASURING_CLONE (a directory)", file=sys.stderr)
+    if not argv or not Path(argv[0]).is_dir():
+        print("usage: model-fidelity-collect.py MEASURING_CLONE (a directory) [SWEEP ...]", file=sys.stderr)
+        return 2
+    src_root, only = Path(argv[0]).resolve(), argv[1:]
+    missing = [n for n in only if not (src_root / "results" / n).is_dir()]
+    if missing:
+        print(f"no such sweep in {src_root / 'results'}: {', '.join(missing)}", file=sys.stderr)
         return 2
     from tcpdelay.cli.validate import evaluate_validation
     from tcpdelay.experiments.validation.writers import write_validation_json
 
-    root = Path(__file__).resolve().parents[1]
-    for dst in collect(Path(argv[0]), root):
+    os.chdir(Path(__file__).resolve().parents[1])   # results/… paths, relative to the root
+    for dst in collect(src_root, Path("."), only):
         doc = evaluate_validation(dst, size=f"model fidelity ground truth ({dst.name}, complete runs so far)")
         doc["sweep"] = {"collected_from": "a measuring clone (experiments/model-fidelity-linux.sh)"}
         write_validation_json(dst / "validation.json", doc)
