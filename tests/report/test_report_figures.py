@@ -85,7 +85,7 @@ def test_a_single_run_without_delivery_rate_is_named_and_has_no_empty_panel(tmp_
     _write_ns3_like_state(out / "seed-1")
     doc = write_report(out, tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text()
-    assert doc["cells"][0]["label"] == "tiny-ns3"
+    assert doc["cells"][0]["short_label"] == "tiny-ns3"
     (state,) = [p for p in doc["plots"] if p["section"] == "TCP state"]
     assert state["title"] == "TCP state: tiny-ns3, seed 1" and "- seed" not in html
     assert "panel is left out" in state["caption"] and doc["tcp"]["state"][0]["delivery_rate"] is False

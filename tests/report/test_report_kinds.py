@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tcpdelay.report.html import Report, Table
+from tcpdelay.report.html import Report
 from tcpdelay.report.results import build_report, write_report
 from tcpdelay.results import load_results
 from tcpdelay.results.run_measures import read_run_measures

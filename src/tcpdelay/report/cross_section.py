@@ -1,5 +1,6 @@
 """The report's section on cross traffic (bulk, web, page loads: every flow that is not a media
-flow, a pulled stream or timed transfers, which have their own sections), from each complete run's ``flows.parquet``: per cell and
+flow, a pulled stream or timed transfers, which have their own sections), from each complete
+run's ``flows.parquet``: per cell and
 kind, the flows, how many completed, their goodput (all flows of the kind together, and per
 flow) and a page load's time, as means over the runs; and a bar figure of the same.
 """
@@ -36,7 +37,8 @@ def cross_section(ctx: ReportContext, report) -> list[dict]:
             loads = mean_std([f.get("page_load_time_s") for fl in runs for f in fl])
             flows = sum(len(fl) for fl in runs)
             done = sum(f.get("status") == "completed" for fl in runs for f in fl)
-            entry = {"cell": cell.id, "label": ctx.label(cell), "kind": kind, "runs": len(runs),
+            entry = {"cell": cell.id, "label": cell.label, "short_label": ctx.label(cell), "kind": kind,
+                     "runs": len(runs),
                      "flows_per_run": flows / len(runs), "completed": done, "flows": flows,
                      "goodput_bps": {"mean": total[0], "std": total[1]},
                      "goodput_per_flow_bps": {"mean": each[0], "std": each[1]},
@@ -54,7 +56,7 @@ def cross_section(ctx: ReportContext, report) -> list[dict]:
                     "last byte of the page.")
     kinds = sorted({e["kind"] for e in out})
     cells = list(dict.fromkeys(e["cell"] for e in out))
-    labels = {e["cell"]: e["label"] for e in out}
+    labels = {e["cell"]: e["short_label"] for e in out}
     by = {(e["cell"], e["kind"]): e for e in out}
     parts = chunks(cells, CELLS_PER_BAR_FIGURE)
     for i, part in enumerate(parts):

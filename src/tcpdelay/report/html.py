@@ -22,7 +22,7 @@ padding:0 1rem;color:#1b1f23;line-height:1.45}
 h1{border-bottom:2px solid #444;padding-bottom:.3rem}h2{margin-top:2.2rem;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;margin:.8rem 0;font-size:.85rem}
 th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:right}th{background:#f3f3f3}
-td:first-child{max-width:22rem;overflow-wrap:anywhere}
+td:first-child{min-width:12rem;max-width:22rem;overflow-wrap:anywhere}
 td:first-child,th:first-child{text-align:left}caption{caption-side:top;text-align:left;font-weight:600;padding:.3rem 0}
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.9rem;color:#555}
 .note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .8rem}

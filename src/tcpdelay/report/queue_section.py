@@ -32,7 +32,8 @@ def queue_section(ctx: ReportContext, report) -> list[dict]:
             mb, _ = mean_std([q.get("mean_bytes") for q in qs])
             peaks = [q.get("max_packets") for q in qs if q.get("max_packets") is not None]
             peak_bytes = [q.get("max_bytes") for q in qs if q.get("max_bytes") is not None]
-            out.append({"cell": cell.id, "label": ctx.label(cell), "direction": d, "runs": len(qs),
+            out.append({"cell": cell.id, "label": cell.label, "short_label": ctx.label(cell), "direction": d,
+                        "runs": len(qs),
                         "mean_packets": mp, "mean_packets_std": sp, "mean_bytes": mb,
                         "max_packets": max(peaks) if peaks else None,
                         "max_bytes": max(peak_bytes) if peak_bytes else None,
@@ -45,7 +46,7 @@ def queue_section(ctx: ReportContext, report) -> list[dict]:
     if busy:
         sec.table(["parameters", "direction", "runs", "mean packets", "± std", "max packets", "mean bytes",
                    "max bytes"],
-                  [[e["label"], e["direction"], e["runs"], num(e["mean_packets"], ".3g"),
+                  [[e["short_label"], e["direction"], e["runs"], num(e["mean_packets"], ".3g"),
                     num(e["mean_packets_std"], ".2g"), num(e["max_packets"], "d"), num(e["mean_bytes"], ".4g"),
                     num(e["max_bytes"], "d")] for e in busy],
                   "The queue's length sampled over each run's own window (packets waiting, the one "
@@ -59,7 +60,7 @@ def queue_section(ctx: ReportContext, report) -> list[dict]:
     cells = list(dict.fromkeys(e["cell"] for e in busy))
     dirs = sorted({e["direction"] for e in busy})
     by = {(e["cell"], e["direction"]): e for e in busy}
-    labels = {e["cell"]: e["label"] for e in busy}
+    labels = {e["cell"]: e["short_label"] for e in busy}
     parts = chunks(cells, CELLS_PER_BAR_FIGURE)
     for i, part in enumerate(parts):
         panels = []

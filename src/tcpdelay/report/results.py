@@ -93,7 +93,7 @@ def build_report(results: Results, report) -> dict:
 
 
 def _cells_without_media(ctx: ReportContext) -> list[dict]:
-    return [{"id": cell.id, "label": ctx.label(cell), "overrides": cell.overrides,
+    return [{"id": cell.id, "label": cell.label, "short_label": ctx.label(cell), "overrides": cell.overrides,
              "runs": [{"seed": r.seed, "status": r.status, "run_dir": str(r.run_dir), "error": r.error,
                        "wall_s": r.wall_s, "packets": r.packets} for r in cell.runs],
              "flows": [], "jain_index_goodput": None} for cell in ctx.results.cells]
@@ -121,7 +121,7 @@ def _media_tables(ctx: ReportContext, report, shown: tuple[str, ...], sources: d
         jain = finite_mean(r.jain_index for r in cell.runs if r.status == "complete")
         aggs_of[cell.id] = (aggs, jain)
         cells_out.append({
-            "id": cell.id, "label": ctx.label(cell), "overrides": cell.overrides,
+            "id": cell.id, "label": cell.label, "short_label": ctx.label(cell), "overrides": cell.overrides,
             "runs": [{"seed": r.seed, "status": r.status, "run_dir": str(r.run_dir), "error": r.error,
                       "wall_s": r.wall_s, "packets": r.packets} for r in cell.runs],
             "flows": aggs, "jain_index_goodput": jain,
@@ -235,7 +235,7 @@ def _per_cell_bars(ctx: ReportContext, sec, shown: tuple[str, ...], cells_out: l
         panels = [p for p in panels if any(v is not None for v in p[1])]
         if not panels:
             return i
-        sec.figure(rp.bars_figure([c["label"] for c in part], panels,
+        sec.figure(rp.bars_figure([c["short_label"] for c in part], panels,
                                   title=part_title("Media flows per cell", i, len(parts), "cells part")),
                    "Per cell, each metric shown: the mean over the cell's media flows (each flow's value "
                    "over the runs as in the table), the bar's line their standard deviation.")

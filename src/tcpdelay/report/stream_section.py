@@ -39,8 +39,8 @@ def stream_section(ctx: ReportContext, report) -> list[dict]:
                 if isinstance(st, dict) and st.get("flow_id") is not None:
                     per_stream.setdefault(int(st["flow_id"]), []).append(st)
         for fid, sts in sorted(per_stream.items()):
-            entry = {"cell": cell.id, "label": ctx.label(cell), "flow_id": fid, "player": sts[0].get("player"),
-                     "runs": len(sts)}
+            entry = {"cell": cell.id, "label": cell.label, "short_label": ctx.label(cell), "flow_id": fid,
+                     "player": sts[0].get("player"), "runs": len(sts)}
             row = [ctx.label(cell), fid, sts[0].get("player") or "", len(sts)]
             for key, _ in STREAM_MEASURES:
                 m, sd = mean_std([st.get(key) for st in sts])
@@ -66,9 +66,10 @@ def stream_section(ctx: ReportContext, report) -> list[dict]:
         for i, part in enumerate(parts):
             base = "Pulled stream" if len(streams) == 1 else f"Pulled stream {fid}"
             panels = [(f"{h} (per run)", [e[k]["mean"] for e in part], [e[k]["std"] for e in part])
-                      for k, h in STREAM_MEASURES[:3]]
-            sec.figure(rp.bars_figure([e["label"] for e in part], panels,
+                      for k, h in STREAM_MEASURES[:4]]
+            sec.figure(rp.bars_figure([e["short_label"] for e in part], panels,
                                       title=part_title(f"{base}: discards and stalls", i, len(parts), "cells part")),
-                       "Picture discards, underflow events (stalls) and the time the picture stood still, per "
+                       "Picture discards, underflow events (stalls), the time the picture stood still and the "
+                       "segments the server retransmitted, per "
                        "cell: the mean over the runs, the bar's line their standard deviation.")
     return out

@@ -33,8 +33,9 @@ def tcp_section(ctx: ReportContext, report) -> dict:
         section().table(
             ["parameters", "runs", "connections", "retrans segments", "RTOs", "min RTT ms", "smoothed RTT ms",
              "cwnd segments"],
-            [[e["label"], e["runs"], num(e["connections"], ".3g"), num(e["retransmits"], ".4g"), num(e["rtos"], ".3g"),
-              ms(e["min_rtt_s"]), ms(e["srtt_s"]), num(e["cwnd_segments"], ".3g")] for e in end],
+            [[e["short_label"], e["runs"], num(e["connections"], ".3g"), num(e["retransmits"], ".4g"),
+              num(e["rtos"], ".3g"), ms(e["min_rtt_s"]), ms(e["srtt_s"]), num(e["cwnd_segments"], ".3g")]
+             for e in end],
             "The senders' TCP_INFO at the end of each run, every TCP connection of the run (media "
             "flows and cross traffic): connections, retransmitted segments and RTOs per run (sums over "
             "its connections), and the mean over the connections of the smallest RTT, the smoothed RTT "
@@ -62,7 +63,7 @@ def _end_rows(ctx: ReportContext) -> list[dict]:
         def per_conn(key, scale=1.0):
             return mean_std([c[key] * scale for s in runs for c in s if c.get(key) is not None])[0]
 
-        out.append({"cell": cell.id, "label": ctx.label(cell), "runs": len(runs),
+        out.append({"cell": cell.id, "label": cell.label, "short_label": ctx.label(cell), "runs": len(runs),
                     "connections": mean_std([len(s) for s in runs])[0],
                     "retransmits": per_run("total_retrans"), "rtos": per_run("total_rto"),
                     "min_rtt_s": per_conn("min_rtt_us", 1e-6), "srtt_s": per_conn("rtt_us", 1e-6),
@@ -97,7 +98,7 @@ def _state_figures(ctx: ReportContext, section) -> list[dict]:
                     + (" (no delivery rate: this run's TCP did not record one — ns-3 has none — so that "
                        "panel is left out)" if no_rate else " and delivery rate")
                     + " of every TCP connection, sampled by the sender.")
-            drawn.append({"cell": cell.id, "label": ctx.label(cell), "seed": r.seed, "connections": len(curves),
-                          "figures": len(parts), "delivery_rate": not no_rate})
+            drawn.append({"cell": cell.id, "label": cell.label, "short_label": ctx.label(cell), "seed": r.seed,
+                          "connections": len(curves), "figures": len(parts), "delivery_rate": not no_rate})
             break
     return drawn

@@ -34,7 +34,8 @@ def transfer_section(ctx: ReportContext, report) -> list[dict]:
         pooled = [t for f in flows for t in f.rows]
         s = transfer_summary(pooled)
         label = ctx.label(cell)
-        out.append({"cell": cell.id, "label": label, "runs": len(runs), "flows": len(flows), **s})
+        out.append({"cell": cell.id, "label": cell.label, "short_label": label, "runs": len(runs),
+                    "flows": len(flows), **s})
         per_transfer = (lambda n: "—" if n is None or not s["transfers"] else f"{n / s['transfers']:.2f}")
         rows.append([label, len(runs), f"{s['complete']} / {s['transfers']}",
                      ms(s["handshake_s"]["mean_s"]), ms(s["handshake_s"].get("p95_s")),
@@ -59,11 +60,12 @@ def transfer_section(ctx: ReportContext, report) -> list[dict]:
     if len(out) > MAX_CELLS_FOR_DISTRIBUTIONS:  # too many curves to read: bars per cell instead
         parts = chunks(out, CELLS_PER_BAR_FIGURE)
         for i, part in enumerate(parts):
-            panels = [(axis, [e[key][stat] * 1e3 if e[key][stat] is not None else None for e in part], [None] * len(part))
+            panels = [(axis, [e[key][stat] * 1e3 if e[key][stat] is not None else None for e in part],
+                       [None] * len(part))
                       for axis, key, stat in (("handshake mean (ms)", "handshake_s", "mean_s"),
                                               ("transfer mean (ms)", "transfer_s", "mean_s"),
                                               ("transfer p95 (ms)", "transfer_s", "p95_s"))]
-            sec.figure(rp.bars_figure([e["label"] for e in part], panels,
+            sec.figure(rp.bars_figure([e["short_label"] for e in part], panels,
                                       title=part_title("Transfers per cell", i, len(parts), "cells part")),
                        f"Mean handshake time and the mean and 95th percentile of the transfer time per cell "
                        f"(more than {MAX_CELLS_FOR_DISTRIBUTIONS} cells: bars instead of one distribution "
