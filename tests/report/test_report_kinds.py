@@ -94,3 +94,14 @@ def test_a_damaged_metrics_file_is_named_and_the_rest_reported(tmp_path):
     assert sum(s["runs"] for s in doc["streams"]) == 18 - 2
     assert str(runs[0] / "metrics.json") in html and str(runs[1] / "metrics.json") in html
     json.dumps(doc)  # the JSON stays JSON
+
+
+def test_tcp_state_over_time_from_the_records_the_sweep_kept(tmp_path):
+    """A committed sweep keeps its runs' TCP state in tcp_state.parquet (the record parts stay
+    out): the window over time of each cell is drawn from it, one curve per connection."""
+    doc = write_report(RESULTS / "latency-cardwell-lossfree-state", tmp_path / "r.html")
+    assert "tcp_state" in doc["measured"]
+    state = doc["tcp"]["state"]
+    assert len(state) == 2 and all(s["connections"] == 2 for s in state)
+    titles = [p["title"] for p in doc["plots"] if p["section"] == "TCP state"]
+    assert titles == [f"TCP window: {s['short_label']}" for s in state]

@@ -1,9 +1,12 @@
 """The report's section on the senders' TCP: the state over time (congestion window, smoothed RTT,
-delivery rate) of each cell's first complete run with ``tcp_state`` records, and TCP_INFO at each
-run's end (``run.json``'s ``tcp_stats``: retransmissions, timeouts, RTTs) per cell.
+delivery rate) of each cell's first complete run with ``tcp_state`` records (else the window the
+sweep kept in its ``tcp_state.parquet``), and TCP_INFO at each run's end (``run.json``'s
+``tcp_stats``: retransmissions, timeouts, RTTs) per cell.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from tcpdelay.report.report_context import ReportContext, chunks, part_title
 from tcpdelay.report.table_format import mean_std, ms, num
@@ -41,6 +44,7 @@ def tcp_section(ctx: ReportContext, report) -> dict:
             "its connections), and the mean over the connections of the smallest RTT, the smoothed RTT "
             "and the window at the end; means over the complete runs.")
     out["state"] = _state_figures(ctx, section)
+    out["state"] += _kept_state_figures(ctx, section, {d["cell"] for d in out["state"]})
     if not out["state"] and sampled_rows:
         section().paragraph(
             f"The runs sampled their TCP state ({sampled_rows} samples in all, run.json), but the "
@@ -101,4 +105,30 @@ def _state_figures(ctx: ReportContext, section) -> list[dict]:
             drawn.append({"cell": cell.id, "label": cell.label, "short_label": ctx.label(cell), "seed": r.seed,
                           "connections": len(curves), "figures": len(parts), "delivery_rate": not no_rate})
             break
+    return drawn
+
+
+def _kept_state_figures(ctx: ReportContext, section, drawn_cells: set[str]) -> list[dict]:
+    """The window over time of the cells whose runs' records are gone but whose sweep kept them
+    (``tcp_state.parquet``, :mod:`tcpdelay.results.kept_tcp_state`): the window only."""
+    from tcpdelay.report import results_plots as rp
+    from tcpdelay.results.kept_tcp_state import kept_tcp_state
+
+    kept = kept_tcp_state(ctx.results.path)
+    drawn = []
+    for cell in ctx.results.cells:
+        if cell.id in drawn_cells or cell.id not in kept:
+            continue
+        curves = [(f"conn {k}", t, cwnd, np.full(t.size, np.nan), np.full(t.size, np.nan))
+                  for k, t, cwnd in kept[cell.id]]
+        parts = chunks(curves, TCP_STATE_CURVES_PER_FIGURE)
+        title = f"TCP window: {ctx.label(cell)}"
+        for i, part in enumerate(parts):
+            section().figure(
+                rp.tcp_state_figure(part, title=part_title(title, i, len(parts), "connections part")),
+                f"Congestion window over time of {ctx.label(cell)!r}, one curve per connection, from the "
+                "TCP state records the sweep kept (tcp_state.parquet; the runs' own records are not "
+                "committed): the window only (no RTT or rate was kept).")
+        drawn.append({"cell": cell.id, "label": cell.label, "short_label": ctx.label(cell), "seed": None,
+                      "connections": len(curves), "figures": len(parts), "delivery_rate": False})
     return drawn
