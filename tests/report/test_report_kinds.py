@@ -105,3 +105,27 @@ def test_tcp_state_over_time_from_the_records_the_sweep_kept(tmp_path):
     assert len(state) == 2 and all(s["connections"] == 2 for s in state)
     titles = [p["title"] for p in doc["plots"] if p["section"] == "TCP state"]
     assert titles == [f"TCP window: {s['short_label']}" for s in state]
+
+
+def test_a_queue_trace_is_tabled_and_drawn(tmp_path, make_run):
+    """A run that kept its link_queue records (the ns-3 backend writes them): the queue's mean and
+    peak per direction in the table, its length over time in a figure; an empty direction is a note."""
+    from tcpdelay.records import RecordWriter
+
+    run = tmp_path / "r" / "seed-1"
+    make_run(run, [0.03] * 50)
+    with RecordWriter(run, "link_queue", writer_id="q") as w:
+        for k in range(100):
+            w.append(direction="a_to_b", time_s=5.0 + 0.01 * k, packets=k % 20, bytes=1500 * (k % 20))
+            w.append(direction="b_to_a", time_s=5.0 + 0.01 * k, packets=0, bytes=0)
+    (run / "metrics.json").write_text(json.dumps({"flows": [], "queue": {
+        "a_to_b": {"mean_packets": 9.5, "max_packets": 19, "mean_bytes": 14250.0, "max_bytes": 28500, "samples": 100},
+        "b_to_a": {"mean_packets": 0.0, "max_packets": 0, "mean_bytes": 0.0, "max_bytes": 0, "samples": 100}}}))
+    doc = write_report(tmp_path / "r", tmp_path / "r.html")
+    html = html_text.unescape((tmp_path / "r.html").read_text())
+    assert "queue" in doc["measured"]
+    busy = [q for q in doc["queue"] if q["max_packets"]]
+    assert [(q["direction"], q["mean_packets"], q["max_packets"]) for q in busy] == [("a_to_b", 9.5, 19)]
+    assert "The queue stayed empty in every run (b_to_a; 100 samples)" in html
+    titles = [p["title"] for p in doc["plots"] if p["section"] == "Bottleneck queue"]
+    assert titles == ["Bottleneck queue length", "Bottleneck queue over time"]
