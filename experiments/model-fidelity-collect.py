@@ -33,7 +33,7 @@ def collect(src_root: Path, dst_root: Path, only: list[str] | None = None) -> li
             continue
         dst = dst_root / "results" / src.name
         dst.mkdir(parents=True, exist_ok=True)
-        for name in ("sweep.json", "scenario.toml"):
+        for name in ("sweep.json", "scenario.toml", "runs.csv", "runs.parquet"):
             if (src / name).is_file():
                 shutil.copy2(src / name, dst / name)
         for cell in sorted((src / "cells").glob("*")):
