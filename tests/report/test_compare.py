@@ -80,8 +80,8 @@ def test_testbed_against_ns3_of_the_same_grid(tmp_path, capsys, cli_exit):
                                                                                       ("ns-3", 42, 42)]
     assert len(doc["rows"]) == 42 and all(r["parameters"]["flows[0].tcp.preset"] == "newreno-2008"
                                           for r in doc["rows"])
-    # short labels: the parameters that differ between the rows only (not the shared stack)
-    assert all("preset" not in r["label"] and "rtt_s=" in r["label"] for r in doc["rows"])
+    # short labels (compact_labels): the parameters that differ between the rows only, in ms and %
+    assert all("preset" not in r["label"] and "rtt=" in r["label"] for r in doc["rows"])
     html = out.read_text()
     assert doc["report_path"] == str(out) and html.count("data:image/png;base64,") == doc["figures"]
     assert "<th>testbed</th><th>ns-3</th>" in html
@@ -135,7 +135,7 @@ def test_cells_matched_by_position_when_no_parameters_are_shared(tmp_path, make_
     doc = build_comparison(load_sides(dirs), Report("t"))
     assert doc["match"] == "position"
     assert [r["cells"] for r in doc["rows"]] == [["x0", "y0"], ["x1", "y1"]]
-    assert [r["label"] for r in doc["rows"]] == ["#1 rtt_s=0.1", "#2 rtt_s=0.2"]
+    assert [r["label"] for r in doc["rows"]] == ["#1 rtt=100ms", "#2 rtt=200ms"]
 
 
 def test_default_labels_tell_directories_apart(tmp_path):

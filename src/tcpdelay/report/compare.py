@@ -32,7 +32,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.report.cell_keys import flat_params, params_key, short_labels
+from tcpdelay.report.cell_keys import flat_params, params_key
+from tcpdelay.report.cell_labels import compact_labels
 from tcpdelay.results import CellData, Results, aggregate_cell, finite_mean, late_at, load_results
 
 __all__ = ["CDF_ROWS", "COMPARED_METRICS", "ROWS_PER_FIGURE", "Compared", "Row", "Side",
@@ -185,7 +186,7 @@ def match_rows(sides: list[Side]) -> tuple[str, list[Row]]:
         how = "parameters"
         groups = [[k.get(x) for k in keyed] for x in shared]
         params = [flat_params(next(c for c in g if c is not None).overrides) for g in groups]
-        cell_labels = short_labels(params)
+        cell_labels = compact_labels([next(c for c in g if c is not None).overrides for g in groups])
     else:
         counts = [len(s.results.cells) for s in sides]
         if len(set(counts)) != 1:
@@ -196,7 +197,7 @@ def match_rows(sides: list[Side]) -> tuple[str, list[Row]]:
         how = "position"
         groups = [[s.results.cells[i] for s in sides] for i in range(counts[0])]
         params = [None] * counts[0]
-        per_side = [short_labels([flat_params(c.overrides) for c in s.results.cells]) for s in sides]
+        per_side = [compact_labels([c.overrides for c in s.results.cells]) for s in sides]
         cell_labels = [f"#{i + 1} " + " | ".join(dict.fromkeys(lb[i] for lb in per_side)) for i in range(counts[0])]
     rows: list[Row] = []
     for g, p, lb in zip(groups, params, cell_labels):
