@@ -28,16 +28,21 @@ def log_ms_axis(ax) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def _style_delay_cdf(ax, title) -> None:
-    """Axes of a delay CDF: log delay in ms, probability 0..1, grid, legend."""
+def _style_cdf(ax, title, *, xlabel: str, ylabel: str) -> None:
+    """Axes of an empirical CDF of times: log ms, probability 0..1, grid, legend outside."""
     log_ms_axis(ax)
-    ax.set_xlabel("one-way delay (ms, log)")
-    ax.set_ylabel("P(delay ≤ x)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.01)
     ax.grid(True, which="both", alpha=0.3)
     if title:
         ax.set_title(title)
     legend_outside(ax)
+
+
+def _style_delay_cdf(ax, title) -> None:
+    """Axes of a delay CDF."""
+    _style_cdf(ax, title, xlabel="one-way delay (ms, log)", ylabel="P(delay ≤ x)")
 
 
 def legend_outside(ax, **kw):
@@ -260,14 +265,7 @@ def times_cdf_figure(series: Sequence[tuple[str, np.ndarray]], *, xlabel: str, t
         x = np.sort(np.asarray(x, float)[np.isfinite(x)])
         if x.size:
             ax.step(x * 1e3, np.arange(1, x.size + 1) / x.size, where="post", label=f"{label} (n={x.size})")
-    log_ms_axis(ax)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("P(time ≤ x)")
-    ax.set_ylim(0, 1.01)
-    ax.grid(True, which="both", alpha=0.3)
-    if title:
-        ax.set_title(title)
-    legend_outside(ax)
+    _style_cdf(ax, title, xlabel=xlabel, ylabel="P(time ≤ x)")
     return fig
 
 
