@@ -98,6 +98,16 @@ def test_titles_break_between_phrases_not_inside_one():
                                            "loss 0.02, T0 0.3 s, w1 10"]
 
 
+
+def test_advise_title_breaks_between_phrases():
+    """``Advice: … budget: at most 5 %`` / ``later than 200.0 ms`` was the table title cut at any
+    space at 80 columns."""
+    res = tcpdelay("advise", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.02")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[:2] == ["Advice: voip (69.6 kb/s), RTT 100 ms, loss 2 % (random);",
+                                           "budget: at most 5 % later than 200.0 ms"]
+    _fits(res.stdout)
+
 def test_delay_rows_are_named_in_the_unit_shown():
     """``mean_s`` stood beside ``60.6 ms``."""
     res = tcpdelay("delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.02")

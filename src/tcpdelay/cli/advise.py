@@ -147,14 +147,18 @@ def render_table(res: dict, width: int | None = None):
     from rich.table import Table
     from rich.text import Text
 
+    from tcpdelay.cli.text_layout import phrase_lines
+
     wide = width is None or width >= WIDE_COLUMNS
     b = res["budget"]
     src = res["source"]
     path = res["path"]
-    t = Table(title=f"Advice: {src['profile']} ({fmt_bps(src['rate_bps'])}), RTT {path['rtt_s'] * 1e3:g} ms, "
-                    f"loss {path['loss'] * 100:g} % ({path['loss_model']}); budget: at most "
-                    f"{_pct(b['late_fraction'])} later than {fmt_s(b['playout_s'])}", title_justify="left",
-              box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD, pad_edge=wide, collapse_padding=not wide)
+    title = (f"Advice: {src['profile']} ({fmt_bps(src['rate_bps'])}), RTT {path['rtt_s'] * 1e3:g} ms, "
+             f"loss {path['loss'] * 100:g} % ({path['loss_model']}); budget: at most "
+             f"{_pct(b['late_fraction'])} later than {fmt_s(b['playout_s'])}")
+    # the title above the table, broken between phrases (a table title breaks at any space)
+    title_text = Text("\n".join(phrase_lines(title, width or 10**6)), style="italic")
+    t = Table(box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD, pad_edge=wide, collapse_padding=not wide)
     cols = ["#", "option", "source", "mean", "p95", "p99", "late", "needs", "ok"] + (["cost"] if wide else [])
     for col in cols:
         # numbers never wrap; the option's name, the late fraction and the cost may
@@ -184,7 +188,7 @@ def render_table(res: dict, width: int | None = None):
         else:
             t.add_row(str(o["rank"]), o["name"], o["source"], *cells, ok)
             below.append(f"{o['rank']}. {o['name']}: {cost_text(o['cost'])}" + (f"; {model_p95}" if model_p95 else ""))
-    parts = [t]
+    parts = [title_text, t]
     if below:
         parts.append(Text("cost" + (" (and the model's p95 of a measured option)" if "measured" in res.get("measurement", {})
                                     else "") + ":\n  " + "\n  ".join(below)))
