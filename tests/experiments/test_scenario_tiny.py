@@ -58,8 +58,21 @@ def test_example_runs_in_tiny_form(path, tmp_path):
     from tcpdelay.experiments.run import run_scenario
     from tcpdelay.records import read_records
 
+    from tcpdelay.errors import ParameterError
+
     sc = tiny_form(load_scenario(path), 1.5)
-    totals = run_scenario(sc, sc.seed_list[0], tmp_path)
+    try:
+        totals = run_scenario(sc, sc.seed_list[0], tmp_path)
+    except ParameterError as err:
+        # A run with a timed link (traces, outages) must have its flows started within the
+        # link's fixed lead (2 s); the testbed refuses a late start rather than shift the
+        # schedule. That is the machine being busy (a fresh clone's build flushing to disk), not
+        # the program: once more in a fresh directory, and a second refusal fails the test.
+        if not str(err).startswith("setting up the run took"):
+            raise
+        tmp_path = tmp_path / "again"
+        tmp_path.mkdir()
+        totals = run_scenario(sc, sc.seed_list[0], tmp_path)
     assert totals["errors"] == [] and "metrics_error" not in totals
     if totals["media_flows"] + totals["streams"] == 0:
         # cross traffic alone (papers/004 §4.1's FTP reference): every flow delivered data
