@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +71,36 @@ def _video_cache(tmp_path_factory):
         os.environ.pop("TCPDELAY_CACHE_DIR", None)
     else:
         os.environ["TCPDELAY_CACHE_DIR"] = old
+
+
+class Tmpfs:
+    """Small tmpfs mounts (root only): a real disk that fills up, for the tests of writes on a
+    full disk. Each mount is unmounted when its ``with`` ends."""
+
+    @staticmethod
+    @contextlib.contextmanager
+    def mounted(where: Path, size: str = "4m"):
+        where.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], check=True)
+        try:
+            yield where
+        finally:
+            subprocess.run(["umount", "-l", str(where)], check=False)
+
+    @staticmethod
+    def fill(disk: Path) -> None:
+        """Take every free byte of ``disk``."""
+        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError as err:
+            assert err.errno == errno.ENOSPC
+        finally:
+            os.close(fd)
+
+
+@pytest.fixture
+def tmpfs() -> type[Tmpfs]:
+    """:class:`Tmpfs`: ``with tmpfs.mounted(path, "64k") as disk: tmpfs.fill(disk)``."""
+    return Tmpfs

@@ -4,8 +4,6 @@ clean` ran (real testbed and a real small tmpfs: root and /dev/net/tun)."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import os
 import signal
@@ -47,28 +45,6 @@ rate_bps = 200e3
 """
 
 
-@contextlib.contextmanager
-def small_tmpfs(where: Path, size: str = "4m"):
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], check=True)
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill(disk: Path) -> None:
-    """Take every free byte of ``disk``."""
-    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    try:
-        while True:
-            os.write(fd, b"\0" * 4096)
-    except OSError as err:
-        assert err.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-
-
 def _wait_for(path_glob, root: Path, proc: subprocess.Popen, timeout_s: float = 60.0) -> list[Path]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -80,16 +56,16 @@ def _wait_for(path_glob, root: Path, proc: subprocess.Popen, timeout_s: float = 
     raise AssertionError(f"{path_glob} never appeared under {root}")
 
 
-def test_a_disk_that_fills_up_mid_run_still_gets_failed_json_and_a_consistent_json(tmp_path):
+def test_a_disk_that_fills_up_mid_run_still_gets_failed_json_and_a_consistent_json(tmp_path, tmpfs):
     f = tmp_path / "full.toml"
     f.write_text(SCENARIO.format(duration=4, extra=""))
-    with small_tmpfs(tmp_path / "disk") as disk:
+    with tmpfs.mounted(tmp_path / "disk") as disk:
         out = disk / "out"
         proc = subprocess.Popen(TCPDELAY + ["run", str(f), "--out", str(out), "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             _wait_for("seed-4/environment.json", out, proc)
-            fill(disk)  # from here on every write of the run fails
+            tmpfs.fill(disk)  # from here on every write of the run fails
             stdout, stderr = proc.communicate(timeout=120)
         finally:
             if proc.poll() is None:
@@ -119,11 +95,11 @@ def test_a_disk_that_fills_up_mid_run_still_gets_failed_json_and_a_consistent_js
         assert json.loads(again.stdout)["runs"][0]["status"] == "complete"
 
 
-def test_a_full_disk_before_the_run_is_one_line(tmp_path):
+def test_a_full_disk_before_the_run_is_one_line(tmp_path, tmpfs):
     f = tmp_path / "full.toml"
     f.write_text(SCENARIO.format(duration=2, extra=""))
-    with small_tmpfs(tmp_path / "disk", "64k") as disk:
-        fill(disk)
+    with tmpfs.mounted(tmp_path / "disk", "64k") as disk:
+        tmpfs.fill(disk)
         proc = subprocess.run(TCPDELAY + ["run", str(f), "--out", str(disk / "out")],
                               capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1

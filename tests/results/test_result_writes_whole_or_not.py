@@ -32,27 +32,10 @@ SCENARIO = {"name": "whole", "duration_s": 2, "seed": 3, "path": {"rtt_s": 0.02,
 
 
 @pytest.fixture
-def disk(tmp_path):
+def disk(tmp_path, tmpfs):
     """A 64 KiB tmpfs, unmounted afterwards."""
-    where = tmp_path / "disk"
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], check=True)
-    try:
+    with tmpfs.mounted(tmp_path / "disk", "64k") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill(disk: Path) -> None:
-    """Take every free byte of ``disk``."""
-    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    try:
-        while True:
-            os.write(fd, b"\0" * 4096)
-    except OSError as err:
-        assert err.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
 
 
 def _plan():
@@ -84,12 +67,12 @@ def test_flows_parquet_that_does_not_fit_leaves_the_old_file_and_names_itself(di
     assert _hidden(rd) == []                                         # no temporary file left
 
 
-def test_every_writer_on_a_full_disk_leaves_nothing_and_names_its_file(disk):
+def test_every_writer_on_a_full_disk_leaves_nothing_and_names_its_file(disk, tmpfs):
     rd = disk / "run"
     rd.mkdir()
     plan = _plan()
     scenario = parse_scenario(SCENARIO)
-    fill(disk)
+    tmpfs.fill(disk)
     writers = {
         layout.SCENARIO_FILE: lambda: record.write_scenario(rd, scenario),
         layout.FLOWS_FILE: lambda: record.write_flows(rd, plan, {}),
@@ -106,22 +89,22 @@ def test_every_writer_on_a_full_disk_leaves_nothing_and_names_its_file(disk):
     assert sorted(p.name for p in rd.iterdir()) == []    # no empty or half file, no temporary file
 
 
-def test_a_sweep_on_a_full_disk_leaves_no_empty_scenario_toml(disk):
+def test_a_sweep_on_a_full_disk_leaves_no_empty_scenario_toml(disk, tmpfs):
     out = disk / "out"
     out.mkdir()
-    fill(disk)
+    tmpfs.fill(disk)
     with pytest.raises(OSError) as err:
         prepare(parse_scenario(SCENARIO), out, [])
     assert err.value.filename == str(out / layout.SCENARIO_FILE)
     assert list(out.iterdir()) == []
 
 
-def test_run_on_a_disk_full_before_the_first_run_is_one_line_naming_the_file(disk, tmp_path):
+def test_run_on_a_disk_full_before_the_first_run_is_one_line_naming_the_file(disk, tmp_path, tmpfs):
     f = tmp_path / "whole.toml"
     f.write_text('name = "whole"\nduration_s = 1\nseed = 3\n[path]\nrtt_s = 0.02\nrate_bps = 1e6\n'
                  '[[flows]]\nname = "voip"\nprofile = "voip"\n')
     out = disk / "out"
-    fill(disk)
+    tmpfs.fill(disk)
     proc = subprocess.run([sys.executable, "-m", "tcpdelay", "run", str(f), "--out", str(out), "--backend", "ns3"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
