@@ -16,7 +16,7 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.model.delay import DelayParams, predict
 from tcpdelay.model.delay import repair
 from tcpdelay.model.delay.predict import solve_params
-from tcpdelay.model.delay.stacks import RULES, STACKS, next_window, window_after_loss
+from tcpdelay.model.delay.stacks import RULES, STACKS, app_limited_window_cap, next_window, window_after_loss
 
 LINUX, CLASSIC = RULES["linux"], RULES["classic"]
 
@@ -34,12 +34,14 @@ def test_window_reductions_are_the_kernels_integer_arithmetic():
 
 
 def test_cubic_growth_by_hand():
-    # W_max = min(ceil(r), w / beta): from w = 10 at r = 15, 10 * 1024/717 = 14.2817; C = 0.4,
-    # RTT 300 ms: s = cbrt((10 - 14.2817)/0.4) = -2.2036, W_max + C (s + RTT)^3 = 11.521;
+    # W_max = min(floor(r) + 2, w / beta) (the application-limited window a loss cuts): from
+    # w = 10 at r = 15, 10 * 1024/717 = 14.2817; C = 0.4, RTT 300 ms:
+    # s = cbrt((10 - 14.2817)/0.4) = -2.2036, W_max + C (s + RTT)^3 = 11.521;
     # Reno-friendly 10 + 0.5294
     assert next_window(LINUX, 10, r=15, rtt_s=0.3) == pytest.approx(11.521, abs=1e-3)
-    # from w = 12 the plateau is ceil(r) = 15: s = cbrt(-3/0.4) = -1.9574, 15 + 0.4 (-1.6574)^3
-    assert next_window(LINUX, 12, r=15, rtt_s=0.3) == pytest.approx(13.179, abs=1e-3)
+    # from w = 12 (12/beta = 17.138) the plateau is floor(r) + 2 = 17: s = cbrt(-5/0.4) = -2.3208,
+    # 17 + 0.4 (-2.0208)^3 = 13.699
+    assert next_window(LINUX, 12, r=15, rtt_s=0.3) == pytest.approx(13.699, abs=1e-3)
     # at RTT 20 ms the cubic term gives 10.17: the Reno-friendly alpha = 3(1-b)/(1+b) rules
     alpha = 3 * (1 - 717 / 1024) / (1 + 717 / 1024)
     assert next_window(LINUX, 10, r=15, rtt_s=0.02) == pytest.approx(10 + alpha)
@@ -262,6 +264,18 @@ def test_video_backlog_after_a_window_cut_and_classic_window_growth():
     assert lin.info["sender_wait_mean_s"] > 0.005
     # ns-3's window grows while application-limited: a single loss leaves it above r
     assert cla.info["mean_window"] > lin.info["mean_window"]
+
+
+def test_application_limited_linux_window_grows_until_one_above_its_flight():
+    # tcp_cwnd_validate: cwnd grows while the flight right after a send reaches it. A CBR
+    # source's flight right after a send is floor(r) + 1 (the segment just sent and those of
+    # the last round trip whose ACKs are not back), so cwnd stops at floor(r) + 2
+    assert [app_limited_window_cap(LINUX, r) for r in (0.5, 1.0, 2.5, 5.0, 15.0)] == [2, 3, 4, 7, 17]
+    assert app_limited_window_cap(CLASSIC, 5.0) == 0          # ns-3 grows without a cap instead
+    # almost no loss: the window sits at the cap (the committed runs' final TCP_INFO: cwnd 7 at
+    # voip, RTT 100 ms, 1-2 %, r = 5; cwnd 3 at video, RTT 20 ms, r = 1)
+    assert predict("voip", rtt_s=0.1, loss=1e-4, stack="linux").info["mean_window"] == pytest.approx(7.0, abs=0.05)
+    assert predict("video", rtt_s=0.02, loss=1e-4, stack="linux").info["mean_window"] == pytest.approx(3.0, abs=0.01)
 
 
 def test_stack_bad_values():

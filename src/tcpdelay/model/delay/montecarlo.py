@@ -130,21 +130,28 @@ class Walker:
         beta = 717 / 1024 if self.p.stack == "linux" else 0.5
         return max(2, math.floor(beta * w + 1e-9))
 
+    def _linux_cap(self) -> int:
+        """An application-limited Linux window grows while the flight right after a send,
+        ``⌊r⌋ + 1``, reaches it: up to ``⌊r⌋ + 2``."""
+        return math.floor(self.r + 1e-9) + 2
+
+    def _ca_target(self, w: int) -> float:
+        """The window after a loss-free round in congestion avoidance (fractional)."""
+        if self.p.stack == "classic":
+            return w + 1.0
+        beta = 717 / 1024
+        alpha = 3 * (1 - beta) / (1 + beta)
+        w_max = min(float(self._linux_cap()), w / beta)
+        x = (w - w_max) / 0.4
+        s_ = math.copysign(abs(x) ** (1 / 3), x)
+        return max(w_max + 0.4 * (s_ + self.p.rtt_s) ** 3, w + alpha)
+
     def _stack_next(self, w: int) -> list:
         """[(next window, share)] after a loss-free network-limited round."""
         r = self.r
         if self.p.stack == "classic" and w < max(1, math.ceil(r - EPS)):
             return [(min(2 * w, self.W), 1.0)]           # slow start after a timeout
-        if self.p.stack == "classic":
-            target = w + 1.0
-        else:
-            beta = 717 / 1024
-            alpha = 3 * (1 - beta) / (1 + beta)
-            w_max = min(max(1.0, math.ceil(r - 1e-9)), w / beta)
-            x = (w - w_max) / 0.4
-            s_ = math.copysign(abs(x) ** (1 / 3), x)
-            target = max(w_max + 0.4 * (s_ + self.p.rtt_s) ** 3, w + alpha)
-        target = min(target, self.W)
+        target = min(self._ca_target(w), self.W)
         lo = math.floor(target + EPS)
         frac = target - lo
         if frac < 1e-9:
@@ -184,7 +191,12 @@ class Walker:
         elif B == 0 and w >= r - EPS:
             p = self.p_al
             pto = p if rto else 0.0
-            grow = (1.0 / w if w < self.W else 0.0) if rto else 0.0   # ns-3: no window validation
+            if rto:     # ns-3: no window validation, one segment per window of ACKs
+                grow = 1.0 / w if w < self.W else 0.0
+            elif w < min(self._linux_cap(), self.W):   # Linux: the flight still reaches the window
+                grow = min(1.0, (self._ca_target(w) - w) / r)
+            else:
+                grow = 0.0
             if grow > 0:
                 out.append((Move((1 - p) * grow, min(w + 1, self.W), 0.0, 0, 1 / f, (P.one_way_s,), (0.0,)), 0.0))
             out.append((Move((1 - p) * (1 - grow), w, 0.0, 0, 1 / f, (P.one_way_s,), (0.0,)), 0.0))

@@ -112,6 +112,12 @@ def bicgstab(matvec, precond, b: np.ndarray, *, rtol: float, max_steps: int,
     ``r̂`` [default ``b``]; where ``b`` has a single entry (a pivot with one way out) the first
     step can make ``r`` orthogonal to it (``ρ = 0``), and another shadow avoids that. The
     answer is judged by the caller's true residual either way."""
+    with np.errstate(over="ignore", invalid="ignore"):   # a divergence ends as a non-finite value: None
+        return _bicgstab(matvec, precond, b, rtol=rtol, max_steps=max_steps, shadow=shadow)
+
+
+def _bicgstab(matvec, precond, b, *, rtol, max_steps, shadow):
+    """:func:`bicgstab`'s steps."""
     x = np.zeros_like(b)
     r = b.copy()
     goal = rtol * np.sqrt(_dot(b, b))

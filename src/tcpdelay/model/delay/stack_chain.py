@@ -10,7 +10,7 @@ writes is counted once, with delay ``L + B/f`` (``count_fresh_packets``).
 
 | from | event, probability | to | time | packets |
 |---|---|---|---|---|
-| AL ``(w≥r, 0, 0)`` | none, ``1−p`` | ``(w, 0, 0)``; ``classic``: ``(w+1, 0, 0)`` w.p. ``1/w`` | ``1/f`` | 1 at ``L`` |
+| AL ``(w≥r, 0, 0)`` | none, ``1−p`` | ``(w, 0, 0)``; ``linux`` below ``⌊r⌋+2``: ``(w+1, 0, 0)`` w.p. ``(next(w)−w)/r``; ``classic``: w.p. ``1/w`` | ``1/f`` | 1 at ``L`` |
 | | loss, ``p·(1−p_to)`` | ``(max(⌊βw⌋,2), 0, 1)`` | ``1/f`` | 1 at ``L`` |
 | | loss, RTO (``classic``), ``p·p_to`` | ``(1, 0, 0)`` | ``1/f`` | 1 at ``L`` |
 | NL ``(w, B, 0)`` | none, ``(1−p)^w`` | ``(next(w) or 2w, (B+r−wk)⁺, 0)`` | ``RTT`` | ``min(B, wk)`` at ``L+B/f``, fresh at ``L`` |
@@ -37,7 +37,7 @@ import numpy as np
 
 from tcpdelay.model.delay import chain as _chain
 from tcpdelay.model.delay.params import MAX_BACKOFF_STAGE, DelayParams
-from tcpdelay.model.delay.stacks import next_window, rules, window_after_loss
+from tcpdelay.model.delay.stacks import app_limited_window_cap, next_window, rules, window_after_loss
 
 _EPS = 1e-9
 
@@ -64,6 +64,8 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
     w_after = np.minimum(W, np.array([window_after_loss(R, int(w)) for w in ws]))
     # slow start (after a timeout) up to the window the source needs, ``classic`` only
     w_ss = max(1, math.ceil(r - _EPS)) if R.slow_start_after_timeout and rto else 0
+    # an application-limited window still grows up to this (``linux``: ⌊r⌋ + 2; 0: never)
+    w_cap = app_limited_window_cap(R, r)
 
     def edges_from(src_all: np.ndarray):
         parts = _chain.EdgeParts()
@@ -99,6 +101,9 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
         wa, sa = wg[al], src0[al]
         if R.app_limited_growth:   # one segment per window of ACKed segments (RFC 5681 eq 3)
             g = np.where(wa < W, 1.0 / wa, 0.0)
+        elif w_cap > 0:            # the flight reaches the window: congestion avoidance's rate
+            g = np.where(wa < np.minimum(w_cap, W), np.minimum(1.0, (next_window(R, wa, r=r, rtt_s=rtt) - wa) / r), 0.0)
+        if R.app_limited_growth or w_cap > 0:
             add(sa, np.minimum(wa + 1, W), 0.0, 0, (1.0 - p_al) * g, 1.0 / f, n=1.0)
             add(sa, wa, 0.0, 0, (1.0 - p_al) * (1.0 - g), 1.0 / f, n=1.0)
         else:

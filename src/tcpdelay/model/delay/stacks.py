@@ -23,14 +23,19 @@ others describe how a stack recovers *today*, each rule from its source:
 - **window after recovery**: CUBIC's ``ssthresh = max(⌊β·cwnd⌋, 2)``, β = 0.7 (RFC 9438 §4.6;
   ``bictcp_recalc_ssthresh``, 717/1024), reached by PRR (RFC 6937) and held through the
   recovery; one reduction per recovery episode;
-- **growth**: only while the window limits the sender (``tcp_is_cwnd_limited``: an
-  application-limited window neither grows nor shrinks), by CUBIC's window function
+- **growth**: only while the window limits the sender (``tcp_is_cwnd_limited``), which
+  ``tcp_cwnd_validate`` judges right after each transmission: the flight reaches ``cwnd``. A
+  CBR source's flight right after it writes is ``⌊r⌋ + 1`` segments, so an application-limited
+  window still grows up to ``⌊r⌋ + 2`` (:func:`app_limited_window_cap`; the committed runs' final
+  ``TCP_INFO`` gives cwnd 7 at r = 5 and 3 at r = 1) and no further, and it does not shrink
+  (``tcp_cwnd_application_limited`` decays it only toward the flight, and not below the initial
+  window). Growth is by CUBIC's window function
   ``W(t) = C(t−K)³ + W_max`` (RFC 9438 §4.2, C = 0.4 segments/s³, ``bictcp_update``) or its
   Reno-friendly estimate, ``α = 3(1−β)/(1+β)`` segments per round (§4.3, ``tcp_friendliness``),
   whichever is larger. ``W_max`` is the window the last reduction cut, which the chain does
-  not carry: a window ``w`` below ``β·⌈r⌉`` is taken as just cut (``W_max = w/β``: a cascade of
-  reductions, as at high loss, where Linux's ``ssthresh`` ends at 2–4), one above it as
-  regrowing toward the window an application-limited source is cut from, ``⌈r⌉``
+  not carry: a window ``w`` below ``β·(⌊r⌋ + 2)`` is taken as just cut (``W_max = w/β``: a
+  cascade of reductions, as at high loss, where Linux's ``ssthresh`` ends at 2–4), one above it
+  as regrowing toward the window an application-limited source is cut from, ``⌊r⌋ + 2``
   (:func:`next_window`); one round from ``w`` then gives ``W_max + C(s + RTT)³`` with
   ``s = ∛((w − W_max)/C)`` (the cubic depends on the time since the reduction only through the
   window reached). At RTT 300 ms the cubic term regains most of a 30 % cut from ``⌈r⌉`` in
@@ -105,6 +110,14 @@ class StackRules:
     ACKed segments, RFC 5681 eq 3), as in ns-3 3.44 (``TcpLinuxReno::IncreaseWindow`` does not
     ask whether the window limited the sender). Linux grows only a window that limits it
     (``tcp_is_cwnd_limited``; congestion window validation, RFC 7661's idea)."""
+    flight_reaches_window: bool = False
+    """Linux's test of "the window limited the sender" (``tcp_write_xmit`` →
+    ``tcp_cwnd_validate``): true when, right after a transmission, the segments in flight reach
+    ``cwnd``. An application-limited sender's flight right after it sends is the segment just
+    sent plus those sent in the last round trip whose ACKs have not come back: ``⌊r⌋ + 1``
+    (:func:`app_limited_window_cap`). So its window keeps growing, at the congestion-avoidance
+    rate, until it is one above that flight, ``⌊r⌋ + 2``, where an ACK always frees a slot
+    before the next write; a loss cuts that window, not ``⌈r⌉``."""
 
 
 def _cubic_alpha(beta: float) -> float:
@@ -122,7 +135,7 @@ CUBIC_BETA = 717 / 1024
 RULES: dict[str, StackRules] = {
     "linux": StackRules("linux", detection="rack", lost_retransmission="rack", beta=CUBIC_BETA,
                         ca_growth_segments=_cubic_alpha(CUBIC_BETA), slow_start_after_timeout=True,
-                        cubic_c=0.4, timer_hz=LINUX_HZ),
+                        cubic_c=0.4, timer_hz=LINUX_HZ, flight_reaches_window=True),
     "classic": StackRules("classic", detection="dupack", lost_retransmission="rto", beta=0.5,
                           ca_growth_segments=1.0, slow_start_after_timeout=True, app_limited_growth=True),
 }
@@ -143,6 +156,24 @@ def rules(stack: str) -> StackRules:
     return RULES[stack]
 
 
+def _window_cut_from(rules_: StackRules, r: float) -> float:
+    """The window a loss cuts an application-limited sender from: its cap
+    (:func:`app_limited_window_cap`) where the window grows while application-limited, else
+    ``⌈r⌉``."""
+    return float(app_limited_window_cap(rules_, r) or max(1.0, math.ceil(r - 1e-9)))
+
+
+def app_limited_window_cap(rules_: StackRules, r: float) -> int:
+    """The window an application-limited sender's window grows to, in segments: ``⌊r⌋ + 2``
+    with :attr:`StackRules.flight_reaches_window` (the flight right after a send, ``⌊r⌋ + 1``
+    — the ACK of the segment sent ``r/f`` earlier comes back just after the send, a hair past
+    the round trip — plus one), else 0 (the window does not grow; ``app_limited_growth``
+    aside)."""
+    if not rules_.flight_reaches_window:
+        return 0
+    return int(math.floor(r + 1e-9)) + 2
+
+
 def window_after_loss(rules_: StackRules, w: int) -> int:
     """``max(⌊β·w⌋, 2)`` segments (integer arithmetic, as ``bictcp_recalc_ssthresh``) for a
     window-limited sender (its flight is its window)."""
@@ -152,12 +183,12 @@ def window_after_loss(rules_: StackRules, w: int) -> int:
 def next_window(rules_: StackRules, w, *, r: float, rtt_s: float):
     """The window after one loss-free round in congestion avoidance, in (fractional) segments,
     vectorized over ``w``: ``w + α`` (Reno), or for CUBIC ``max(W_max + C(s + RTT)³, w + α)``
-    with ``W_max = min(⌈r⌉, w/β)`` and ``s = ∛((w − W_max)/C)`` (RFC 9438 §4.2-4.3)."""
+    with ``W_max = min(⌊r⌋ + 2, w/β)`` and ``s = ∛((w − W_max)/C)`` (RFC 9438 §4.2-4.3)."""
     w = np.asarray(w, dtype=float)
     reno = w + rules_.ca_growth_segments
     if rules_.cubic_c <= 0:
         return reno
     c = rules_.cubic_c
-    w_max = np.minimum(max(1.0, math.ceil(r - 1e-9)), w / rules_.beta)
+    w_max = np.minimum(_window_cut_from(rules_, r), w / rules_.beta)
     s = np.cbrt((w - w_max) / c)
     return np.maximum(w_max + c * (s + rtt_s) ** 3, reno)
