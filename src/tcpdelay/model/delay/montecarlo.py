@@ -71,6 +71,7 @@ class Move:
     time_s: float
     delays: tuple    # delays of the packets delivered
     backlog_parts: tuple
+    fresh_wait_share: float = 0.0   # share of the fresh packets that wait 1/f (a recovery round, linux)
 
 
 class Walker:
@@ -187,14 +188,17 @@ class Walker:
             out.append((Move(self.p_nl, 0, B + backoff * P.t0_s * f, min(l + 1, MAX_BACKOFF_STAGE),
                              backoff * P.t0_s, (), ()), 0.0))
         elif l == 1:
-            out.append(self._stack_round(w, 0, B, w, 1.0))
+            mv, fresh = self._stack_round(w, 0, B, w, 1.0)
+            if P.stack == "linux":   # PRR: half the recovery round's writes wait one interval
+                mv = Move(mv.prob, mv.w, mv.backlog, mv.l, mv.time_s, mv.delays, mv.backlog_parts, 0.5)
+            out.append((mv, fresh))
         elif B == 0 and w >= r - EPS:
             p = self.p_al
             pto = p if rto else 0.0
             if rto:     # ns-3: no window validation, one segment per window of ACKs
                 grow = 1.0 / w if w < self.W else 0.0
             elif w < min(self._linux_cap(), self.W):   # Linux: the flight still reaches the window
-                grow = min(1.0, (self._ca_target(w) - w) / r)
+                grow = min(1.0, (self._ca_target(w) - w) / w)
             else:
                 grow = 0.0
             if grow > 0:
@@ -324,10 +328,14 @@ def walk(params: DelayParams, steps: int = 200_000, batches: int = 40, seed: int
                 acc_d += d
             acc_n += len(mv.delays)
             if fresh > 0:
-                key = round(params.one_way_s, 9)
-                delays[key] = delays.get(key, 0.0) + fresh
-                acc_d += fresh * params.one_way_s
-                acc_n += fresh
+                share = mv.fresh_wait_share
+                for d, wt in ((params.one_way_s, fresh * (1 - share)),
+                              (params.one_way_s + 1 / params.rate_pps, fresh * share)):
+                    if wt > 0:
+                        key = round(d, 9)
+                        delays[key] = delays.get(key, 0.0) + wt
+                        acc_d += wt * d
+                        acc_n += wt
             if (step - burn_in + 1) % per_batch == 0:
                 batch_means.append(acc_d / acc_n if acc_n else 0.0)
                 total_packets += acc_n

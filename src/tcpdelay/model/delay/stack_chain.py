@@ -10,13 +10,13 @@ writes is counted once, with delay ``L + B/f`` (``count_fresh_packets``).
 
 | from | event, probability | to | time | packets |
 |---|---|---|---|---|
-| AL ``(w≥r, 0, 0)`` | none, ``1−p`` | ``(w, 0, 0)``; ``linux`` below ``⌊r⌋+2``: ``(w+1, 0, 0)`` w.p. ``(next(w)−w)/r``; ``classic``: w.p. ``1/w`` | ``1/f`` | 1 at ``L`` |
+| AL ``(w≥r, 0, 0)`` | none, ``1−p`` | ``(w, 0, 0)``; ``linux`` below ``⌊r⌋+2``: ``(w+1, 0, 0)`` w.p. ``(next(w)−w)/w``; ``classic``: w.p. ``1/w`` | ``1/f`` | 1 at ``L`` |
 | | loss, ``p·(1−p_to)`` | ``(max(⌊βw⌋,2), 0, 1)`` | ``1/f`` | 1 at ``L`` |
 | | loss, RTO (``classic``), ``p·p_to`` | ``(1, 0, 0)`` | ``1/f`` | 1 at ``L`` |
 | NL ``(w, B, 0)`` | none, ``(1−p)^w`` | ``(next(w) or 2w, (B+r−wk)⁺, 0)`` | ``RTT`` | ``min(B, wk)`` at ``L+B/f``, fresh at ``L`` |
 | | loss, ``(1−(1−p)^w)(1−p_to)`` | ``(max(⌊βw⌋,2), (B+r−wk)⁺, 1)`` | ``RTT`` | the same |
 | | loss, RTO, ``(1−(1−p)^w)·p_to`` | ``(0, (B+r−wk)⁺ + (T0−RTT)f, 1)`` | ``RTT`` | the same |
-| FR ``(w, B, 1)`` | 1 | ``(w, (B+r−wk)⁺, 0)`` | ``RTT`` | as a loss-free round, no growth |
+| FR ``(w, B, 1)`` | 1 | ``(w, (B+r−wk)⁺, 0)`` | ``RTT`` | as a loss-free round, no growth; ``linux``: half the fresh packets at ``L + 1/f`` (PRR) |
 | TO ``(0, B, l)`` | as Table 6 | | | |
 
 ``p_to`` is 0 for ``linux`` (RACK finds a lost retransmission while the source writes) and the
@@ -71,7 +71,7 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
         parts = _chain.EdgeParts()
         add = parts.add
 
-        def round_(src, w2, l2, B, w_now, prob, is_loss=0, b_extra=0.0):
+        def round_(src, w2, l2, B, w_now, prob, is_loss=0, b_extra=0.0, wait_share=0.0):
             """One round of RTT at window ``w_now``: the backlogged packets that fit leave at
             ``L + B/f``; the packets written during it that fit (zero-time twin edges) wait for
             the ACK clock — ``w_now`` segments a round trip leave one per ACK, ``RTT/w_now``
@@ -90,7 +90,10 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
             ng = np.where(gated, per_gap, 0.0)
             add(src, w2, b_next, l2, prob * np.where(gated, w_now, 0.0), 0.0, n=ng, j0=0.0, jstep=1,
                 jb=0.0)
-            add(src, w2, b_next, l2, prob, 0.0, n=fresh - np.where(gated, w_now * per_gap, 0.0))
+            plain = fresh - np.where(gated, w_now * per_gap, 0.0)
+            add(src, w2, b_next, l2, prob * (1.0 - wait_share), 0.0, n=plain)
+            if wait_share > 0:   # a recovery round's writes behind PRR's ACK clock: ``1/f`` each
+                add(src, w2, b_next, l2, prob * wait_share, 0.0, n=plain, j0=1.0, jb=1.0)
 
         w_all, B_all, l_all = space.decode(src_all)
         m0 = (w_all > 0) & (l_all == 0)
@@ -101,8 +104,8 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
         wa, sa = wg[al], src0[al]
         if R.app_limited_growth:   # one segment per window of ACKed segments (RFC 5681 eq 3)
             g = np.where(wa < W, 1.0 / wa, 0.0)
-        elif w_cap > 0:            # the flight reaches the window: congestion avoidance's rate
-            g = np.where(wa < np.minimum(w_cap, W), np.minimum(1.0, (next_window(R, wa, r=r, rtt_s=rtt) - wa) / r), 0.0)
+        elif w_cap > 0:            # the flight reaches the window: the per-ACK growth of a round of w
+            g = np.where(wa < np.minimum(w_cap, W), np.minimum(1.0, (next_window(R, wa, r=r, rtt_s=rtt) - wa) / wa), 0.0)
         if R.app_limited_growth or w_cap > 0:
             add(sa, np.minimum(wa + 1, W), 0.0, 0, (1.0 - p_al) * g, 1.0 / f, n=1.0)
             add(sa, wa, 0.0, 0, (1.0 - p_al) * (1.0 - g), 1.0 / f, n=1.0)
@@ -135,7 +138,7 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
         # (c) fast recovery l = 1: one round at the reduced window, no growth
         m1 = (w_all > 0) & (l_all == 1)
         w1, src1 = w_all[m1], src_all[m1]
-        round_(src1, w1, 0, B_all[m1].astype(float), w1, 1.0)
+        round_(src1, w1, 0, B_all[m1].astype(float), w1, 1.0, wait_share=R.recovery_write_wait)
 
         # (d) timeout stages (classic only reaches them): Table 6's recovery
         for l in range(1, MAX_BACKOFF_STAGE + 1):

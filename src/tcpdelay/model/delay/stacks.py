@@ -110,6 +110,18 @@ class StackRules:
     ACKed segments, RFC 5681 eq 3), as in ns-3 3.44 (``TcpLinuxReno::IncreaseWindow`` does not
     ask whether the window limited the sender). Linux grows only a window that limits it
     (``tcp_is_cwnd_limited``; congestion window validation, RFC 7661's idea)."""
+    recovery_write_wait: float = 0.0
+    """The share of a recovery round's writes that wait one packet interval ``1/f`` at the
+    sender (PRR, RFC 6937 §3; ``tcp_cwnd_reduction``): in recovery ``cwnd = in_flight +
+    sndcnt`` is set only upon an ACK, one segment per segment delivered, and the fast
+    retransmission takes the detecting ACK's share. A write that comes after that ACK waits for
+    the next one, and from then on every write of the round finds one segment ahead of it and
+    waits for the next ACK, ``1/f`` later, until the recovery ends. With writes and ACKs ``1/f``
+    apart (``r`` whole, as on the grid) which comes first at the detecting ACK is a race, won
+    half the time; with ``r`` fractional the wait is the fixed gap to the next ACK, ``1/(2f)``
+    on average: either way ``1/(2f)`` a write, carried as ``1/f`` for half of them. At
+    ``r ≤ 1`` the retransmission's own ACK is the next one, and the mean wait of the ``r`` writes
+    of the round, ``RTT/2``, is the same product."""
     flight_reaches_window: bool = False
     """Linux's test of "the window limited the sender" (``tcp_write_xmit`` →
     ``tcp_cwnd_validate``): true when, right after a transmission, the segments in flight reach
@@ -135,7 +147,8 @@ CUBIC_BETA = 717 / 1024
 RULES: dict[str, StackRules] = {
     "linux": StackRules("linux", detection="rack", lost_retransmission="rack", beta=CUBIC_BETA,
                         ca_growth_segments=_cubic_alpha(CUBIC_BETA), slow_start_after_timeout=True,
-                        cubic_c=0.4, timer_hz=LINUX_HZ, flight_reaches_window=True),
+                        cubic_c=0.4, timer_hz=LINUX_HZ, flight_reaches_window=True,
+                        recovery_write_wait=0.5),
     "classic": StackRules("classic", detection="dupack", lost_retransmission="rto", beta=0.5,
                           ca_growth_segments=1.0, slow_start_after_timeout=True, app_limited_growth=True),
 }
