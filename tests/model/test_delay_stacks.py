@@ -274,6 +274,29 @@ def test_recovery_round_writes_wait_for_prrs_ack_clock_by_hand(stack, share):
     assert (e.prob[fr] * e.n[fr]).sum() == pytest.approx(5.0, rel=1e-12)     # every write counted once
 
 
+def test_a_loss_in_the_recovery_round_is_a_new_event_only_beyond_high_seq():
+    # the first loss sits at x*RTT (x uniform) and is found RTT + D later: of the next round the
+    # part after it is max(0, 1 - x - D/RTT); over x, (1 - D/RTT)^2 / 2. classic, p -> 0: D = 3/f
+    share = repair.recovery_round_new_share
+    assert share(CLASSIC, loss=1e-9, rate_pps=50, rtt_s=0.3) == pytest.approx(0.8 ** 2 / 2, abs=1e-6)
+    assert share(CLASSIC, loss=1e-9, rate_pps=50, rtt_s=0.1) == pytest.approx(0.4 ** 2 / 2, abs=1e-6)
+    # linux at RTT 100 ms: RACK's RTT + 34 ms (test above); at RTT 20 ms D >= 1/f = RTT: none
+    assert share(LINUX, loss=1e-9, rate_pps=50, rtt_s=0.1) == pytest.approx(0.66 ** 2 / 2, abs=1e-6)
+    assert share(LINUX, loss=0.02, rate_pps=50, rtt_s=0.02) == 0.0
+    # the chain: out of the recovery round at window 10 (RTT 300 ms), a new reduction with
+    # probability 1 - (1-p)^(0.32 * 10), not 1 - (1-p)^10
+    from tcpdelay.model.delay.chain import build_chain
+
+    p = 0.01
+    chain = build_chain(DelayParams(rate_pps=50, packet_bytes=1448, rtt_s=0.3, loss=p, stack="classic"))
+    e = chain.edges
+    w, B, l = chain.space.decode(e.src)
+    src = (w == 10) & (B == 0) & (l == 1) & (e.time_s > 0)
+    s_ = share(CLASSIC, loss=p, rate_pps=50, rtt_s=0.3)
+    again = src & (e.l2 == 1)                     # a new fast retransmit, or an RTO's first stage
+    assert e.prob[again].sum() == pytest.approx(1 - (1 - p) ** (s_ * 10), rel=1e-9)
+
+
 def test_prr_wait_is_what_the_p95_at_rtt_20ms_turns_on():
     # RTT 20 ms, 2 %: the share of packets delayed at all decides whether the 95th percentile is
     # L or L + 20 ms; measured (fidelity-linux-2to5pct) L + 20 ms, 2.8 % of packets in the 20-ms

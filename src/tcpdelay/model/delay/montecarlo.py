@@ -88,6 +88,13 @@ class Walker:
             self.p_al = min(params.loss, params.loss * params.packet_bytes / params.mss_bytes)
         else:
             self.p_nl = self.p_al = params.loss
+        self._new_share = 0.0
+        if params.stack != "paper":
+            # an input, as β is: the share of a recovery round's segments beyond high_seq
+            from tcpdelay.model.delay.repair import recovery_round_new_share
+            from tcpdelay.model.delay.stacks import rules
+            self._new_share = recovery_round_new_share(rules(params.stack), loss=params.loss,
+                                                       rate_pps=params.rate_pps, rtt_s=params.rtt_s)
         self.transitions = lru_cache(maxsize=None)(self._transitions)
 
     def _probs_nl(self, w: int):
@@ -188,10 +195,20 @@ class Walker:
             out.append((Move(self.p_nl, 0, B + backoff * P.t0_s * f, min(l + 1, MAX_BACKOFF_STAGE),
                              backoff * P.t0_s, (), ()), 0.0))
         elif l == 1:
-            mv, fresh = self._stack_round(w, 0, B, w, 1.0)
-            if P.stack == "linux":   # PRR: half the recovery round's writes wait one interval
-                mv = Move(mv.prob, mv.w, mv.backlog, mv.l, mv.time_s, mv.delays, mv.backlog_parts, 0.5)
-            out.append((mv, fresh))
+            # the recovery round: no growth; a loss among its segments is the next loss event
+            share = 0.5 if P.stack == "linux" else 0.0   # PRR: half its writes wait one interval
+            p = self.p_nl
+            ok = (1 - p) ** (w * self._new_share)   # only segments beyond high_seq start an event
+            pto = p if rto else 0.0
+            rounds = [self._stack_round(w, 0, B, w, ok),
+                      self._stack_round(min(self._stack_window_after(w), self.W), 1, B, w, (1 - ok) * (1 - pto))]
+            if pto > 0:
+                mv, fresh = self._stack_round(0, 1, B, w, (1 - ok) * pto)
+                rounds.append((Move(mv.prob, 0, mv.backlog + max(0.0, P.t0_s - P.rtt_s) * f, 1, mv.time_s,
+                                    mv.delays, mv.backlog_parts), fresh))
+            for mv, fresh in rounds:
+                out.append((Move(mv.prob, mv.w, mv.backlog, mv.l, mv.time_s, mv.delays, mv.backlog_parts, share),
+                            fresh))
         elif B == 0 and w >= r - EPS:
             p = self.p_al
             pto = p if rto else 0.0

@@ -129,6 +129,23 @@ def detection_offsets(rules: StackRules, *, loss: float, rate_pps: float, reo_wn
     return np.concatenate(off), np.concatenate(prob)
 
 
+def recovery_round_new_share(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: float) -> float:
+    """The share of a recovery round's segments sent after the loss was found, whose own losses
+    are therefore a new loss event (beyond ``high_seq``: ``tcp_fastretrans_alert`` enters
+    recovery again when the episode ends with segments marked lost; RFC 6675 §5, one recovery
+    per ``RecoveryPoint``). The first loss of a round sits at a uniform ``x·RTT`` into it and
+    is found ``RTT + D`` later (:func:`detection_offsets`), so of the next round, ``[RTT, 2·RTT)``,
+    the part after ``x·RTT + RTT + D`` is ``max(0, 1 − x − D/RTT)``; over ``x``:
+    ``E[max(0, 1 − D/RTT)²] / 2``. At RTT 20 ms (``D ≥ 1/f = RTT``) none; at 100 ms about a
+    fifth; at 300 ms about a third."""
+    off, prob = detection_offsets(rules, loss=loss, rate_pps=rate_pps,
+                                  reo_wnd_s=rules.reo_wnd_fraction * rtt_s)
+    if prob.sum() <= 0:
+        return 0.0
+    part = np.maximum(0.0, 1.0 - off / rtt_s) ** 2 / 2.0
+    return float(np.dot(prob, part) / prob.sum())
+
+
 def reo_timer_s(remaining_s, timer_hz: float):
     """When RACK's reordering timer fires, ``remaining_s`` after the SACK that armed it:
     ``tcp_rack_mark_lost`` arms ``usecs_to_jiffies(remaining) + TCP_TIMEOUT_MIN`` (2 jiffies)

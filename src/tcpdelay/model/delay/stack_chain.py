@@ -16,13 +16,17 @@ writes is counted once, with delay ``L + B/f`` (``count_fresh_packets``).
 | NL ``(w, B, 0)`` | none, ``(1−p)^w`` | ``(next(w) or 2w, (B+r−wk)⁺, 0)`` | ``RTT`` | ``min(B, wk)`` at ``L+B/f``, fresh at ``L`` |
 | | loss, ``(1−(1−p)^w)(1−p_to)`` | ``(max(⌊βw⌋,2), (B+r−wk)⁺, 1)`` | ``RTT`` | the same |
 | | loss, RTO, ``(1−(1−p)^w)·p_to`` | ``(0, (B+r−wk)⁺ + (T0−RTT)f, 1)`` | ``RTT`` | the same |
-| FR ``(w, B, 1)`` | 1 | ``(w, (B+r−wk)⁺, 0)`` | ``RTT`` | as a loss-free round, no growth; ``linux``: half the fresh packets at ``L + 1/f`` (PRR) |
+| FR ``(w, B, 1)`` | none among its ``s·w`` segments sent after the loss was found, ``(1−p)^{sw}`` | ``(w, (B+r−wk)⁺, 0)`` | ``RTT`` | as a loss-free round, no growth; ``linux``: half the fresh packets at ``L + 1/f`` (PRR) |
+| | loss among them, ``(1−(1−p)^{sw})(1−p_to)`` | ``(max(⌊βw⌋,2), (B+r−wk)⁺, 1)``: a new loss event | ``RTT`` | the same |
+| | loss, RTO, ``(1−(1−p)^{sw})·p_to`` | ``(0, (B+r−wk)⁺ + (T0−RTT)f, 1)`` | ``RTT`` | the same |
 | TO ``(0, B, l)`` | as Table 6 | | | |
 
 ``p_to`` is 0 for ``linux`` (RACK finds a lost retransmission while the source writes) and the
 retransmission's loss ``p`` for ``classic`` (RFC 6675 cannot see it; the RTO repairs it). The
 window is reduced once per loss event (once per recovery episode, as both stacks do: further
-losses of the same round or of the recovery round change nothing). ``next(w)``
+losses of the same round change nothing); a loss among the share ``s`` of the recovery round's
+segments sent after the loss was found (:func:`.repair.recovery_round_new_share`) is the next
+episode. ``next(w)``
 (:func:`.stacks.next_window`: Reno's ``w+1``, CUBIC's window function) is fractional: the
 window moves to its two neighbouring integers with probabilities that keep its mean. Slow start (``2w``) only for ``classic`` below ``⌈r⌉``, where its timeouts
 restart (``ssthresh``, half a window that grew while application-limited, is above ``r``);
@@ -37,6 +41,7 @@ import numpy as np
 
 from tcpdelay.model.delay import chain as _chain
 from tcpdelay.model.delay.params import MAX_BACKOFF_STAGE, DelayParams
+from tcpdelay.model.delay.repair import recovery_round_new_share
 from tcpdelay.model.delay.stacks import app_limited_window_cap, next_window, rules, window_after_loss
 
 _EPS = 1e-9
@@ -64,6 +69,8 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
     w_after = np.minimum(W, np.array([window_after_loss(R, int(w)) for w in ws]))
     # slow start (after a timeout) up to the window the source needs, ``classic`` only
     w_ss = max(1, math.ceil(r - _EPS)) if R.slow_start_after_timeout and rto else 0
+    # the share of a recovery round's segments whose loss is a new loss event
+    new_share = recovery_round_new_share(R, loss=params.loss, rate_pps=f, rtt_s=rtt)
     # an application-limited window still grows up to this (``linux``: ⌊r⌋ + 2; 0: never)
     w_cap = app_limited_window_cap(R, r)
 
@@ -135,10 +142,22 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
         if pto_nl > 0:   # the retransmission lost too: the RTO, T0 after the round began
             round_(sn, 0, 1, Bn, wn, lossp * pto_nl, is_loss=2, b_extra=max(0.0, params.t0_s - rtt) * f)
 
-        # (c) fast recovery l = 1: one round at the reduced window, no growth
+        # (c) fast recovery l = 1: one round at the reduced window, no growth. Those of its
+        # segments sent after the loss was found (beyond ``high_seq``,
+        # :func:`.repair.recovery_round_new_share`) start a new loss event if lost: another
+        # reduction once this recovery ends (RFC 6675 §5; ``tcp_fastretrans_alert``)
         m1 = (w_all > 0) & (l_all == 1)
         w1, src1 = w_all[m1], src_all[m1]
-        round_(src1, w1, 0, B_all[m1].astype(float), w1, 1.0, wait_share=R.recovery_write_wait)
+        B1 = B_all[m1].astype(float)
+        wait = R.recovery_write_wait
+        n_new = w1 * new_share                        # of its segments, those beyond high_seq
+        ok1 = np.exp(n_new * np.log1p(-p_nl)) if p_nl > 0 else np.ones(w1.size)
+        loss1 = 1.0 - ok1
+        round_(src1, w1, 0, B1, w1, ok1, wait_share=wait)
+        round_(src1, w_after[w1 - 1], 1, B1, w1, loss1 * (1.0 - pto_nl), is_loss=1, wait_share=wait)
+        if pto_nl > 0:
+            round_(src1, 0, 1, B1, w1, loss1 * pto_nl, is_loss=2, b_extra=max(0.0, params.t0_s - rtt) * f,
+                   wait_share=wait)
 
         # (d) timeout stages (classic only reaches them): Table 6's recovery
         for l in range(1, MAX_BACKOFF_STAGE + 1):
