@@ -1,12 +1,11 @@
-"""The reproduction scripts of Brosh et al. §5.3, §6 and §7 (benchmarks/repro_*.py) against the
-committed results: the tables on the pages are what the scripts compute from the committed
-files, and the quantities mean what the pages say."""
+"""The reproductions of Brosh et al. §5.3, §6 and §7 (tcpdelay.reproductions.delay_friendliness)
+against the committed results: the tables on the pages are what the analysis computes from the
+committed files, and the quantities mean what the pages say."""
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +14,9 @@ import pytest
 pytestmark = pytest.mark.slow   # ~9 s: reads every committed delay file
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import repro_droptail_5_3 as droptail  # noqa: E402
-import repro_playout_6 as playout  # noqa: E402
-import repro_split_parallel_7 as split  # noqa: E402
-from repro_common import media_delays  # noqa: E402
+from tcpdelay.reproductions import delay_friendliness as brosh  # noqa: E402
+from tcpdelay.reproductions.sweep_data import media_delays  # noqa: E402
 
 
 def _same(a, b):
@@ -37,7 +33,7 @@ def _same(a, b):
                                   "droptail-5.3-connections", "droptail-5.3-video-connections"])
 def test_droptail_tables_are_the_committed_summary(name):
     sweep = ROOT / "results" / name
-    rows = droptail.evaluate(sweep, 10.0)
+    rows = brosh.droptail_rows(sweep, 10.0)
     committed = json.loads((sweep / "summary.json").read_text())
     assert len(rows) == len(committed) > 0
     for r, c in zip(rows, committed):
@@ -46,18 +42,18 @@ def test_droptail_tables_are_the_committed_summary(name):
 
 
 def test_droptail_paper_values_only_where_the_paper_measured():
-    rows = droptail.evaluate(ROOT / "results" / "droptail-5.3", 10.0)
+    rows = brosh.droptail_rows(ROOT / "results" / "droptail-5.3", 10.0)
     for r in rows:
         if r["queue"] == "bytes" and r["queue_limit"] == 100000:
             assert r["paper"] is None           # Table 3 has no 100 000 B queue for VoIP
         else:
-            assert r["paper"] == droptail.PAPER["voip"][r["queue"]][r["web_flows"]]
+            assert r["paper"] == brosh.DROPTAIL_PAPER["voip"][r["queue"]][r["web_flows"]]
 
 
 def test_droptail_delay_statistics_match_the_delays_file():
     sweep = ROOT / "results" / "droptail-5.3"
     t = media_delays(sweep)
-    rows = droptail.evaluate(sweep, 10.0)
+    rows = brosh.droptail_rows(sweep, 10.0)
     r = rows[0]
     cell = t.filter(np.array([c == r["cell_id"] for c in t["cell_id"].to_pylist()]))
     p95 = []
@@ -72,7 +68,7 @@ def test_droptail_delay_statistics_match_the_delays_file():
 
 def test_split_parallel_tables_are_the_committed_summary():
     sweep = ROOT / "results" / "split-parallel-7"
-    rows = split.evaluate(sweep, 10.0)
+    rows = brosh.split_rows(sweep, 10.0)
     committed = json.loads((sweep / "summary.json").read_text())
     assert len(rows) == len(committed) == 20    # 5 heuristics x {0, 10} web flows x 2 seeds
     for r, c in zip(rows, committed):
@@ -87,7 +83,7 @@ def test_split_parallel_tables_are_the_committed_summary():
 
 def test_playout_tables_are_the_committed_json():
     results = [ROOT / "results" / n for n in ("validate-reduced", "validate-wide")]
-    pts = playout.points(results, "newreno-2008")
+    pts = brosh.playout_points(results, "newreno-2008")
     committed = {(p["profile"], p["rtt_s"], p["loss"]): p
                  for p in json.loads((ROOT / "results" / "playout-6" / "newreno-2008.json").read_text())}
     for p in pts:

@@ -1,22 +1,20 @@
 """papers/001 (Cardwell, Savage, Anderson, "Modeling TCP Latency") reproduced on ns-3: the
 committed summaries (the page docs/experiments/latency-cardwell.md quotes them) are what
-benchmarks/repro_latency_cardwell.py computes from the committed runs, and what they say holds
+tcpdelay.reproductions.tcp_latency computes from the committed runs, and what they say holds
 of the runs."""
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import repro_latency_cardwell as repro  # noqa: E402
+from tcpdelay.reproductions import tcp_latency as repro  # noqa: E402
 
 RESULTS = {"latency-cardwell-fig3": "handshake", "latency-cardwell-fig4": "handshake",
            "latency-cardwell-lossfree": "lossfree", "latency-cardwell-loss": "loss",
@@ -61,36 +59,8 @@ def test_handshake_rows_are_compared_at_their_backends_syn_timeout(name):
 
 
 PAGE = ROOT / "docs" / "experiments" / "latency-cardwell.md"
-#: each committed summary's tables on the page: (marker, the script's table part)
-TABLES = {"latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": [("fig4", "main")],
-          "latency-cardwell-lossfree": [("lossfree", "main")],
-          "latency-cardwell-loss": [("loss", "main"), ("loss-class", "class")],
-          "latency-cardwell-loss-nosack": [("loss-nosack", "main"), ("loss-nosack-class", "class")],
-          "latency-cardwell-fig3-linux": [("fig3-linux", "main")],
-          "latency-cardwell-lossfree-linux": [("lossfree-linux", "main")],
-          "latency-cardwell-loss-iw10": [("loss-iw10", "main"), ("loss-iw10-class", "class")],
-          "latency-cardwell-lte-verizon": [("lte-verizon", "main")], "latency-cardwell-lte-tmobile": [("lte-tmobile", "main")],
-          "latency-cardwell-lte-att": [("lte-att", "main")],
-          "latency-cardwell-lossfree-state": [("lossfree-state", "main")],
-          "latency-cardwell-loss-state": [("loss-state", "main")],
-          "latency-cardwell-loss-iw10-state": [("loss-iw10-state", "main")],
-          "latency-cardwell-lossfree-linux-rtt64": [("lossfree-linux", "main")],
-          "latency-cardwell-lossfree-linux-rtt16": [("lossfree-linux-rtt16", "main")],
-          "latency-cardwell-lossfree-linux-rtt256": [("lossfree-linux-rtt256", "main")],
-          "latency-cardwell-lossfree-paper": [("lossfree-paper", "main")],
-          "latency-cardwell-loss-paper": [("loss-paper", "main"), ("loss-paper-class", "class")],
-          "latency-cardwell-loss-linux": [("loss-linux", "main"), ("loss-linux-class", "class")],
-          "latency-cardwell-lossfree-linux-iw10": [("lossfree-linux-iw10", "main")],
-          "latency-cardwell-loss-linux-iw10": [("loss-linux-iw10", "main"), ("loss-linux-iw10-class", "class")],
-          "latency-cardwell-lossfree-grid": [("lossfree-grid", "main")],
-          "latency-cardwell-fig4-linux": [("fig4-linux", "main")],
-          "latency-cardwell-lte-verizon-linux": [("lte-verizon-linux", "main")],
-          "latency-cardwell-lte-tmobile-linux": [("lte-tmobile-linux", "main")],
-          "latency-cardwell-lte-att-linux": [("lte-att-linux", "main")],
-          "latency-cardwell-lossfree-grid-linux": [("lossfree-grid-linux", "main")],
-          "latency-cardwell-loss-linux-iw10-1mb": [("loss-linux-iw10-1mb", "main"), ("loss-linux-iw10-1mb-class", "class")],
-          "latency-cardwell-loss-linux-iw10-state": [("loss-linux-iw10-state", "main")],
-          "latency-cardwell-loss-linux-state": [("loss-linux-state", "main")]}
+#: each committed summary's tables on the page: (marker, the table part of markdown())
+TABLES = repro.PAGE_TABLES
 
 
 def test_every_committed_summary_has_its_table_on_the_page():

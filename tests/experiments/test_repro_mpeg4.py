@@ -1,22 +1,20 @@
 """The reproduction of Papadimitriou and Tsaoussidis, "On Transport Layer Mechanisms for Real-Time
-QoS", Sec. 4 (benchmarks/repro_mpeg4_transport.py) against the committed results: every table
-is what the script computes from the committed files, the page shows those tables, and the
+QoS", Sec. 4 (tcpdelay.reproductions.mpeg4_transport) against the committed results: every table
+is what the analysis computes from the committed files, the page shows those tables, and the
 quantities mean what the page says."""
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import repro_mpeg4_transport as mpeg4  # noqa: E402
+from tcpdelay.reproductions import mpeg4_transport as mpeg4  # noqa: E402
 
 SWEEPS = sorted(p.name for p in (ROOT / "results").glob("mpeg4-*") if (p / "sweep.json").is_file())
 PAGE = ROOT / "docs" / "experiments" / "mpeg4-transport.md"

@@ -1,18 +1,16 @@
 """Reproduction 5 (Watanabe et al., *Performance Characterization of Streaming Video over TCP
-Variants*, Sec. V): benchmarks/repro_video_tcp_variants.py recomputes the committed summaries from
+Variants*, Sec. V): tcpdelay.reproductions.video_tcp_variants recomputes the committed summaries from
 the committed runs, and draws Fig 5 from what is committed."""
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import repro_video_tcp_variants as video  # noqa: E402
+from tcpdelay.reproductions import video_tcp_variants as video  # noqa: E402
 
 SWEEPS = sorted(p.parent.name for p in (ROOT / "results").glob("video-tcp-variants-*/summary.json"))
 PAPER_VARIANTS = {"Reno", "Cubic", "Compound", "CCP(1)", "CCPD(1,2000)", "CCPD(1,4000)"}

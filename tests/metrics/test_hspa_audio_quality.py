@@ -1,10 +1,9 @@
-"""benchmarks/hspa_audio_quality.py (reproduction 4) against the committed results: its levels
+"""tcpdelay.reproductions.hspa_audio (reproduction 4) against the committed results: its levels
 from the small audio-packets.parquet agree with `tcpdelay metrics` of the same runs, and the
 transfer window holds what Fig 2 filters."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,22 +11,16 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from tcpdelay.reproductions import hspa_audio
+
 ROOT = Path(__file__).resolve().parents[2]
 BULK = ROOT / "results" / "hspa-audio-bulk"
 WEB = ROOT / "results" / "hspa-audio-web"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("hspa_audio_quality",
-                                                  ROOT / "benchmarks" / "hspa_audio_quality.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.skipif(not (BULK / "audio-packets.parquet").exists(), reason="results not present")
 def test_levels_match_the_runs_metrics():
-    h = _script()
+    h = hspa_audio
     runs = h.runs(pq.read_table(BULK / "audio-packets.parquet"))
     assert {r["transport"] for r in runs} == {"udp", "tcp"}
     for r in runs:
@@ -41,7 +34,7 @@ def test_levels_match_the_runs_metrics():
 
 @pytest.mark.skipif(not (WEB / "audio-packets.parquet").exists(), reason="results not present")
 def test_transfer_window_and_fig3_pooling():
-    h = _script()
+    h = hspa_audio
     runs = h.runs(pq.read_table(WEB / "audio-packets.parquet"))
     assert len(runs) == 24
     for r in runs:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -254,8 +253,7 @@ def test_a_version_1_sweep_cache_reads_into_the_same_values(tmp_path):
 def test_a_rebuilt_sweep_cache_has_the_committed_values(tmp_path):
     """results/droptail-5.3's delays.parquet (format 1, committed) and the cache rebuilt from its
     committed packets.parquet files through the one join and the one form: the same values."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from repro_common import media_delays
+    from tcpdelay.reproductions.sweep_data import media_delays
 
     copy = tmp_path / "droptail-5.3"
     shutil.copytree(RESULTS / "droptail-5.3", copy)

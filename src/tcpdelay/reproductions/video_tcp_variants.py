@@ -1,12 +1,10 @@
-"""Reproduction 5: Watanabe, Kumazoe, Cavendish, Nobayashi, Ikenaga and Oie, "Performance
+"""Watanabe, Kumazoe, Cavendish, Nobayashi, Ikenaga and Oie, "Performance
 Characterization of Streaming Video over TCP Variants" (INTERNET 2013), Sec. V: per TCP variant, picture
 discards, playout-buffer underflow events and TCP retransmissions (mean ± std over trials), from
 the runs of a sweep of experiments/video-tcp-variants-*.toml, and the congestion window over
 time of three trials per variant (the paper's Fig 5).
 
-    .venv/bin/python benchmarks/repro_video_tcp_variants.py SWEEP_DIR [--figure PNG] [--write] [--json]
-
-``--write`` keeps the table in ``SWEEP_DIR/summary.json`` and the plotted windows in
+:func:`write_summary` keeps the table in ``SWEEP_DIR/summary.json`` and the plotted windows in
 ``SWEEP_DIR/cwnd.parquet`` (the runs' TCP state records are not committed; this is what the
 figure needs). Without the records (a fresh clone) the figure is drawn from ``cwnd.parquet``.
 """
@@ -21,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from repro_common import runs, save_figure, sweep_write_parser
+from tcpdelay.reproductions.sweep_data import runs, save_figure
 
 MEASURES = ("picture_discards", "underflow_events", "retransmits")
 CWND_FILE = "cwnd.parquet"
@@ -146,28 +144,46 @@ def figure(series: pa.Table, path: Path) -> None:
     save_figure(fig, path)
 
 
-def main() -> None:
-    a = sweep_write_parser(__doc__).parse_args()
-    rows = evaluate(a.sweep_dir)
-    if a.write:
-        (a.sweep_dir / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
-        pq.write_table(cwnd_series(a.sweep_dir), a.sweep_dir / CWND_FILE)
-    if a.figure:
-        figure(cwnd_series(a.sweep_dir), a.figure)
-    if a.json:
-        print(json.dumps(rows))
-        return
+def write_summary(sweep_dir: Path) -> list[Path]:
+    """Keep the sweep's table as ``SWEEP_DIR/summary.json`` and the plotted windows as
+    ``SWEEP_DIR/cwnd.parquet``; the files written."""
+    rows = evaluate(sweep_dir)
+    (sweep_dir / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+    pq.write_table(cwnd_series(sweep_dir), sweep_dir / CWND_FILE)
+    return [sweep_dir / "summary.json", sweep_dir / CWND_FILE]
 
-    def fmt(m, s):
-        return "—" if m is None else f"{m:.1f} ± {s:.1f}"
-    print(f"{a.sweep_dir.name}: mean ± std over trials")
-    print(f"{'path':<22} {'variant':<14} {'trials':>6} {'discards':>16} {'underflows':>14} {'frozen s':>14} {'retransmits':>16}")
+
+#: The page's tables (docs/experiments/video-tcp-variants.md) of the model player's sweeps: the
+#: marker, the sweep, and its columns (``frozen``: the time frozen in underflows; ``per_trial``:
+#: each trial's retransmissions after the mean).
+PAGE_TABLES = (("<!-- table V-A -->", "video-tcp-variants-5a-reduced", {"frozen": True, "per_trial": False}),
+               ("<!-- table V-B -->", "video-tcp-variants-5b-reduced", {"frozen": False, "per_trial": True}),
+               ("<!-- table V-C -->", "video-tcp-variants-5c-reduced", {"frozen": False, "per_trial": True}),
+               ("<!-- table V-D -->", "video-tcp-variants-5d-reduced", {"frozen": True, "per_trial": True}))
+
+
+def table(rows: list[dict], *, frozen: bool, per_trial: bool) -> str:
+    """A sweep's table as the page shows it: per cell (path, variant) the measures' mean ± std
+    over trials."""
+    def ms(r, k):
+        return f"{r[k + '_mean']:.1f} ± {r[k + '_std']:.1f}"
+    with_path = any(r["path"] for r in rows)
+    head = (["path"] if with_path else []) + ["variant", "picture discards", "underflow events"] \
+        + (["frozen (s)"] if frozen else []) + ["TCP retransmissions" + (" (per trial)" if per_trial else "")]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        print(f"{r['path'] or '-':<22} {r['variant']:<14} {r['trials']:>6} {fmt(r['picture_discards_mean'], r['picture_discards_std']):>16} "
-              f"{fmt(r['underflow_events_mean'], r['underflow_events_std']):>14} "
-              f"{fmt(r['underflow_s_mean'], r['underflow_s_std']):>14} "
-              f"{fmt(r['retransmits_mean'], r['retransmits_std']):>16}")
+        cells = ([r["path"]] if with_path else []) + [r["variant"], ms(r, "picture_discards"),
+                                                         ms(r, "underflow_events")]
+        if frozen:
+            cells.append(ms(r, "underflow_s"))
+        retx = ms(r, "retransmits")
+        if per_trial:
+            retx += " (" + ", ".join(str(t["retransmits"]) for t in r["per_trial"]) + ")"
+        out.append("| " + " | ".join(cells + [retx]) + " |")
+    return "\n".join(out)
 
 
-if __name__ == "__main__":
-    main()
+def page_tables(results: Path) -> dict[str, str]:
+    """The page's tables, by marker line, from the sweeps' committed ``summary.json``."""
+    return {marker: table(json.loads((results / name / "summary.json").read_text()), **cols)
+            for marker, name, cols in PAGE_TABLES}

@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""Reproduction 4: audio quality during page loads and a bulk download (the HSPA audio study).
+"""Audio quality during page loads and a bulk download (the HSPA audio study).
 
 After *Interactive audio vs. concurrent TCP on a cellular (HSPA) access link*, §II (Figs 2-3).
 Reads the sweep directories of ``experiments/hspa-audio-web.toml`` and
@@ -14,23 +13,19 @@ committed results without the per-packet record sets. The jitter filter and the 
 ``tcpdelay.metrics.jitter_filter`` and ``tcpdelay.metrics.quality`` (base delay: the minimum over
 the 2 s before the TCP start).
 
-    .venv/bin/python benchmarks/hspa_audio_quality.py results/hspa-audio-web results/hspa-audio-bulk \\
-        [--img-dir docs/experiments/img] [--prefix hspa-audio] [--json]
+:func:`summary` is the table of the page (docs/experiments/hspa-audio.md), kept as
+``hspa-audio.json`` in the first sweep directory; :func:`plot` draws Figs 2-3 and the bulk delay.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from rich.console import Console
-from rich.table import Table
-
+from tcpdelay.errors import ParameterError
 from tcpdelay.metrics import jitter_filter, quality
 from tcpdelay.results.layout import find_runs
 from tcpdelay.results.packets import load_flows
@@ -93,7 +88,7 @@ def collect(sweep_dir: Path) -> pa.Table:
             rows["transfer_complete"] += [dur is not None] * n
     if found == 0:
         if not cached.exists():
-            sys.exit(f"{sweep_dir}: no run with records and no {PACKETS_FILE}")
+            raise ParameterError(f"{sweep_dir}: no run with records and no {PACKETS_FILE}")
         return pq.read_table(cached)
     # float32 keeps microseconds over the run's length and halves the committed file
     table = pa.table({k: (np.asarray(v, np.float32) if k in ("send_rel_s", "delay_s") else v)
@@ -267,52 +262,74 @@ def plot(web: list[dict], bulk: list[dict], img: Path, prefix: str = "hspa-audio
     return written
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dirs", nargs="+", type=Path, help="sweep directories (web and/or bulk)")
-    ap.add_argument("--img-dir", type=Path, help="write the PNG figures here")
-    ap.add_argument("--prefix", default="hspa-audio", help="file name prefix of the figures")
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
-    rs = [r for d in a.dirs for r in runs(collect(d))]
+#: The summary file :func:`write_summary` keeps in the first sweep directory.
+SUMMARY_FILE = "hspa-audio.json"
+
+
+def summary(dirs: list[Path]) -> dict:
+    """Per cell of the sweeps (web and bulk) the audio during the TCP transfer, and Fig 3's
+    acceptable share per jitter buffer (``jitter_buffer_s``, ``cells``, ``fig3``)."""
+    rs = [r for d in dirs for r in runs(collect(d))]
     web = [r for r in rs if r["kind"] == "page_load"]
-    bulk = [r for r in rs if r["kind"] == "bulk"]
-    result = {"jitter_buffer_s": FIG_BUFFER_S, "cells": group_rows(rs), "fig3": fig3(web)}
-    if a.img_dir:
-        result["figures"] = [str(p) for p in plot(web, bulk, a.img_dir, a.prefix)]
-    if a.json:
-        print(json.dumps(result, indent=1))
-        return 0
-    con = Console(width=200)
-    t = Table(title="Audio during the TCP transfer (jitter buffer 40 ms)")
-    for c in ("transfer", "audio", "IW", "n", "runs", "transfer s", "delay p25/p50/p95/max ms",
-              "lost", "acceptable %", "worst", "level 0..5 packets"):
-        t.add_column(c)
-    for c in result["cells"]:
-        web_cell = c["kind"] == "page_load"
-        t.add_row(c["kind"], c["transport"], str(c["iw"]) if web_cell else "-",
-                  str(c["connections"]) if web_cell else "-", str(c["runs"]),
-                  f"{c['transfer_s_mean']:.2f}" + (f" ({c['transfers_incomplete']} incomplete)"
-                                                   if c["transfers_incomplete"] else ""),
-                  "/".join(f"{1000 * c[k]:.0f}" for k in ("delay_p25_s", "delay_p50_s",
-                                                         "delay_p95_s", "delay_max_s")),
-                  str(c["lost"]), f"{100 * c['acceptable_fraction']:.1f}", str(c["worst_level"]),
-                  " ".join(str(v) for v in c["level_counts"].values()))
-    con.print(t)
-    t = Table(title="Fig 3: acceptable quality (%) during the page load, n = 1, 2, 6 pooled")
-    t.add_column("audio")
-    t.add_column("IW")
-    t.add_column("runs")
-    for b in JITTER_BUFFERS_S:
-        t.add_column(f"{1000 * b:g} ms")
-    for row in result["fig3"]:
-        t.add_row(row["transport"], str(row["iw"]), str(row["runs"]),
-                  *(f"{100 * v:.1f}" for v in row["acceptable_by_buffer"].values()))
-    con.print(t)
-    for p in result.get("figures", []):
-        con.print(f"wrote {p}")
-    return 0
+    return {"jitter_buffer_s": FIG_BUFFER_S, "cells": group_rows(rs), "fig3": fig3(web)}
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def write_summary(dirs: list[Path]) -> list[Path]:
+    """Keep :func:`summary` as ``hspa-audio.json`` in the first directory; the files written
+    (with each sweep's ``audio-packets.parquet``, which :func:`collect` keeps)."""
+    out = dirs[0] / SUMMARY_FILE
+    out.write_text(json.dumps(summary(dirs), indent=1) + "\n")
+    return [out] + [d / PACKETS_FILE for d in dirs]
+
+
+# --- the page's tables (docs/experiments/hspa-audio.md) ---------------------------------------
+
+#: The paths of the summaries, as the page's Fig 3 table names them.
+PATHS = {"hspa-audio-web": "4 Mb/s, RTT 60 ms", "hspa-audio-web-8m": "8 Mb/s, RTT 100 ms (n = 1, 6)"}
+
+
+def _share(v: float) -> str:
+    return "100" if v >= 1 else f"{100 * v:.1f}"
+
+
+def _page_load_rows(doc: dict, audio: bool) -> list[str]:
+    out = []
+    cells = [c for c in doc["cells"] if c["kind"] == "page_load"]
+    for c in sorted(cells, key=lambda c: (c["transport"] != "udp", c["iw"], c["connections"])):
+        delay = " / ".join(f"{1000 * c[k]:.0f}" for k in ("delay_p25_s", "delay_p50_s", "delay_p95_s", "delay_max_s"))
+        cols = ([c["transport"].upper()] if audio else []) + [
+            str(c["iw"]), str(c["connections"]), f"{c['transfer_s_mean']:.2f}", delay,
+            f"{100 * c['acceptable_fraction']:.1f} %", str(c["worst_level"]),
+            " ".join(str(v) for v in c["level_counts"].values())]
+        out.append("| " + " | ".join(cols) + " |")
+    return out
+
+
+def audio_n_table(doc: dict, audio: bool = True) -> str:
+    """Audio+n per cell during the page load (jitter buffer 40 ms); ``audio``: with the audio's
+    transport as the first column."""
+    head = (["audio"] if audio else []) + ["IW", "n", "page load s", "delay p25 / p50 / p95 / max ms", "acceptable",
+                                           "worst", "packets at level 0 1 2 3 4 5"]
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + _page_load_rows(doc, audio))
+
+
+def fig3_table(docs: dict[str, dict]) -> str:
+    """Fig 3: the acceptable share (%) per jitter buffer, n pooled, of each path's summary."""
+    head = ["path", "audio", "IW", "runs"] + [f"**{1000 * b:g} ms**" if b == FIG_BUFFER_S else f"{1000 * b:g} ms"
+                                              for b in JITTER_BUFFERS_S]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, doc in docs.items():
+        for row in sorted(doc["fig3"], key=lambda r: (r["transport"] != "udp", r["iw"])):
+            shares = [f"**{_share(v)}**" if float(b) == FIG_BUFFER_S else _share(v)
+                      for b, v in row["acceptable_by_buffer"].items()]
+            out.append("| " + " | ".join([PATHS[name], row["transport"].upper(), str(row["iw"]), str(row["runs"])]
+                                         + shares) + " |")
+    return "\n".join(out)
+
+
+def page_tables(results: Path) -> dict[str, str]:
+    """The page's tables, by marker line, from the committed ``hspa-audio.json`` summaries."""
+    docs = {name: json.loads((results / name / SUMMARY_FILE).read_text()) for name in PATHS}
+    return {"<!-- table audio+n -->": audio_n_table(docs["hspa-audio-web"]),
+            "<!-- table fig3 -->": fig3_table(docs),
+            "<!-- table 8m -->": audio_n_table(docs["hspa-audio-web-8m"], audio=False)}

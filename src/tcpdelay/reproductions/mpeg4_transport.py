@@ -1,10 +1,10 @@
-"""Reproduction 6: Papadimitriou and Tsaoussidis, "On Transport Layer Mechanisms for Real-Time
+"""Papadimitriou and Tsaoussidis, "On Transport Layer Mechanisms for Real-Time
 QoS" (JMM 2005), Sec. 4: MPEG-4 flows over Reno, Vegas, Westwood, Westwood+ and UDP on a dumbbell
 with per-host access links, wired and wireless — per run, the paper's metrics from a sweep of
 experiments/mpeg4-*.toml on either backend.
 
-    .venv/bin/python benchmarks/repro_mpeg4_transport.py SWEEP_DIR [--figure PNG] [--write] [--json]
-    .venv/bin/python benchmarks/repro_mpeg4_transport.py results --tables     # the page's tables
+``tcpdelay reproduce mpeg4-transport`` runs the sweeps, keeps each summary and rewrites the
+page's tables (docs/experiments/mpeg4-transport.md; :func:`page_tables`).
 
 Per run: the MPEG flows' system goodput (the sum of each flow's original data delivered over the
 connection time, Sec. 3), their mean Real-Time Performance (Algorithm 1, inter-arrival threshold
@@ -17,7 +17,7 @@ or the FTP flow ``cross[0]`` of the FTP-only reference): the data their connecti
 emulators' worst lateness (p99 over the bottleneck and every access link, µs): how far behind
 schedule the machine delivered packets.
 
-``--write`` keeps the table in ``SWEEP_DIR/summary.json`` and, for a buffer sweep (Sec. 4.4),
+:func:`write_summary` keeps the table in ``SWEEP_DIR/summary.json`` and, for a buffer sweep (Sec. 4.4),
 the bottleneck's queue-length traces in ``SWEEP_DIR/queue_traces.parquet`` (the runs' queue
 records are not committed; the figure of Figs 24-26 is drawn from this file on a fresh clone).
 """
@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from repro_common import flows_table, run_json, runs, save_figure, sweep_write_parser
+from tcpdelay.reproductions.sweep_data import flows_table, run_json, runs, save_figure
 
 QUEUE_TRACES_FILE = "queue_traces.parquet"
 
@@ -80,7 +80,7 @@ def _worst_lateness_us(link: dict) -> float | None:
 
 
 def run_row(r: dict) -> dict:
-    """The paper's measures of one run (``r``: an entry of :func:`repro_common.runs`)."""
+    """The paper's measures of one run (``r``: an entry of :func:`tcpdelay.reproductions.sweep_data.runs`)."""
     sc = tomllib.loads((r["dir"] / "scenario.toml").read_text())
     metrics = json.loads((r["dir"] / "metrics.json").read_text())
     meta = run_json(r["dir"])
@@ -333,40 +333,13 @@ def _f(x, fmt="{:.2f}"):
     return "—" if x is None else fmt.format(x)
 
 
-def main() -> None:
-    ap = sweep_write_parser(__doc__)
-    ap.add_argument("--tables", action="store_true",
-                    help="SWEEP_DIR is results/: print every table of the page from the committed sweeps")
-    a = ap.parse_args()
-    if a.tables:
-        for name, text in page_tables(a.sweep_dir).items():
-            print(f"<!-- table {name} -->\n{text}\n")
-        return
-    rows = evaluate(a.sweep_dir)
-    buffer_sweep = len({r["buffer_packets"] for r in rows}) > 1
-    if a.write:
-        (a.sweep_dir / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
-        if buffer_sweep:
-            pq.write_table(queue_traces(a.sweep_dir), a.sweep_dir / QUEUE_TRACES_FILE)
-    if a.figure:
-        figure(queue_traces(a.sweep_dir), a.figure)
-    if a.json:
-        print(json.dumps(rows, indent=1))
-        return
-    print(f"{a.sweep_dir}: {len(rows)} runs")
-    print("| backend | topology | tagged | protocol | MPEG flows | FTP flows | PER | buffer | delay ms "
-          "| system goodput Mb/s | RTPI | delayed | loss | Jain | FTP goodput Mb/s | avg queue | paper | max queue "
-          "| emulator late p99 µs |")
-    print("|" + "---|" * 20)
-    for r in rows:
-        print(f"| {r['backend']} | {r['topology']} | {r['tagged']} | {r['protocol']} | {r['mpeg_flows']} "
-              f"| {r['ftp_flows']} | {r['per']:g} | {r['buffer_packets']} | {r['bottleneck_delay_s']*1e3:g} "
-              f"| {_f(r['system_goodput_bps'] and r['system_goodput_bps'] / 1e6)} | {_f(r['rtpi_mean'], '{:.3f}')} "
-              f"| {_f(r['delayed_rate_mean'], '{:.3f}')} | {_f(r['loss_rate_mean'], '{:.3f}')} "
-              f"| {_f(r['jain_index'], '{:.3f}')} | {_f(r['ftp_goodput_bps'] and r['ftp_goodput_bps'] / 1e6)} "
-              f"| {_f(r['queue_mean_packets'], '{:.1f}')} | {_f(r['paper_queue_mean_packets'], '{:.1f}')} "
-              f"| {_f(r['queue_max_packets'], '{}')} | {_f(r['lateness_p99_us'], '{:.0f}')} |")
-
-
-if __name__ == "__main__":
-    main()
+def write_summary(sweep_dir: Path) -> list[Path]:
+    """Keep the sweep's table as ``SWEEP_DIR/summary.json`` and, for a buffer sweep (Sec. 4.4), the
+    bottleneck's queue-length traces as ``SWEEP_DIR/queue_traces.parquet``; the files written."""
+    rows = evaluate(sweep_dir)
+    (sweep_dir / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+    written = [sweep_dir / "summary.json"]
+    if len({r["buffer_packets"] for r in rows}) > 1:
+        pq.write_table(queue_traces(sweep_dir), sweep_dir / QUEUE_TRACES_FILE)
+        written.append(sweep_dir / QUEUE_TRACES_FILE)
+    return written

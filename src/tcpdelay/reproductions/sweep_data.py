@@ -1,5 +1,5 @@
-"""Shared reading for the reproduction scripts (``repro_*.py``): a sweep directory's cells and
-runs, and every media packet's one-way delay.
+"""What the reproductions share: a sweep directory's cells and runs, every media packet's one-way
+delay, and how a figure is written.
 
 The per-packet record sets (``sent/``, ``received/``) are not committed (results/.gitignore);
 each run's ``packets.parquet`` is (:mod:`tcpdelay.results.packets`). :func:`media_delays`
@@ -12,7 +12,6 @@ before are of results format 1 and read the same).
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -23,31 +22,12 @@ from tcpdelay.results.layout import DELAYS_FILE, PACKETS_FILE, RUN_METADATA, fin
 from tcpdelay.results.packets import read_delays, run_delays, write_delays
 from tcpdelay.results.runs import flow_rows, run_json as _run_json
 
-
-def sweep_script_args(doc: str) -> argparse.Namespace:
-    """The command line every sweep-reading script shares: ``SWEEP_DIR [--warmup-s S]
-    [--figure PNG] [--json]``."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("sweep_dir", type=Path)
-    ap.add_argument("--warmup-s", type=float, default=10.0)
-    ap.add_argument("--figure", type=Path)
-    ap.add_argument("--json", action="store_true")
-    return ap.parse_args()
-
-
-def sweep_write_parser(doc: str) -> argparse.ArgumentParser:
-    """The command line of a script that keeps its table in the sweep: ``SWEEP_DIR [--figure PNG]
-    [--write] [--json]`` (a script adds its own options before parsing)."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("sweep_dir", type=Path)
-    ap.add_argument("--figure", type=Path)
-    ap.add_argument("--write", action="store_true")
-    ap.add_argument("--json", action="store_true")
-    return ap
+#: The repository (its results/, docs/, experiments/ and data/).
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def save_figure(fig, path: Path) -> None:
-    """Lay out and write a script's figure (80 dpi, the size the docs embed)."""
+    """Lay out and write a reproduction's figure (80 dpi, the size the docs embed)."""
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
@@ -58,7 +38,7 @@ def runs(sweep_dir: Path) -> list[dict]:
     cell order; only runs that have ``run.json`` (finished)."""
     layout = find_runs(sweep_dir)
     if layout.kind != "sweep":
-        raise SystemExit(f"{sweep_dir}: not a sweep directory (no sweep.json)")
+        raise ParameterError(f"{sweep_dir}: not a sweep directory (no sweep.json)")
     return [{"cell_id": cell.id, "label": cell.entry.get("label", ""), "overrides": cell.entry.get("overrides", {}),
              "seed": seed_of(d), "dir": d}
             for cell, d in layout.run_dirs() if (d / RUN_METADATA).exists()]
@@ -78,7 +58,7 @@ def media_delays(sweep_dir: Path) -> pa.Table:
             p.stat().st_mtime for p in sources):
         return _cached(cache)
     if not (have_records or have_packets):
-        raise SystemExit(f"{sweep_dir}: the runs have neither their per-packet records nor packets.parquet")
+        raise ParameterError(f"{sweep_dir}: the runs have neither their per-packet records nor packets.parquet")
     parts = [(r, run_delays(r["dir"])) for r in rs]
     send = np.concatenate([t["send_time_s"].to_numpy() for _, t in parts])
     write_delays(cache, np.concatenate([t["flow_id"].to_numpy() for _, t in parts]),
@@ -94,11 +74,7 @@ def media_delays(sweep_dir: Path) -> pa.Table:
 
 
 def _cached(cache: Path) -> pa.Table:
-    try:
-        t = read_delays(cache)
-    except ParameterError as err:
-        raise SystemExit(str(err)) from None
-    return t.select(["cell_id", "seed", "flow_id", "send_time_s", "delay_s"])
+    return read_delays(cache).select(["cell_id", "seed", "flow_id", "send_time_s", "delay_s"])
 
 
 def flows_table(run_dir: Path) -> list[dict]:

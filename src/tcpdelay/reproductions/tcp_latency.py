@@ -1,14 +1,8 @@
 """Cardwell, Savage, Anderson, "Modeling TCP Latency" (INFOCOM 2000): the model against measured
 or simulated ``transfers`` runs (docs/experiments/latency-cardwell.md).
 
-    python benchmarks/repro_latency_cardwell.py handshake results/latency-cardwell-fig3 [--write]
-    python benchmarks/repro_latency_cardwell.py handshake results/latency-cardwell-fig4 [--write]
-    python benchmarks/repro_latency_cardwell.py lossfree results/latency-cardwell-lossfree [--write]
-    python benchmarks/repro_latency_cardwell.py lossfree results/latency-cardwell-lossfree-grid [--write]
-    python benchmarks/repro_latency_cardwell.py loss results/latency-cardwell-loss [--write] [--figure PNG]
-    python benchmarks/repro_latency_cardwell.py lte results/latency-cardwell-lte-verizon [--write]
-    python benchmarks/repro_latency_cardwell.py state results/latency-cardwell-lossfree-state [--write]
-    python benchmarks/repro_latency_cardwell.py window results/latency-cardwell-loss-state [--write]
+Each kind of summary reads one sweep directory of ``experiments/latency-cardwell-*.toml``
+(``tcpdelay reproduce latency-cardwell`` runs them, keeps each summary and rewrites the page's tables):
 
 ``handshake`` (§III, Figs 3-4): per run, the handshake times of its transfers (``connect()`` to
 established) against eqs (1)-(4) with the run's RTT, ``p_f`` (the path's forward loss: SYN/ACK),
@@ -35,7 +29,7 @@ the timeouts per transfer against PFTK's, and papers/001's error by class (``no_
 ``fast_retransmit``, ``rto``) with each model at the transfer's own loss rate ``k / (d + k)``
 (k its retransmissions): Fig 11's (modeled - measured) / RTT for loss-free transfers, Figs
 12-13's median (modeled - measured) / measured; a last row pools every transfer.
-``--figure PREFIX.png`` draws Figs 6-9's views, a PNG per transfer size.
+:func:`loss_figure` draws Figs 6-9's views, a PNG per transfer size.
 
 ``lte`` (§IV-B/C replaced by Mahimahi LTE traces): per size, the transfers over the trace
 against eq (15) at the median handshake time (the idle path's RTT), and the time the trace's
@@ -47,33 +41,29 @@ sender's ACK clock from 1-ms TCP state records.
 ``window`` (Figs 6-9's probe): the window at slow start's end against eq (11) and at the later
 loss indications against PFTK's W(p), from the sender's TCP state records.
 
-Prints one table (``--markdown``: the page's); ``--write`` keeps it as ``summary.json`` in the sweep directory (``state``
-and ``window`` also keep the TCP state records they read as ``tcp_state.parquet``; the page's
-numbers; tests/experiments/test_repro_latency_cardwell.py recomputes it from the committed runs).
+:func:`markdown` is the page's table of a summary; :func:`write_summary` keeps it as
+``summary.json`` in the sweep directory (``state`` and ``window`` also keep the TCP state records
+they read as ``tcp_state.parquet``; the page's numbers; tests/experiments/test_repro_latency_cardwell.py
+recomputes it from the committed runs).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import math
-import sys
 import tomllib
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from repro_common import run_json, runs, save_figure  # noqa: E402
-
-from tcpdelay.experiments.scenario import load_scenario  # noqa: E402
-from tcpdelay.model import throughput as tp  # noqa: E402
-from tcpdelay.model.handshake import handshake_cdf, handshake_mean_approx_s, handshake_mean_s  # noqa: E402
-from tcpdelay.model.latency_distribution import loss_scenarios, transfer_distribution  # noqa: E402
-from tcpdelay.model.transfer import transfer_time_s  # noqa: E402
+from tcpdelay.errors import ParameterError
+from tcpdelay.experiments.scenario import load_scenario
+from tcpdelay.model import throughput as tp
+from tcpdelay.model.handshake import handshake_cdf, handshake_mean_approx_s, handshake_mean_s
+from tcpdelay.model.latency_distribution import loss_scenarios, transfer_distribution
+from tcpdelay.model.transfer import transfer_time_s
+from tcpdelay.reproductions.sweep_data import REPO_ROOT, run_json, runs, save_figure
 
 #: The initial SYN timeout of each backend (s): ns-3 3.44's TcpSocket::ConnTimeout default, and
 #: Linux's TCP_TIMEOUT_INIT (RFC 6298).
@@ -389,7 +379,7 @@ def loss_figure(sweep_dir: Path, prefix: Path) -> list[Path]:
 def _trace_rate_bps(name: str) -> float:
     """A Mahimahi trace's mean rate: one 1500-byte delivery opportunity per line, over the
     trace's length in ms (its last timestamp)."""
-    ms = np.loadtxt(ROOT / "data" / "links" / "mahimahi" / name, dtype=np.int64, ndmin=1)
+    ms = np.loadtxt(REPO_ROOT / "data" / "links" / "mahimahi" / name, dtype=np.int64, ndmin=1)
     return len(ms) * 1500 * 8 / (float(ms[-1]) / 1000.0)
 
 
@@ -429,7 +419,7 @@ def lte_summary(sweep_dir: Path) -> list[dict]:
     return sorted(out, key=lambda x: x["size_bytes"])
 
 
-#: The TCP state columns the probes read; ``--write`` keeps them for every run in the sweep's
+#: The TCP state columns the probes read; :func:`write_summary` keeps them for every run in the sweep's
 #: ``tcp_state.parquet`` (a run's own record parts are not committed, results/.gitignore).
 STATE_COLUMNS = ("connection", "time_s", "cwnd_segments", "bytes_acked", "ca_state")
 
@@ -444,7 +434,7 @@ def _state_records(r: dict, sweep_dir: Path) -> list[dict]:
         return [{k: x[k] for k in STATE_COLUMNS} for f in files for x in pq.read_table(f).to_pylist()]
     kept = sweep_dir / "tcp_state.parquet"
     if not kept.is_file():
-        raise SystemExit(f"{r['dir']}: no TCP state records (tcp_state/) and no {kept}")
+        raise ParameterError(f"{r['dir']}: no TCP state records (tcp_state/) and no {kept}")
     t = pq.read_table(kept, filters=[("cell_id", "=", r["cell_id"])])
     return [{k: x[k] for k in STATE_COLUMNS} for x in t.to_pylist()]
 
@@ -600,41 +590,61 @@ def markdown(s: dict, part: str = "main") -> str:
     return "\n".join(out)
 
 
+#: Each committed summary's tables on the page (docs/experiments/latency-cardwell.md): its results
+#: directory -> (the marker the table follows, the part of :func:`markdown`).
+PAGE_TABLES = {
+    "latency-cardwell-fig3": [("fig3", "main")], "latency-cardwell-fig4": [("fig4", "main")],
+    "latency-cardwell-lossfree": [("lossfree", "main")],
+    "latency-cardwell-loss": [("loss", "main"), ("loss-class", "class")],
+    "latency-cardwell-loss-nosack": [("loss-nosack", "main"), ("loss-nosack-class", "class")],
+    "latency-cardwell-fig3-linux": [("fig3-linux", "main")],
+    "latency-cardwell-loss-iw10": [("loss-iw10", "main"), ("loss-iw10-class", "class")],
+    "latency-cardwell-lte-verizon": [("lte-verizon", "main")], "latency-cardwell-lte-tmobile": [("lte-tmobile", "main")],
+    "latency-cardwell-lte-att": [("lte-att", "main")],
+    "latency-cardwell-lossfree-state": [("lossfree-state", "main")],
+    "latency-cardwell-loss-state": [("loss-state", "main")],
+    "latency-cardwell-loss-iw10-state": [("loss-iw10-state", "main")],
+    "latency-cardwell-lossfree-linux-rtt64": [("lossfree-linux", "main")],
+    "latency-cardwell-lossfree-linux-rtt16": [("lossfree-linux-rtt16", "main")],
+    "latency-cardwell-lossfree-linux-rtt256": [("lossfree-linux-rtt256", "main")],
+    "latency-cardwell-lossfree-paper": [("lossfree-paper", "main")],
+    "latency-cardwell-loss-paper": [("loss-paper", "main"), ("loss-paper-class", "class")],
+    "latency-cardwell-loss-linux": [("loss-linux", "main"), ("loss-linux-class", "class")],
+    "latency-cardwell-lossfree-linux-iw10": [("lossfree-linux-iw10", "main")],
+    "latency-cardwell-loss-linux-iw10": [("loss-linux-iw10", "main"), ("loss-linux-iw10-class", "class")],
+    "latency-cardwell-lossfree-grid": [("lossfree-grid", "main")],
+    "latency-cardwell-fig4-linux": [("fig4-linux", "main")],
+    "latency-cardwell-lte-verizon-linux": [("lte-verizon-linux", "main")],
+    "latency-cardwell-lte-tmobile-linux": [("lte-tmobile-linux", "main")],
+    "latency-cardwell-lte-att-linux": [("lte-att-linux", "main")],
+    "latency-cardwell-lossfree-grid-linux": [("lossfree-grid-linux", "main")],
+    "latency-cardwell-loss-linux-iw10-1mb": [("loss-linux-iw10-1mb", "main"),
+                                             ("loss-linux-iw10-1mb-class", "class")],
+    "latency-cardwell-loss-linux-iw10-state": [("loss-linux-iw10-state", "main")],
+    "latency-cardwell-loss-linux-state": [("loss-linux-state", "main")],
+}
+
+
+def page_tables(results: Path) -> dict[str, str]:
+    """Every table of the page, by its marker line, from the summaries in ``results``."""
+    out = {}
+    for name, parts in PAGE_TABLES.items():
+        s = json.loads((results / name / "summary.json").read_text())
+        for marker, part in parts:
+            out[f"<!-- {marker} -->"] = markdown(s, part)
+    return out
+
+
 def summary(kind: str, sweep_dir: Path) -> dict:
     return {"kind": kind, "rows": SUMMARIES[kind](sweep_dir)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("kind", choices=sorted(SUMMARIES))
-    ap.add_argument("sweep_dir", type=Path)
-    ap.add_argument("--write", action="store_true", help="keep the table as SWEEP_DIR/summary.json")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--markdown", action="store_true", help="the page's table(s)")
-    ap.add_argument("--figure", type=Path, help="loss: PNGs PREFIX-<size>kB.png (Figs 6-9's views)")
-    a = ap.parse_args()
-    s = summary(a.kind, a.sweep_dir)
-    if a.json:
-        print(json.dumps(s, indent=1))
-    elif a.markdown:
-        print(markdown(s))
-        if a.kind == "loss":
-            print()
-            print(markdown(s, "class"))
-    else:
-        rows = s["rows"]
-        keys = list(rows[0]) if rows else []
-        print("  ".join(keys))
-        for row in rows:
-            print("  ".join("-" if row.get(k) is None else str(row[k]) for k in keys))
-    if a.figure and a.kind == "loss":
-        for path in loss_figure(a.sweep_dir, a.figure):
-            print(f"wrote {path}", file=sys.stderr)
-    if a.write:
-        (a.sweep_dir / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
-        if a.kind in ("state", "window"):
-            print(f"wrote {write_state_records(a.sweep_dir)}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()
+def write_summary(kind: str, sweep_dir: Path) -> list[Path]:
+    """Keep the summary of ``kind`` as ``SWEEP_DIR/summary.json`` (and, for ``state`` and
+    ``window``, the TCP state records it read as ``tcp_state.parquet``); the files written."""
+    s = summary(kind, sweep_dir)
+    (sweep_dir / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
+    written = [sweep_dir / "summary.json"]
+    if kind in ("state", "window"):
+        written.append(write_state_records(sweep_dir))
+    return written
