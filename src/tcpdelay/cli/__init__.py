@@ -37,6 +37,7 @@ COMMAND_MODULES = {
     "sweep": "experiments",
     "report": "report",
     "validate": "validate",
+    "reproduce": "reproduce",
 }
 
 

@@ -1,0 +1,34 @@
+"""Rewrite the tables of a reproduction's page: each table follows a marker line (an HTML comment
+such as ``<!-- table 4.4 ns-3 full -->``) and runs to the next blank line; :func:`rewrite_tables`
+puts the given text there and leaves every other byte of the page as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tcpdelay.errors import ParameterError
+
+
+def replace_tables(text: str, tables: dict[str, str]) -> tuple[str, list[str]]:
+    """``text`` with the table after each marker replaced; the markers whose table changed.
+    A marker missing from the page is a :class:`ParameterError` naming it."""
+    changed = []
+    for marker, table in tables.items():
+        key = marker + "\n"
+        if key not in text:
+            raise ParameterError(f"the page has no marker {marker!r} for a table it should show")
+        head, rest = text.split(key, 1)
+        old, sep, tail = rest.partition("\n\n")
+        if old != table:
+            changed.append(marker)
+        text = head + key + table + sep + tail
+    return text, changed
+
+
+def rewrite_tables(page: Path, tables: dict[str, str]) -> list[str]:
+    """Rewrite ``page``'s tables (only when one changed); the markers whose table changed."""
+    text = page.read_text()
+    new, changed = replace_tables(text, tables)
+    if new != text:
+        page.write_text(new)
+    return changed
