@@ -141,3 +141,24 @@ def test_unknown_keys_are_refused_by_both_naming_the_allowed_ones(tmp_path):
     proc = _rust_check({"delya_s": 0.1}, tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith("tcpdelay-link: a_to_b.delya_s: unknown field `delya_s`, expected one of `delay_s`")
+
+
+@pytest.mark.parametrize("key", list(link.LIMITS))
+def test_a_named_link_in_links_has_the_same_limits_naming_its_path(key, tmp_path):
+    """The multi-link form (``links``, docs/emulator.md "Many links in one process") reads each
+    link's directions with the same schema: refused just outside each limit, with the link's
+    path in the one line, and accepted at the maximum."""
+    def check(direction: dict) -> subprocess.CompletedProcess:
+        path = tmp_path / f"links{len(list(tmp_path.iterdir()))}.json"
+        other = {"name": "access-h0", "a": {"netns": "tdl-none-c", "tun": "t2"}, "b": {"netns": "tdl-none-a", "tun": "t3"}}
+        path.write_text(json.dumps({"links": [other, {"name": "bottleneck", **ENDPOINTS, "a_to_b": direction}]}))
+        return emulator("--config", str(path), "--check")
+
+    for value in _outside(key):
+        proc = check(_direction(key, value))
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, (value, proc.stderr)
+        assert lines[0].startswith(f"tcpdelay-link: links[1].a_to_b.{_path(key)}: must be"), lines
+    proc = check(link.DirectionSpec(**_direction(key, link.LIMITS[key].max)).settings())
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["links"][1]["name"] == "bottleneck"

@@ -130,28 +130,44 @@ impl Default for DirectionConfig {
     }
 }
 
-/// The whole validated configuration.
+/// One emulated link: two TUN devices joined by two directions, with its own seed (random
+/// streams), event stream and queue-length trace.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Config {
+pub struct LinkConfig {
+    /// The link's name: `link` for a single-link file, else the name given in `links`.
+    pub name: String,
     pub a: Endpoint,
     pub b: Endpoint,
+    pub seed: u64,
+    pub events_file: Option<String>,
+    /// Each direction's queue length sampled every `queue_sample_ns` into this CSV file
+    /// (`time_s,direction,packets,bytes`): the queue-length trace (papers/004 Figs 24-26).
+    pub queue_file: Option<String>,
+    pub a_to_b: DirectionConfig,
+    pub b_to_a: DirectionConfig,
+}
+
+/// The whole validated configuration: one link (the keys `a`, `b`, `a_to_b`, ... at the top)
+/// or several (`links`), served by one event loop; the other settings are the process's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The links, in the file's order (one for a single-link file).
+    pub links: Vec<LinkConfig>,
+    /// Whether the file named its links (`links`): the counters and `--check` then list them
+    /// by name; a single-link file keeps its flat form.
+    pub multi: bool,
+    /// The top-level seed (a single link's; in `links`, link i's default is seed + i).
     pub seed: u64,
     pub realtime: bool,
     pub ready_file: Option<String>,
     pub counters_file: Option<String>,
-    pub events_file: Option<String>,
     pub events_format: EventFormat,
-    /// Each direction's queue length sampled every `queue_sample_ns` into this CSV file
-    /// (`time_s,direction,packets,bytes`): the queue-length trace (papers/004 Figs 24-26).
-    pub queue_file: Option<String>,
     pub queue_sample_ns: u64,
     pub mtu: u32,
     pub max_packets: u32,
     pub spin_us: u32,
     pub spin_percent: u32,
     pub pcap_snaplen: u32,
-    pub a_to_b: DirectionConfig,
-    pub b_to_a: DirectionConfig,
 }
 
 // ---------------------------------------------------------------------------
@@ -176,6 +192,21 @@ struct RawConfig {
     spin_us: Option<Num>,
     spin_percent: Option<Num>,
     pcap_snaplen: Option<Num>,
+    a_to_b: Option<RawDirection>,
+    b_to_a: Option<RawDirection>,
+    links: Option<Vec<RawLink>>,
+}
+
+/// One entry of `links`: a link of its own (the single-link keys that belong to a link).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table {name, a, b, seed, events_file, queue_file, a_to_b, b_to_a}")]
+struct RawLink {
+    name: Option<String>,
+    a: Option<RawEndpoint>,
+    b: Option<RawEndpoint>,
+    seed: Option<Seed>,
+    events_file: Option<String>,
+    queue_file: Option<String>,
     a_to_b: Option<RawDirection>,
     b_to_a: Option<RawDirection>,
 }
@@ -224,15 +255,29 @@ fn tables_are_tables(v: &Value) -> Result<()> {
             _ => Ok(()),
         }
     }
-    table("config", Some(v))?;
-    for k in ["a", "b", "a_to_b", "b_to_a"] {
-        table(k, v.get(k))?;
+    fn link(prefix: &str, v: &Value) -> Result<()> {
+        for k in ["a", "b", "a_to_b", "b_to_a"] {
+            table(&join(prefix, k), v.get(k))?;
+        }
+        for d in ["a_to_b", "b_to_a"] {
+            let d_key = join(prefix, d);
+            table(&format!("{d_key}.loss"), v.get(d).and_then(|x| x.get("loss")))?;
+            if let Some(Value::Array(list)) = v.get(d).and_then(|x| x.get("outages")) {
+                for (i, o) in list.iter().enumerate() {
+                    table(&format!("{d_key}.outages[{i}]"), Some(o))?;
+                }
+            }
+        }
+        Ok(())
     }
-    for d in ["a_to_b", "b_to_a"] {
-        table(&format!("{d}.loss"), v.get(d).and_then(|x| x.get("loss")))?;
-        if let Some(Value::Array(list)) = v.get(d).and_then(|x| x.get("outages")) {
-            for (i, o) in list.iter().enumerate() {
-                table(&format!("{d}.outages[{i}]"), Some(o))?;
+    table("config", Some(v))?;
+    link("", v)?;
+    if let Some(Value::Array(list)) = v.get("links") {
+        for (i, l) in list.iter().enumerate() {
+            let key = format!("links[{i}]");
+            table(&key, Some(l))?;
+            if l.is_object() {
+                link(&key, l)?;
             }
         }
     }
@@ -288,6 +333,9 @@ fn non_empty_path(e: &mut Errors, key: &str, p: Option<String>) -> Option<String
 
 fn endpoint(k: &str, raw: Option<RawEndpoint>) -> Result<Endpoint> {
     let Some(o) = raw else {
+        if k.starts_with("links[") {
+            return err(format!("{k}: required ({{\"netns\": NAME, \"tun\": DEVICE}})"));
+        }
         return err(format!("{k}: required ({{\"netns\": NAME, \"tun\": DEVICE}}; flags --{k}-netns, --{k}-tun)"));
     };
     let mut e = Errors::default();
@@ -409,6 +457,76 @@ fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
+/// The seed at `key`: a whole number in [0, 2^64), `default` when absent.
+fn seed_of(e: &mut Errors, key: &str, raw: Option<Seed>, default: u64) -> u64 {
+    match raw {
+        None => default,
+        Some(Seed(Ok(s))) => s,
+        Some(Seed(Err(got))) => {
+            e.push(format!("{key}: must be a whole number in [0, 2^64), got {got}"));
+            default
+        }
+    }
+}
+
+/// A link's name in `links`: what its counters are keyed by.
+fn link_name(key: &str, raw: Option<String>) -> Result<String> {
+    match raw {
+        None => err(format!("{key}: required (the link's name, which keys its counters)")),
+        Some(n) if n.is_empty() || n.len() > 64 || !n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) => {
+            err(format!("{key}: must be 1 to 64 characters of letters, digits, '.', '_' or '-', got {:?}", n))
+        }
+        Some(n) => Ok(n),
+    }
+}
+
+/// The most links one process serves (two TUN descriptors each).
+pub const MAX_LINKS: usize = 4096;
+
+/// One link's settings from its keys; `prefix` is "" for a single-link file, `links[i]` else.
+#[allow(clippy::too_many_arguments)]
+fn link(
+    e: &mut Errors,
+    prefix: &str,
+    name: Option<String>,
+    a: Option<RawEndpoint>,
+    b: Option<RawEndpoint>,
+    seed: u64,
+    events_file: Option<String>,
+    queue_file: Option<String>,
+    a_to_b: Option<RawDirection>,
+    b_to_a: Option<RawDirection>,
+    mtu: u32,
+) -> Option<LinkConfig> {
+    let key = |k: &str| join(prefix, k);
+    let a = e.take(endpoint(&key("a"), a));
+    let b = e.take(endpoint(&key("b"), b));
+    let events_file = non_empty_path(e, &key("events_file"), events_file);
+    let queue_file = non_empty_path(e, &key("queue_file"), queue_file);
+    let a_to_b = e.take(direction(&key("a_to_b"), a_to_b, mtu));
+    let b_to_a = e.take(direction(&key("b_to_a"), b_to_a, mtu));
+    for (k, p) in [
+        (key("events_file"), events_file.as_ref()),
+        (key("queue_file"), queue_file.as_ref()),
+        (key("a_to_b.pcap_file"), a_to_b.as_ref().and_then(|d| d.pcap_file.as_ref())),
+        (key("b_to_a.pcap_file"), b_to_a.as_ref().and_then(|d| d.pcap_file.as_ref())),
+    ] {
+        if let Some(p) = p {
+            e.take(check_parent_dir(&k, p));
+        }
+    }
+    Some(LinkConfig {
+        name: name.unwrap_or_else(|| "link".to_string()),
+        a: a?,
+        b: b?,
+        seed,
+        events_file,
+        queue_file,
+        a_to_b: a_to_b?,
+        b_to_a: b_to_a?,
+    })
+}
+
 impl Config {
     /// Validates a configuration tree (after flags were merged into it).
     pub fn from_value(v: &Value) -> Result<Config> {
@@ -417,21 +535,7 @@ impl Config {
         // out of its limits (one line each, in key order), not only the first.
         let mut e = Errors::default();
         let mtu = e.whole("mtu", raw.mtu, 68, 65535, "a whole number of bytes in [68, 65535]").unwrap_or(1500) as u32;
-        let a = e.take(endpoint("a", raw.a));
-        let b = e.take(endpoint("b", raw.b));
-        if let (Some(a), Some(b)) = (&a, &b) {
-            if a.netns == b.netns && a.tun == b.tun {
-                e.push("b.tun: must differ from a.tun when both are in the same namespace".to_string());
-            }
-        }
-        let seed = match raw.seed {
-            None => 1,
-            Some(Seed(Ok(s))) => s,
-            Some(Seed(Err(got))) => {
-                e.push(format!("seed: must be a whole number in [0, 2^64), got {got}"));
-                1
-            }
-        };
+        let seed = seed_of(&mut e, "seed", raw.seed, 1);
         let realtime = raw.realtime.unwrap_or(true);
         let events_format = match raw.events_format.as_deref() {
             None | Some("csv") => EventFormat::Csv,
@@ -451,8 +555,6 @@ impl Config {
             e.whole("pcap_snaplen", raw.pcap_snaplen, 20, 262_144, "a whole number of bytes in [20, 262144]").unwrap_or(65_535) as u32;
         let ready_file = non_empty_path(&mut e, "ready_file", raw.ready_file);
         let counters_file = non_empty_path(&mut e, "counters_file", raw.counters_file);
-        let events_file = non_empty_path(&mut e, "events_file", raw.events_file);
-        let queue_file = non_empty_path(&mut e, "queue_file", raw.queue_file);
         let queue_sample_ns = match raw.queue_sample_s.map(|n| n.0) {
             None => 10_000_000,
             Some(x) if (0.0001..=60.0).contains(&x) => (x * 1e9).round() as u64,
@@ -461,43 +563,101 @@ impl Config {
                 10_000_000
             }
         };
-        let a_to_b = e.take(direction("a_to_b", raw.a_to_b, mtu));
-        let b_to_a = e.take(direction("b_to_a", raw.b_to_a, mtu));
-        for (key, p) in [
-            ("ready_file", ready_file.as_ref()),
-            ("counters_file", counters_file.as_ref()),
-            ("events_file", events_file.as_ref()),
-            ("queue_file", queue_file.as_ref()),
-            ("a_to_b.pcap_file", a_to_b.as_ref().and_then(|d| d.pcap_file.as_ref())),
-            ("b_to_a.pcap_file", b_to_a.as_ref().and_then(|d| d.pcap_file.as_ref())),
-        ] {
+        for (key, p) in [("ready_file", ready_file.as_ref()), ("counters_file", counters_file.as_ref())] {
             if let Some(p) = p {
                 e.take(check_parent_dir(key, p));
             }
         }
+        let multi = raw.links.is_some();
+        let mut links: Vec<Option<LinkConfig>> = Vec::new();
+        match raw.links {
+            None => {
+                let l = link(&mut e, "", None, raw.a, raw.b, seed, raw.events_file, raw.queue_file, raw.a_to_b, raw.b_to_a, mtu);
+                if let Some(l) = &l {
+                    if l.a.netns == l.b.netns && l.a.tun == l.b.tun {
+                        e.push("b.tun: must differ from a.tun when both are in the same namespace".to_string());
+                    }
+                }
+                links.push(l);
+            }
+            Some(list) => {
+                // The keys of a link belong to its entry in `links`, never to the top.
+                for (k, given) in [
+                    ("a", raw.a.is_some()),
+                    ("b", raw.b.is_some()),
+                    ("events_file", raw.events_file.is_some()),
+                    ("queue_file", raw.queue_file.is_some()),
+                    ("a_to_b", raw.a_to_b.is_some()),
+                    ("b_to_a", raw.b_to_a.is_some()),
+                ] {
+                    if given {
+                        e.push(format!("{k}: cannot be combined with links (each link sets its own {k} in its entry)"));
+                    }
+                }
+                if list.is_empty() {
+                    e.push("links: must list at least one link ({name, a, b, ...})".to_string());
+                } else if list.len() > MAX_LINKS {
+                    e.push(format!("links: at most {MAX_LINKS} links in one process, got {}", list.len()));
+                }
+                let mut names: Vec<(String, usize)> = Vec::new();
+                for (i, r) in list.into_iter().enumerate() {
+                    let prefix = format!("links[{i}]");
+                    let name = e.take(link_name(&format!("{prefix}.name"), r.name));
+                    if let Some(n) = &name {
+                        if let Some((_, j)) = names.iter().find(|(m, _)| m == n) {
+                            e.push(format!("{prefix}.name: {n:?} is already the name of links[{j}] (names key the counters)"));
+                        }
+                        names.push((n.clone(), i));
+                    }
+                    let default_seed = seed.wrapping_add(i as u64);
+                    let link_seed = seed_of(&mut e, &format!("{prefix}.seed"), r.seed, default_seed);
+                    let l = link(
+                        &mut e, &prefix, name, r.a, r.b, link_seed, r.events_file, r.queue_file, r.a_to_b, r.b_to_a, mtu,
+                    );
+                    links.push(l);
+                }
+                // A device is one end of one link.
+                let mut seen: Vec<(&Endpoint, String)> = Vec::new();
+                let mut dup = Vec::new();
+                for (i, l) in links.iter().enumerate() {
+                    let Some(l) = l else { continue };
+                    for (side, ep) in [("a", &l.a), ("b", &l.b)] {
+                        let here = format!("links[{i}].{side}");
+                        if let Some((_, there)) = seen.iter().find(|(x, _)| *x == ep) {
+                            dup.push(format!(
+                                "{here}: {} in {} is already {there} (a TUN device is the end of one link)",
+                                ep.tun, ep.netns
+                            ));
+                        } else {
+                            seen.push((ep, here));
+                        }
+                    }
+                }
+                for d in dup {
+                    e.push(d);
+                }
+            }
+        }
         e.finish()?;
         Ok(Config {
-            a: a.unwrap(),
-            b: b.unwrap(),
+            links: links.into_iter().map(Option::unwrap).collect(),
+            multi,
             seed,
             realtime,
             ready_file,
             counters_file,
-            events_file,
             events_format,
-            queue_file,
             queue_sample_ns,
             mtu,
             max_packets,
             spin_us,
             spin_percent,
             pcap_snaplen,
-            a_to_b: a_to_b.unwrap(),
-            b_to_a: b_to_a.unwrap(),
         })
     }
 
-    /// The effective configuration as JSON (what `--check` prints).
+    /// The effective configuration as JSON (what `--check` prints): a single link in the flat
+    /// form, several as `links`.
     pub fn to_json(&self) -> Value {
         fn dir(d: &DirectionConfig) -> Value {
             let loss = match d.loss {
@@ -530,25 +690,40 @@ impl Config {
                 "pcap_file": d.pcap_file,
             })
         }
-        json!({
-            "a": {"netns": self.a.netns, "tun": self.a.tun},
-            "b": {"netns": self.b.netns, "tun": self.b.tun},
-            "seed": self.seed,
+        fn link(l: &LinkConfig, named: bool) -> Map<String, Value> {
+            let mut m = Map::new();
+            if named {
+                m.insert("name".into(), json!(l.name));
+            }
+            m.insert("a".into(), json!({"netns": l.a.netns, "tun": l.a.tun}));
+            m.insert("b".into(), json!({"netns": l.b.netns, "tun": l.b.tun}));
+            m.insert("seed".into(), json!(l.seed));
+            m.insert("events_file".into(), json!(l.events_file));
+            m.insert("queue_file".into(), json!(l.queue_file));
+            m.insert("a_to_b".into(), dir(&l.a_to_b));
+            m.insert("b_to_a".into(), dir(&l.b_to_a));
+            m
+        }
+        let mut top = json!({
             "realtime": self.realtime,
             "ready_file": self.ready_file,
             "counters_file": self.counters_file,
-            "events_file": self.events_file,
             "events_format": match self.events_format { EventFormat::Csv => "csv", EventFormat::Jsonl => "jsonl" },
-            "queue_file": self.queue_file,
             "queue_sample_s": self.queue_sample_ns as f64 / 1e9,
             "mtu": self.mtu,
             "max_packets": self.max_packets,
             "spin_us": self.spin_us,
             "spin_percent": self.spin_percent,
             "pcap_snaplen": self.pcap_snaplen,
-            "a_to_b": dir(&self.a_to_b),
-            "b_to_a": dir(&self.b_to_a),
-        })
+        });
+        let o = top.as_object_mut().unwrap();
+        if self.multi {
+            o.insert("seed".into(), json!(self.seed));
+            o.insert("links".into(), Value::Array(self.links.iter().map(|l| Value::Object(link(l, true))).collect()));
+        } else {
+            o.extend(link(&self.links[0], false));
+        }
+        top
     }
 }
 
@@ -887,7 +1062,7 @@ mod tests {
         assert_eq!(c.seed, 1);
         assert_eq!(c.mtu, 1500);
         assert!(c.realtime);
-        assert_eq!(c.a_to_b, DirectionConfig::default());
+        assert_eq!(c.links[0].a_to_b, DirectionConfig::default());
         assert_eq!(c.events_format, EventFormat::Csv);
     }
 
@@ -901,7 +1076,7 @@ mod tests {
                    "outages": [{"at_s": 10, "duration_s": 1.5}, {"at_s": 2, "duration_s": 1}]}),
         );
         let c = Config::from_value(&v).unwrap();
-        let d = &c.a_to_b;
+        let d = &c.links[0].a_to_b;
         assert_eq!(d.delay_ns, 50_000_000);
         assert_eq!(d.jitter_ns, 1_000_000);
         assert!(d.reorder);
@@ -909,7 +1084,7 @@ mod tests {
         assert_eq!(d.rate_bps, Some(10_000_000));
         assert_eq!(d.queue, QueueLimit::Bytes(150_000));
         assert_eq!(d.outages[0], Window { start_ns: 10_000_000_000, end_ns: 11_500_000_000 });
-        assert_eq!(c.b_to_a, DirectionConfig::default());
+        assert_eq!(c.links[0].b_to_a, DirectionConfig::default());
     }
 
     #[test]
@@ -978,7 +1153,7 @@ mod tests {
             (with("a.tun", json!("a-very-long-device-name")), "a.tun: must be 1 to 15 characters without '/' or spaces, got \"a-very-long-device-name\""),
             (with("b.netns", json!("x/y")), "b.netns: must be a namespace name (no '/' or spaces) or an absolute path, got \"x/y\""),
             (with("counters_file", json!("/nonexistent-dir-tdl/c.json")), "counters_file: directory /nonexistent-dir-tdl does not exist"),
-            (with("bogus", json!(1)), "bogus: unknown field `bogus`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `queue_file`, `queue_sample_s`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`"),
+            (with("bogus", json!(1)), "bogus: unknown field `bogus`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `queue_file`, `queue_sample_s`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`, `links`"),
             (json!([1]), "config: expected a table/object, got [1]"),
             (with("a_to_b", json!([0.05])), "a_to_b: expected a table/object, got [0.05]"),
             (with("a_to_b.loss", json!(["bernoulli", 0.1])), "a_to_b.loss: expected a table/object, got [\"bernoulli\",0.1]"),
@@ -1002,7 +1177,7 @@ mod tests {
         std::fs::write(&good, "1\n2\n2\n5\n").unwrap();
         std::fs::write(&bad, "1\n2\nabc\n").unwrap();
         let c = Config::from_value(&with("b_to_a.trace_file", json!(good.to_str().unwrap()))).unwrap();
-        assert_eq!(c.b_to_a.trace.as_ref().unwrap().len(), 4);
+        assert_eq!(c.links[0].b_to_a.trace.as_ref().unwrap().len(), 4);
         let e = error_of(with("b_to_a.trace_file", json!(bad.to_str().unwrap())));
         assert_eq!(
             e,
@@ -1051,12 +1226,12 @@ mod tests {
         let c = a.config().unwrap();
         assert_eq!(c.seed, 9);
         assert!(!c.realtime);
-        assert_eq!(c.a_to_b.delay_ns, 50_000_000);
-        assert_eq!(c.a_to_b.queue, QueueLimit::Packets(100));
-        assert_eq!(c.a_to_b.loss, LossSpec::Bernoulli { p: 0.01 });
-        assert_eq!(c.a_to_b.outages.len(), 2);
-        assert_eq!(c.b_to_a.delay_ns, 10_000_000);
-        assert_eq!(c.b_to_a.loss, LossSpec::GilbertElliott { p: 0.01, r: 0.25, k: 1.0, h: 0.0 });
+        assert_eq!(c.links[0].a_to_b.delay_ns, 50_000_000);
+        assert_eq!(c.links[0].a_to_b.queue, QueueLimit::Packets(100));
+        assert_eq!(c.links[0].a_to_b.loss, LossSpec::Bernoulli { p: 0.01 });
+        assert_eq!(c.links[0].a_to_b.outages.len(), 2);
+        assert_eq!(c.links[0].b_to_a.delay_ns, 10_000_000);
+        assert_eq!(c.links[0].b_to_a.loss, LossSpec::GilbertElliott { p: 0.01, r: 0.25, k: 1.0, h: 0.0 });
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -1112,7 +1287,7 @@ mod tests {
         }
         assert_eq!(lines.len(), 11, "{got}");
         // A structural mistake (an unknown key) is reported alone: the file does not parse.
-        assert_eq!(error_of(json!({"speed": 3, "mtu": 10})), "speed: unknown field `speed`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `queue_file`, `queue_sample_s`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`");
+        assert_eq!(error_of(json!({"speed": 3, "mtu": 10})), "speed: unknown field `speed`, expected one of `a`, `b`, `seed`, `realtime`, `ready_file`, `counters_file`, `events_file`, `events_format`, `queue_file`, `queue_sample_s`, `mtu`, `max_packets`, `spin_us`, `spin_percent`, `pcap_snaplen`, `a_to_b`, `b_to_a`, `links`");
     }
 
     #[test]
@@ -1130,6 +1305,90 @@ mod tests {
         std::fs::write(&t, "seed = 1\n[a\n").unwrap();
         assert!(load_file(t.to_str().unwrap()).unwrap_err().0.starts_with(&format!("--config: {}: invalid TOML at line 2", t.display())));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn two_links() -> Value {
+        json!({"seed": 10, "links": [
+            {"name": "bottleneck", "a": {"netns": "l", "tun": "t0"}, "b": {"netns": "r", "tun": "t1"},
+             "a_to_b": {"delay_s": 0.025, "rate_bps": 1e8, "queue_packets": 150}},
+            {"name": "access-h0", "a": {"netns": "h0", "tun": "t0"}, "b": {"netns": "l", "tun": "a0"}, "seed": 3,
+             "b_to_a": {"delay_s": 0.01, "loss": {"model": "bernoulli", "p": 0.1}}},
+            {"name": "access-h1", "a": {"netns": "h1", "tun": "t0"}, "b": {"netns": "l", "tun": "a1"}},
+        ]})
+    }
+
+    #[test]
+    fn links_are_named_each_with_its_own_settings_and_seed() {
+        let c = Config::from_value(&two_links()).unwrap();
+        assert!(c.multi);
+        let names: Vec<&str> = c.links.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["bottleneck", "access-h0", "access-h1"]);
+        assert_eq!(c.links[0].a_to_b.queue, QueueLimit::Packets(150));
+        assert_eq!(c.links[0].b_to_a, DirectionConfig::default());
+        assert_eq!(c.links[1].b_to_a.loss, LossSpec::Bernoulli { p: 0.1 });
+        assert_eq!(c.links[1].a.netns, "h0");
+        // a link's seed: its own, else the top-level seed + its index (distinct streams)
+        assert_eq!([c.links[0].seed, c.links[1].seed, c.links[2].seed], [10, 3, 12]);
+        // a single-link file is one link named "link", in the flat form
+        let one = Config::from_value(&base()).unwrap();
+        assert!(!one.multi && one.links.len() == 1 && one.links[0].name == "link");
+        assert!(one.to_json().get("links").is_none() && one.to_json()["a"]["tun"] == "ta");
+    }
+
+    #[test]
+    fn named_links_round_trip_through_json() {
+        let c = Config::from_value(&two_links()).unwrap();
+        let mut j = c.to_json();
+        for l in j["links"].as_array_mut().unwrap() {
+            for d in ["a_to_b", "b_to_a"] {
+                let o = l[d].as_object_mut().unwrap();
+                o.remove("stationary_loss");
+                o.remove("trace_mean_rate_bps");
+            }
+        }
+        assert_eq!(Config::from_value(&j).unwrap(), c);
+    }
+
+    #[test]
+    fn named_links_errors_name_the_link() {
+        let set = |path: &str, v: Value| {
+            let mut x = two_links();
+            set_path(&mut x, path, v).unwrap();
+            x
+        };
+        let mut bad_delay = two_links();
+        bad_delay["links"][1]["a_to_b"] = json!({"delay_s": -1});
+        assert_eq!(error_of(bad_delay), "links[1].a_to_b.delay_s: must be a finite number of seconds in [0, 60], got -1");
+        let mut typo = two_links();
+        typo["links"][2]["a_to_b"] = json!({"delya_s": 1});
+        assert!(error_of(typo).starts_with("links[2].a_to_b.delya_s: unknown field `delya_s`, expected one of `delay_s`"));
+        let mut unknown = two_links();
+        unknown["links"][0]["speed"] = json!(1);
+        assert_eq!(
+            error_of(unknown),
+            "links[0].speed: unknown field `speed`, expected one of `name`, `a`, `b`, `seed`, `events_file`, `queue_file`, `a_to_b`, `b_to_a`"
+        );
+        let mut dup = two_links();
+        dup["links"][2]["name"] = json!("access-h0");
+        assert_eq!(error_of(dup), "links[2].name: \"access-h0\" is already the name of links[1] (names key the counters)");
+        let mut unnamed = two_links();
+        unnamed["links"][0].as_object_mut().unwrap().remove("name");
+        assert_eq!(error_of(unnamed), "links[0].name: required (the link's name, which keys its counters)");
+        let mut badname = two_links();
+        badname["links"][0]["name"] = json!("a b");
+        assert_eq!(error_of(badname), "links[0].name: must be 1 to 64 characters of letters, digits, '.', '_' or '-', got \"a b\"");
+        let mut shared = two_links();
+        shared["links"][2]["b"] = json!({"netns": "l", "tun": "a0"});
+        assert_eq!(error_of(shared), "links[2].b: a0 in l is already links[1].b (a TUN device is the end of one link)");
+        assert_eq!(
+            error_of(set("a_to_b", json!({"delay_s": 0.01}))),
+            "a_to_b: cannot be combined with links (each link sets its own a_to_b in its entry)"
+        );
+        assert_eq!(error_of(json!({"links": []})), "links: must list at least one link ({name, a, b, ...})");
+        assert_eq!(error_of(json!({"links": [[1]]})), "links[0]: expected a table/object, got [1]");
+        let mut noend = two_links();
+        noend["links"][1].as_object_mut().unwrap().remove("a");
+        assert_eq!(error_of(noend), "links[1].a: required ({\"netns\": NAME, \"tun\": DEVICE})");
     }
 
     #[test]

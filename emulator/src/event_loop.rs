@@ -1,6 +1,9 @@
-//! The single-threaded event loop.
+//! The single-threaded event loop, serving every link of the configuration.
 //!
-//! One epoll set holds the two TUN descriptors and a signalfd. Each wake-up:
+//! Each link has two directions, each with its own pipeline (`Link`), delay line, counters,
+//! pcap, and the link's own event stream and queue trace; they share the packet pool and the
+//! loop. One epoll set holds every TUN descriptor (the token is the index of the direction
+//! that reads it) and a signalfd. Each wake-up:
 //! deliver every packet whose due time has come; read each readable TUN until
 //! `EAGAIN` (at most `READ_BATCH` per turn, re-checking due packets after every
 //! read so a burst of arrivals does not delay deliveries); then sleep until
@@ -27,11 +30,29 @@ use std::os::fd::{AsRawFd, RawFd};
 const READ_BATCH: usize = 64;
 /// Busy-waiting may use at most `spin_percent` % of each window of this length.
 const SPIN_WINDOW_NS: u64 = 10_000_000;
-const TOKEN_SIGNAL: u64 = 2;
+const TOKEN_SIGNAL: u64 = u64::MAX;
+/// Readiness reports taken per wait (more ready TUNs are reported by the next wait).
+const EPOLL_BATCH: usize = 64;
+
+/// What one link writes besides its directions' pcaps: its name and seed (for the counters),
+/// its event stream and its queue-length trace.
+pub struct LinkOutputs {
+    pub name: String,
+    pub seed: u64,
+    pub events: Option<EventWriter<BackgroundWriter>>,
+    /// The queue-length trace (`queue_file`), sampled every `queue_sample_ns`: written lazily,
+    /// when the loop next runs past a sample time, from the queue's known schedule (a queue
+    /// changes only at an arrival, before which every due sample is written, and at
+    /// transmission starts it already knows), so sampling adds no wake-ups.
+    pub queue_out: Option<BackgroundWriter>,
+}
 
 /// One direction: where packets come from and go to, and what happens between.
 pub struct Direction {
+    /// `a_to_b` or `b_to_a` (the `dir` of its events and queue samples).
     pub name: &'static str,
+    /// Index of its link in `Emulator::links`.
+    pub owner: usize,
     pub link: Link,
     pub line: DelayLine,
     pub counters: DirCounters,
@@ -42,16 +63,17 @@ pub struct Direction {
 }
 
 pub struct Emulator {
-    pub dirs: [Direction; 2],
+    /// Directions 2i (`a_to_b`) and 2i + 1 (`b_to_a`) belong to link i.
+    pub dirs: Vec<Direction>,
+    pub links: Vec<LinkOutputs>,
+    /// Whether the configuration named its links (counters keyed by link name).
+    pub multi: bool,
     pub pool: PacketPool,
-    pub events: Option<EventWriter<BackgroundWriter>>,
-    /// The queue-length trace (`queue_file`), sampled every `queue_sample_ns`: written lazily,
-    /// when the loop next runs past a sample time, from the queue's known schedule (a queue
-    /// changes only at an arrival, before which every due sample is written, and at
-    /// transmission starts it already knows), so sampling adds no wake-ups.
-    pub queue_out: Option<BackgroundWriter>,
     queue_sample_ns: u64,
     next_sample_ns: u64,
+    /// A lower bound of every direction's next due time (exact after each delivery sweep),
+    /// so that checking for due packets costs O(1) however many links there are.
+    earliest_due_ns: u64,
     pub mtu: u32,
     pub counters_file: Option<String>,
     pub realtime_active: bool,
@@ -61,7 +83,6 @@ pub struct Emulator {
     pub clock_resolution_ns: u64,
     /// Whether sleeps had nanosecond timeouts (`epoll_pwait2`) or whole milliseconds.
     nanosecond_timeouts: bool,
-    pub seed: u64,
     t0_mono: u64,
     t0_real: u64,
     stop: bool,
@@ -71,33 +92,34 @@ pub struct Emulator {
 }
 
 impl Emulator {
-    pub fn new(
-        dirs: [Direction; 2],
-        cfg: &Config,
-        events: Option<EventWriter<BackgroundWriter>>,
-        realtime_active: bool,
-    ) -> Emulator {
+    pub fn new(dirs: Vec<Direction>, links: Vec<LinkOutputs>, cfg: &Config, realtime_active: bool) -> Emulator {
+        assert_eq!(dirs.len(), 2 * links.len(), "two directions per link");
         let slot = cfg.mtu as usize + 64;
         Emulator {
             dirs,
+            links,
+            multi: cfg.multi,
             pool: PacketPool::new(slot, cfg.max_packets as usize),
-            events,
-            queue_out: None,
             queue_sample_ns: cfg.queue_sample_ns.max(1),
             next_sample_ns: 0,
+            earliest_due_ns: u64::MAX,
             mtu: cfg.mtu,
             counters_file: cfg.counters_file.clone(),
             realtime_active,
             timer_slack_ns: 0,
             clock_resolution_ns: 0,
             nanosecond_timeouts: true,
-            seed: cfg.seed,
             t0_mono: 0,
             t0_real: 0,
             stop: false,
             waiter: Waiter::new(cfg.spin_us as u64 * 1000, SPIN_WINDOW_NS, SPIN_WINDOW_NS * cfg.spin_percent as u64 / 100),
             fatal: None,
         }
+    }
+
+    /// Whether any link writes a queue trace.
+    fn sampling(&self) -> bool {
+        self.links.iter().any(|l| l.queue_out.is_some())
     }
 
     #[inline]
@@ -109,10 +131,11 @@ impl Emulator {
     /// once the loop is about to start (the ready file).
     pub fn run(&mut self, sigfd: RawFd, on_ready: impl FnOnce()) -> std::io::Result<()> {
         let mut ep = sys::Epoll::new()?;
-        ep.add(self.dirs[0].src, 0)?;
-        ep.add(self.dirs[1].src, 1)?;
+        for (d, dir) in self.dirs.iter().enumerate() {
+            ep.add(dir.src, d as u64)?;
+        }
         ep.add(sigfd, TOKEN_SIGNAL)?;
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 8];
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; EPOLL_BATCH];
         self.t0_mono = sys::mono_ns();
         self.t0_real = sys::realtime_ns();
         on_ready();
@@ -120,58 +143,53 @@ impl Emulator {
             let now = self.now();
             self.deliver_all(now);
             self.sample_queues(now);
-            let next = match (self.dirs[0].line.next_due(), self.dirs[1].line.next_due()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let next = (self.earliest_due_ns != u64::MAX).then_some(self.earliest_due_ns);
             let timeout = match self.waiter.plan(self.now(), next) {
                 Plan::Deliver => continue,
                 Plan::Spin { until_ns } => {
-                    // Busy-wait, leaving early to read if a TUN has packets.
-                    let mut ready = [false; 2];
+                    // Busy-wait, leaving early to read if a TUN has packets (or a signal came).
+                    let mut n = 0;
                     while self.now() < until_ns {
-                        ready = self.readable();
-                        if ready[0] || ready[1] {
+                        n = ep.wait(&mut evs, Some(0))?;
+                        if n > 0 {
                             break;
                         }
                         std::hint::spin_loop();
                     }
-                    for (d, r) in ready.iter().enumerate() {
-                        if *r {
-                            self.read_batch(d);
-                        }
-                    }
+                    self.handle_ready(&evs[..n], sigfd);
                     continue;
                 }
                 Plan::Sleep { timeout_ns } => timeout_ns,
             };
             let n = ep.wait(&mut evs, timeout)?;
             self.nanosecond_timeouts = ep.pwait2;
-            for ev in evs.iter().take(n) {
-                match ev.u64 {
-                    0 => self.read_batch(0),
-                    1 => self.read_batch(1),
-                    _ => self.handle_signals(sigfd),
-                }
-            }
-            if self.fatal.is_some() {
-                break;
-            }
+            self.handle_ready(&evs[..n], sigfd);
         }
         self.finish();
         Ok(())
     }
 
-    /// Which sources have packets waiting (non-blocking).
-    fn readable(&self) -> [bool; 2] {
-        let mut fds = [
-            libc::pollfd { fd: self.dirs[0].src, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.dirs[1].src, events: libc::POLLIN, revents: 0 },
-        ];
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, 0) } <= 0 {
-            return [false; 2];
+    /// Reads from every direction whose TUN is readable; handles signals.
+    fn handle_ready(&mut self, evs: &[libc::epoll_event], sigfd: RawFd) {
+        for ev in evs {
+            if self.fatal.is_some() {
+                return;
+            }
+            match ev.u64 {
+                TOKEN_SIGNAL => self.handle_signals(sigfd),
+                d => self.read_batch(d as usize),
+            }
         }
-        [fds[0].revents & libc::POLLIN != 0, fds[1].revents & libc::POLLIN != 0]
+    }
+
+    /// The direction's name in messages: `a_to_b`, or `LINK a_to_b` when links are named.
+    fn label(&self, d: usize) -> String {
+        let dir = &self.dirs[d];
+        if self.multi {
+            format!("{} {}", self.links[dir.owner].name, dir.name)
+        } else {
+            dir.name.to_string()
+        }
     }
 
     fn handle_signals(&mut self, sigfd: RawFd) {
@@ -210,7 +228,7 @@ impl Emulator {
                 let e = sys::last_err();
                 match e.raw_os_error() {
                     Some(libc::EAGAIN) | Some(libc::EINTR) => {}
-                    _ => self.fatal = Some(format!("reading {}: {e}", self.dirs[d].name)),
+                    _ => self.fatal = Some(format!("reading {}: {e}", self.label(d))),
                 }
                 return;
             }
@@ -233,25 +251,31 @@ impl Emulator {
         dir.counters.packets_in += 1;
         dir.counters.bytes_in += size as u64;
         dir.counters.drop(r);
-        if let Some(ev) = self.events.as_mut() {
+        if let Some(ev) = self.links[dir.owner].events.as_mut() {
             let _ = ev.write(now, dir.name, id, Event::Arrival { size });
             let (qp, qb) = (dir.link.queue.len_packets(), dir.link.queue.len_bytes());
             let _ = ev.write(now, dir.name, id, Event::Drop { size, queue_packets: qp, queue_bytes: qb, reason: r.as_str() });
         }
     }
 
-    /// Writes every queue sample due by `now` (each direction's length at the sample's time).
+    /// Writes every queue sample due by `now` (each direction's length at the sample's time,
+    /// into its link's trace).
     #[inline]
     fn sample_queues(&mut self, now: u64) {
         if self.next_sample_ns > now {
             return;
         }
-        let Some(w) = self.queue_out.as_mut() else { return };
+        if !self.sampling() {
+            self.next_sample_ns = u64::MAX;
+            return;
+        }
         while self.next_sample_ns <= now {
             let t = self.next_sample_ns;
             for dir in self.dirs.iter() {
-                let (p, b) = dir.link.queue.len_at(t);
-                let _ = writeln!(w, "{:.6},{},{},{}", t as f64 / 1e9, dir.name, p, b);
+                if let Some(w) = self.links[dir.owner].queue_out.as_mut() {
+                    let (p, b) = dir.link.queue.len_at(t);
+                    let _ = writeln!(w, "{:.6},{},{},{}", t as f64 / 1e9, dir.name, p, b);
+                }
             }
             self.next_sample_ns += self.queue_sample_ns;
         }
@@ -266,13 +290,15 @@ impl Emulator {
         dir.counters.packets_in += 1;
         dir.counters.bytes_in += size as u64;
         let verdict = dir.link.admit(now, size);
-        if let Some(ev) = self.events.as_mut() {
+        let events = &mut self.links[dir.owner].events;
+        if let Some(ev) = events.as_mut() {
             let _ = ev.write(now, dir.name, id, Event::Arrival { size });
         }
         match verdict {
             Verdict::Deliver { due_ns, .. } => {
                 dir.line.push(InFlight { due_ns, id, slot, len: size });
-                if let Some(ev) = self.events.as_mut() {
+                self.earliest_due_ns = self.earliest_due_ns.min(due_ns);
+                if let Some(ev) = events.as_mut() {
                     let (qp, qb) = (dir.link.queue.len_packets(), dir.link.queue.len_bytes());
                     let _ = ev.write(now, dir.name, id, Event::Enqueue { size, queue_packets: qp, queue_bytes: qb, due_ns });
                 }
@@ -280,7 +306,7 @@ impl Emulator {
             Verdict::Drop(r) => {
                 dir.counters.drop(r);
                 self.pool.give(slot);
-                if let Some(ev) = self.events.as_mut() {
+                if let Some(ev) = events.as_mut() {
                     let (qp, qb) = (dir.link.queue.len_packets(), dir.link.queue.len_bytes());
                     let _ = ev.write(now, dir.name, id, Event::Drop { size, queue_packets: qp, queue_bytes: qb, reason: r.as_str() });
                 }
@@ -288,13 +314,22 @@ impl Emulator {
         }
     }
 
+    /// Delivers every packet due by `now`, direction by direction; O(1) when none is due.
     #[inline]
     fn deliver_all(&mut self, now: u64) {
-        for d in 0..2 {
+        if now < self.earliest_due_ns {
+            return;
+        }
+        let mut earliest = u64::MAX;
+        for d in 0..self.dirs.len() {
             while let Some(p) = self.dirs[d].line.pop_due(now) {
                 self.deliver(d, p);
             }
+            if let Some(t) = self.dirs[d].line.next_due() {
+                earliest = earliest.min(t);
+            }
         }
+        self.earliest_due_ns = earliest;
     }
 
     #[inline]
@@ -303,9 +338,10 @@ impl Emulator {
         let dir = &mut self.dirs[d];
         let data = &self.pool.buf(p.slot)[..p.len as usize];
         let n = unsafe { libc::write(dir.dst, data.as_ptr() as *const _, data.len()) };
+        let events = &mut self.links[dir.owner].events;
         if n < 0 {
             dir.counters.drop(DropReason::WriteError);
-            if let Some(ev) = self.events.as_mut() {
+            if let Some(ev) = events.as_mut() {
                 let _ = ev.write(now, dir.name, p.id, Event::Drop { size: p.len, queue_packets: 0, queue_bytes: 0, reason: "write_error" });
             }
         } else {
@@ -316,7 +352,7 @@ impl Emulator {
             if let Some(pc) = dir.pcap.as_mut() {
                 let _ = pc.write_packet(self.t0_real + now, data);
             }
-            if let Some(ev) = self.events.as_mut() {
+            if let Some(ev) = events.as_mut() {
                 let _ = ev.write(now, dir.name, p.id, Event::Departure { size: p.len, lateness_ns: late });
             }
         }
@@ -324,13 +360,17 @@ impl Emulator {
     }
 
     fn flush_files(&mut self) {
-        if let Some(ev) = self.events.as_mut() {
-            let _ = ev.flush();
-        }
-        if self.queue_out.is_some() {
+        if self.sampling() {
             let now = self.now();
             self.sample_queues(now);
-            let _ = self.queue_out.as_mut().map(|w| w.flush());
+        }
+        for l in self.links.iter_mut() {
+            if let Some(ev) = l.events.as_mut() {
+                let _ = ev.flush();
+            }
+            if let Some(w) = l.queue_out.as_mut() {
+                let _ = w.flush();
+            }
         }
         for d in self.dirs.iter_mut() {
             if let Some(p) = d.pcap.as_mut() {
@@ -339,16 +379,15 @@ impl Emulator {
         }
     }
 
-    /// Counters of both directions as JSON.
+    /// Counters as JSON: a single link's directions at the top (`a_to_b`, `b_to_a`, `seed`);
+    /// named links under `links`, by name, each with its `a_to_b`, `b_to_a` and `seed`.
     pub fn counters_json(&self) -> Value {
         let now = self.now();
         let dir = |d: &Direction| {
             let q = &d.link.queue;
             d.counters.to_json(q.peak_packets(), q.peak_bytes(), q.mean_until(now), d.line.len())
         };
-        json!({
-            "a_to_b": dir(&self.dirs[0]),
-            "b_to_a": dir(&self.dirs[1]),
+        let mut top = json!({
             "elapsed_s": (now as f64 / 1e9 * 1e6).round() / 1e6,
             "realtime": self.realtime_active,
             // What bounds how punctually packets leave: see docs/emulator.md "Timing".
@@ -358,9 +397,22 @@ impl Emulator {
                 "clock_resolution_ns": self.clock_resolution_ns,
                 "nanosecond_timeouts": self.nanosecond_timeouts,
             },
-            "seed": self.seed,
             "pool_slots_allocated": self.pool.allocated(),
-        })
+        });
+        let o = top.as_object_mut().unwrap();
+        let link = |i: usize| {
+            json!({"a_to_b": dir(&self.dirs[2 * i]), "b_to_a": dir(&self.dirs[2 * i + 1]), "seed": self.links[i].seed})
+        };
+        if self.multi {
+            let mut by_name = serde_json::Map::new();
+            for (i, l) in self.links.iter().enumerate() {
+                by_name.insert(l.name.clone(), link(i));
+            }
+            o.insert("links".into(), Value::Object(by_name));
+        } else if let Value::Object(m) = link(0) {
+            o.extend(m);
+        }
+        top
     }
 
     /// Writes the counters file (atomically), or prints to stderr when there is none.
@@ -384,7 +436,7 @@ impl Emulator {
     fn finish(&mut self) {
         self.flush_files();
         self.write_counters();
-        for d in 0..2 {
+        for d in 0..self.dirs.len() {
             for s in self.dirs[d].line.drain_slots() {
                 self.pool.give(s);
             }

@@ -1,15 +1,15 @@
 //! `tcpdelay-link`: parse and validate the configuration (exit 2 on a bad
-//! value, before anything is touched), attach to the two TUN devices, set up
+//! value, before anything is touched), attach to every link's two TUN devices, set up
 //! the process (parent-death signal, timer slack, SCHED_FIFO when permitted),
 //! open the output files and run the event loop until SIGTERM/SIGINT.
 
 use std::io::Write;
 use std::fs::File;
 use std::process::exit;
-use tcpdelay_link::config::{self, Config, DirectionConfig};
+use tcpdelay_link::config::{self, Config, DirectionConfig, LinkConfig};
 use tcpdelay_link::counters::DirCounters;
 use tcpdelay_link::delay::{DelayLine, DelaySampler};
-use tcpdelay_link::event_loop::{raw, Direction, Emulator};
+use tcpdelay_link::event_loop::{raw, Direction, Emulator, LinkOutputs};
 use tcpdelay_link::events::EventWriter;
 use tcpdelay_link::link::{Bottleneck, Link};
 use tcpdelay_link::loss::LossProcess;
@@ -91,21 +91,16 @@ fn main() {
 
     // Attach to the devices (each inside its namespace). A missing namespace or
     // device is a configuration error: exit 2, nothing has moved yet.
-    let tun_a = netns::in_netns(&cfg.a.netns, || tun::open_existing(&cfg.a.tun))
-        .unwrap_or_else(|e| usage_error(&format!("a: {e}")));
-    let tun_b = netns::in_netns(&cfg.b.netns, || tun::open_existing(&cfg.b.tun))
-        .unwrap_or_else(|e| usage_error(&format!("b: {e}")));
-
-    let events = cfg.events_file.as_ref().map(|p| {
-        EventWriter::new(create("events_file", p), cfg.events_format)
-            .unwrap_or_else(|e| usage_error(&format!("events_file: cannot write {p}: {e}")))
-    });
-    let pcap = |key: &str, p: &Option<String>| {
-        p.as_ref().map(|p| {
-            PcapWriter::new(create(key, p), cfg.pcap_snaplen)
-                .unwrap_or_else(|e| usage_error(&format!("{key}: cannot write {p}: {e}")))
-        })
-    };
+    sys::raise_fd_limit();
+    let key = |l: usize, k: &str| if cfg.multi { format!("links[{l}].{k}") } else { k.to_string() };
+    let mut tuns: Vec<(File, File)> = Vec::with_capacity(cfg.links.len());
+    for (i, l) in cfg.links.iter().enumerate() {
+        let a = netns::in_netns(&l.a.netns, || tun::open_existing(&l.a.tun))
+            .unwrap_or_else(|e| usage_error(&format!("{}: {e}", key(i, "a"))));
+        let b = netns::in_netns(&l.b.netns, || tun::open_existing(&l.b.tun))
+            .unwrap_or_else(|e| usage_error(&format!("{}: {e}", key(i, "b"))));
+        tuns.push((a, b));
+    }
 
     let mut realtime_active = false;
     if cfg.realtime {
@@ -115,28 +110,12 @@ fn main() {
         }
     }
 
-    let dirs = [
-        Direction {
-            name: "a_to_b",
-            link: build_link(&cfg.a_to_b, cfg.seed, stream::LOSS_A_TO_B, stream::JITTER_A_TO_B),
-            line: DelayLine::new(cfg.a_to_b.reorder),
-            counters: DirCounters::default(),
-            pcap: pcap("a_to_b.pcap_file", &cfg.a_to_b.pcap_file),
-            next_id: 0,
-            src: raw(&tun_a),
-            dst: raw(&tun_b),
-        },
-        Direction {
-            name: "b_to_a",
-            link: build_link(&cfg.b_to_a, cfg.seed, stream::LOSS_B_TO_A, stream::JITTER_B_TO_A),
-            line: DelayLine::new(cfg.b_to_a.reorder),
-            counters: DirCounters::default(),
-            pcap: pcap("b_to_a.pcap_file", &cfg.b_to_a.pcap_file),
-            next_id: 0,
-            src: raw(&tun_b),
-            dst: raw(&tun_a),
-        },
-    ];
+    let mut dirs = Vec::with_capacity(2 * cfg.links.len());
+    let mut outputs = Vec::with_capacity(cfg.links.len());
+    for (i, (l, (tun_a, tun_b))) in cfg.links.iter().zip(&tuns).enumerate() {
+        dirs.extend(directions(&cfg, l, i, &key(i, ""), raw(tun_a), raw(tun_b)));
+        outputs.push(outputs_of(&cfg, l, &key(i, "")));
+    }
     // Timer precision as it stands (SCHED_FIFO reads 0 slack), and a warning
     // when the kernel's timers are tick-based (a sleep then ends on a tick).
     let timer_slack_ns = sys::timer_slack_ns();
@@ -148,14 +127,7 @@ fn main() {
             clock_resolution_ns / 1000
         );
     }
-    let queue_out = cfg.queue_file.as_ref().map(|p| {
-        let mut w = create("queue_file", p);
-        w.write_all(b"time_s,direction,packets,bytes\n")
-            .unwrap_or_else(|e| usage_error(&format!("queue_file: cannot write {p}: {e}")));
-        w
-    });
-    let mut emu = Emulator::new(dirs, &cfg, events, realtime_active);
-    emu.queue_out = queue_out;
+    let mut emu = Emulator::new(dirs, outputs, &cfg, realtime_active);
     emu.timer_slack_ns = timer_slack_ns;
     emu.clock_resolution_ns = clock_resolution_ns;
     let ready = cfg.ready_file.clone();
@@ -172,6 +144,62 @@ fn main() {
     if let Some(msg) = &emu.fatal {
         fatal(msg);
     }
-    drop(tun_a);
-    drop(tun_b);
+    drop(tuns);
+}
+
+/// The key of a link's setting in messages: `prefix` is "" (single link) or `links[i].`.
+fn key_in(prefix: &str, k: &str) -> String {
+    format!("{prefix}{k}")
+}
+
+/// Link `i`'s two directions: a_to_b reads `a` and writes `b`, b_to_a the reverse; each draws
+/// loss and jitter from its own stream of the link's seed.
+fn directions(cfg: &Config, l: &LinkConfig, i: usize, prefix: &str, a: std::os::fd::RawFd, b: std::os::fd::RawFd) -> [Direction; 2] {
+    let pcap = |key: &str, p: &Option<String>| {
+        p.as_ref().map(|p| {
+            PcapWriter::new(create(key, p), cfg.pcap_snaplen)
+                .unwrap_or_else(|e| usage_error(&format!("{key}: cannot write {p}: {e}")))
+        })
+    };
+    [
+        Direction {
+            name: "a_to_b",
+            owner: i,
+            link: build_link(&l.a_to_b, l.seed, stream::LOSS_A_TO_B, stream::JITTER_A_TO_B),
+            line: DelayLine::new(l.a_to_b.reorder),
+            counters: DirCounters::default(),
+            pcap: pcap(&key_in(prefix, "a_to_b.pcap_file"), &l.a_to_b.pcap_file),
+            next_id: 0,
+            src: a,
+            dst: b,
+        },
+        Direction {
+            name: "b_to_a",
+            owner: i,
+            link: build_link(&l.b_to_a, l.seed, stream::LOSS_B_TO_A, stream::JITTER_B_TO_A),
+            line: DelayLine::new(l.b_to_a.reorder),
+            counters: DirCounters::default(),
+            pcap: pcap(&key_in(prefix, "b_to_a.pcap_file"), &l.b_to_a.pcap_file),
+            next_id: 0,
+            src: b,
+            dst: a,
+        },
+    ]
+}
+
+/// A link's event stream and queue trace, opened.
+fn outputs_of(cfg: &Config, l: &LinkConfig, prefix: &str) -> LinkOutputs {
+    let events = l.events_file.as_ref().map(|p| {
+        let key = key_in(prefix, "events_file");
+        EventWriter::new(create(&key, p), cfg.events_format)
+            .unwrap_or_else(|e| usage_error(&format!("{key}: cannot write {p}: {e}")))
+    });
+    let queue_out = l.queue_file.as_ref().map(|p| {
+        let key = key_in(prefix, "queue_file");
+        let mut w = create(&key, p);
+        w.write_all(b"time_s,direction,packets,bytes\n")
+            .unwrap_or_else(|e| usage_error(&format!("{key}: cannot write {p}: {e}")));
+        w
+    });
+    LinkOutputs { name: l.name.clone(), seed: l.seed, events, queue_out }
 }

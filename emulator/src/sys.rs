@@ -177,3 +177,21 @@ pub fn write_atomic(path: &str, data: &[u8]) -> io::Result<()> {
     std::fs::write(&tmp, data)?;
     std::fs::rename(&tmp, path)
 }
+
+/// Raises the soft limit of open files to the hard limit (each link holds two TUN
+/// descriptors); returns the limit now in force.
+pub fn raise_fd_limit() -> u64 {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit { rlim_cur: r.rlim_max, rlim_max: r.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                r.rlim_cur = r.rlim_max;
+            }
+        }
+    }
+    r.rlim_cur
+}

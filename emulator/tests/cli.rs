@@ -112,9 +112,9 @@ fn check_reports_every_config_error_not_only_the_first() {
     assert_eq!(
         lines,
         [
+            "tcpdelay-link: seed: must be a whole number in [0, 2^64), got -3",
             "tcpdelay-link: a.tun: required (the name of an existing TUN device in a.netns)",
             "tcpdelay-link: b.tun: required (the name of an existing TUN device in b.netns)",
-            "tcpdelay-link: seed: must be a whole number in [0, 2^64), got -3",
             "tcpdelay-link: a_to_b.delay_s: must be a finite number of seconds in [0, 60], got -1",
             "tcpdelay-link: a_to_b.queue_packets: must be a whole number of packets in [1, 1e6], got 0",
             "tcpdelay-link: b_to_a.loss.p: must be a probability in [0, 1], got 7",
