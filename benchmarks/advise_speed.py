@@ -1,6 +1,6 @@
 """Benchmark of model-only advice (``tcpdelay advise``; issue 16: answers in < 2 s): the time of
-:func:`tcpdelay.experiments.advice.advise` on the issue's paths and of the whole command (a fresh
-``python -m tcpdelay advise --json``, imports included). Plain script; prints its figures.
+:func:`tcpdelay.experiments.advice_measurement.advise` on the issue's paths and of the whole
+command (a fresh ``python -m tcpdelay advise --json``, imports included). Plain script; prints its figures.
 
     .venv/bin/python benchmarks/advise_speed.py [--repeat 3]
 
@@ -32,8 +32,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    from tcpdelay.experiments.advice import advise
-    from tcpdelay.model.advice import Budget
+    from tcpdelay.experiments.advice_measurement import advise
+    from tcpdelay.model.advice_ranking import Budget
     from tcpdelay.model.delay import get_profile
 
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; target < {TARGET_S:g} s")

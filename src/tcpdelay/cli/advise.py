@@ -14,7 +14,7 @@ from tcpdelay.errors import ParameterError
 
 
 def _budget(source: dict, playout_s, bound_s, late_budget, percentile):
-    from tcpdelay.model.advice import Budget
+    from tcpdelay.model.advice_ranking import Budget
     from tcpdelay.model.delay.predict import resolve_source
 
     if playout_s is not None and bound_s is not None:
@@ -65,7 +65,7 @@ def advise_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, playout_s, late_bud
     """Rank what to change (playout delay, split-N, parallel connections, queue, TCP settings,
     TCP variant, UDP) so that a media source over TCP on this path meets its delay budget
     (Brosh et al., Sections 6-8). Model numbers equal `tcpdelay delay`'s for the same settings."""
-    from tcpdelay.experiments.advice import advise, measure as run_measure
+    from tcpdelay.experiments.advice_measurement import advise, measure as run_measure
 
     src = _source(profile, rate_bps, packet_bytes)
     if not measure:

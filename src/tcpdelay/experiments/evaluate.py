@@ -167,9 +167,9 @@ def trace_mean_bps(path: str | Path) -> float:
 
 def advice_part(step: Step = _no_step, stack: str = DEFAULT_STACK) -> dict:
     """Model-only advice (``tcpdelay advise``) on :data:`ADVICE_PATHS`: per path its ranked
-    options (:func:`tcpdelay.experiments.advice.advise`) and whether the rate fits."""
-    from tcpdelay.experiments.advice import advise
-    from tcpdelay.model.advice import Budget
+    options (:func:`tcpdelay.experiments.advice_measurement.advise`) and whether the rate fits."""
+    from tcpdelay.experiments.advice_measurement import advise
+    from tcpdelay.model.advice_ranking import Budget
     from tcpdelay.model.delay import get_profile
 
     root = Path(__file__).resolve().parents[3]

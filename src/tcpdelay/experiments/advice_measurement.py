@@ -1,7 +1,8 @@
-"""``tcpdelay advise``: the model's ranked options (:mod:`tcpdelay.model.advice`) with those only a
-measurement can say (TCP settings of Brosh et al. §8.1, RACK/TLP, the TCP variants, the
-"intelligent" parallel connections of §7.2) and, with ``measure``, the top options run on the
-testbed or in ns-3 (:func:`measure`), the measured numbers overriding the model's ranking.
+"""``tcpdelay advise``, with measurements: the model's ranked options
+(:mod:`tcpdelay.model.advice_ranking`) with those only a measurement can say (TCP settings of
+Brosh et al. §8.1, RACK/TLP, the TCP variants, the "intelligent" parallel connections of §7.2)
+and, with ``measure``, the top options run on the testbed or in ns-3 (:func:`measure`), the
+measured numbers overriding the model's ranking.
 
 Each option that can run carries its ``scenario`` change (the keys of the media flow's ``tcp`` /
 ``heuristics`` / ``transport`` in a scenario file, docs/experiments/README.md);
@@ -17,8 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from tcpdelay.errors import ParameterError, TcpdelayError
-from tcpdelay.model import advice as model_advice
-from tcpdelay.model.advice import MEASUREMENT_ONLY, Budget, cost, option, rank
+from tcpdelay.model import advice_ranking
+from tcpdelay.model.advice_ranking import MEASUREMENT_ONLY, Budget, cost, option, rank
 
 #: The TCP preset the measured "as-is" runs with (today's Linux defaults).
 DEFAULT_PRESET = "linux-default"
@@ -50,7 +51,7 @@ _TCP_SETTINGS = (
 )
 
 
-def measurement_only_options(budget: Budget, connections=model_advice.DEFAULT_CONNECTIONS) -> list[dict]:
+def measurement_only_options(budget: Budget, connections=advice_ranking.DEFAULT_CONNECTIONS) -> list[dict]:
     """Every option the model cannot quantify, shaped like the model's (``predicted`` None)."""
     from tcpdelay.testbed.congestion import VARIANTS
 
@@ -79,8 +80,8 @@ def measurement_only_options(budget: Budget, connections=model_advice.DEFAULT_CO
 
 def advise(profile=None, *, rate_bps=None, packet_bytes=None, rtt_s, loss, budget: Budget, **model_kw) -> dict:
     """The model's ranked options with the measurement-only ones after them (no runs)."""
-    extra = measurement_only_options(budget, model_kw.get("connections", model_advice.DEFAULT_CONNECTIONS))
-    return model_advice.advise_model(profile, rate_bps=rate_bps, packet_bytes=packet_bytes, rtt_s=rtt_s, loss=loss,
+    extra = measurement_only_options(budget, model_kw.get("connections", advice_ranking.DEFAULT_CONNECTIONS))
+    return advice_ranking.advise_model(profile, rate_bps=rate_bps, packet_bytes=packet_bytes, rtt_s=rtt_s, loss=loss,
                                      budget=budget, extra=extra, **model_kw)
 
 
@@ -181,7 +182,7 @@ def measure(advice: dict, *, backend: str = "testbed", duration_s: float = DEFAU
                                  "(a playout delay is read off the as-is run; a queue discipline or limited "
                                  "transmit is not a setting of the testbed's Linux)")
     model_order = [o["name"] for o in opts if o in chosen]
-    source = model_advice.NS3 if backend == "ns3" else model_advice.MEASURED
+    source = advice_ranking.NS3 if backend == "ns3" else advice_ranking.MEASURED
     failed = []
     with tempfile.TemporaryDirectory(prefix="tcpdelay-advise-") as tmp:
         root = Path(out_dir) if out_dir is not None else Path(tmp)
@@ -226,7 +227,7 @@ def _set_measured(o: dict, got: dict, playout_s: float, budget: Budget, source: 
     o["measured"] = {"mean_s": got["mean_s"], "p95_s": got["p95_s"], "p99_s": got["p99_s"], "playout_s": playout_s,
                      "late_fraction": late, "needed_playout_s": needed if needed is not None and math.isfinite(needed)
                      else None, "packets": got["packets"], "loss_rate": got["loss_rate"], "unstable": False}
-    o["meets_budget"] = model_advice.meets(o["measured"], budget)
+    o["meets_budget"] = advice_ranking.meets(o["measured"], budget)
     o["source"] = source
 
 

@@ -1,5 +1,5 @@
-"""The pure ranking of :mod:`tcpdelay.model.advice` on the papers' own cases (Brosh et al., "The
-Delay-Friendliness of TCP for Real-Time Traffic", §6.6, §7, Figs 25 and 27)."""
+"""The pure ranking of :mod:`tcpdelay.model.advice_ranking` on the papers' own cases (Brosh et
+al., "The Delay-Friendliness of TCP for Real-Time Traffic", §6.6, §7, Figs 25 and 27)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import functools
 import pytest
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.model.advice import Budget, advise_model, fit, rank
+from tcpdelay.model.advice_ranking import Budget, advise_model, fit, rank
 from tcpdelay.model.delay import predict
 from tcpdelay.model.delay.params import DelayParams
 from tcpdelay.model.delay.predict import tcp_throughput_bps
