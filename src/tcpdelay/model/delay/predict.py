@@ -15,7 +15,7 @@ import numpy as np
 from tcpdelay.errors import ParameterError
 from tcpdelay.model.delay import repair
 from tcpdelay.model.delay.chain import build_chain
-from tcpdelay.model.delay.chain import segment_loss as chain_segment_loss
+from tcpdelay.model.delay.chain_states import segment_loss as chain_segment_loss
 from tcpdelay.model.delay.distribution import DelayPrediction, chain_statistics, packet_distribution
 from tcpdelay.model.delay.params import DelayParams
 from tcpdelay.model.delay.profiles import Profile, custom_profile, get_profile

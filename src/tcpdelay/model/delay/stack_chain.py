@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from tcpdelay.model.delay import chain as _chain
+from tcpdelay.model.delay import chain_states as _states
 from tcpdelay.model.delay.params import MAX_BACKOFF_STAGE, DelayParams
 from tcpdelay.model.delay.repair import recovery_round_new_share
 from tcpdelay.model.delay.stacks import app_limited_window_cap, next_window, rules, window_after_loss
@@ -47,7 +47,7 @@ from tcpdelay.model.delay.stacks import app_limited_window_cap, next_window, rul
 _EPS = 1e-9
 
 
-def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
+def edge_builder(params: DelayParams, space: "_states.StateSpace"):
     """``edges_from(src)`` as :func:`tcpdelay.model.delay.chain._edge_builder`, for the
     stack's transitions (module docstring)."""
     R = rules(params.stack)
@@ -56,8 +56,8 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
     k = params.packets_per_segment
     t0f = params.t0_s * f
     W = space.W
-    p_nl = _chain.segment_loss(params, params.mss_bytes)
-    p_al = _chain.segment_loss(params, params.packet_bytes)
+    p_nl = _states.segment_loss(params, params.mss_bytes)
+    p_al = _states.segment_loss(params, params.packet_bytes)
     rto = R.lost_retransmission == "rto"
     pto_nl = p_nl if rto else 0.0
     pto_al = p_al if rto else 0.0
@@ -75,7 +75,7 @@ def edge_builder(params: DelayParams, space: "_chain.StateSpace"):
     w_cap = app_limited_window_cap(R, r)
 
     def edges_from(src_all: np.ndarray):
-        parts = _chain.EdgeParts()
+        parts = _states.EdgeParts()
         add = parts.add
 
         def round_(src, w2, l2, B, w_now, prob, is_loss=0, b_extra=0.0, wait_share=0.0):
