@@ -23,6 +23,8 @@ use tcpdelay_link::writer::BackgroundWriter;
 use tcpdelay_link::{netns, sys, tun};
 
 const PROG: &str = "tcpdelay-link";
+/// SCHED_FIFO priority of the loop (docs/emulator.md "Process").
+const REALTIME_PRIORITY: i32 = 20;
 
 /// Exit 2 with the message; a configuration with several errors gives one line per error.
 fn usage_error(msg: &str) -> ! {
@@ -102,20 +104,23 @@ fn main() {
         tuns.push((a, b));
     }
 
-    let mut realtime_active = false;
-    if cfg.realtime {
-        match sys::try_sched_fifo(10) {
-            Ok(()) => realtime_active = true,
-            Err(e) => eprintln!("{PROG}: realtime: SCHED_FIFO not available ({e}); running with normal priority"),
-        }
-    }
-
     let mut dirs = Vec::with_capacity(2 * cfg.links.len());
     let mut outputs = Vec::with_capacity(cfg.links.len());
     for (i, (l, (tun_a, tun_b))) in cfg.links.iter().zip(&tuns).enumerate() {
         dirs.extend(directions(&cfg, l, i, &key(i, ""), raw(tun_a), raw(tun_b)));
         outputs.push(outputs_of(&cfg, l, &key(i, "")));
     }
+    // The files' writer threads start above at normal priority; only the loop runs real time.
+    let mut realtime_active = false;
+    if cfg.realtime {
+        // Above the testbed's real-time programs (SCHED_RR 10): a due packet never waits for a
+        // program's time slice. One thread takes at most one core, so they keep the others.
+        match sys::try_sched_fifo(REALTIME_PRIORITY) {
+            Ok(()) => realtime_active = true,
+            Err(e) => eprintln!("{PROG}: realtime: SCHED_FIFO not available ({e}); running with normal priority"),
+        }
+    }
+
     // Timer precision as it stands (SCHED_FIFO reads 0 slack), and a warning
     // when the kernel's timers are tick-based (a sleep then ends on a tick).
     let timer_slack_ns = sys::timer_slack_ns();

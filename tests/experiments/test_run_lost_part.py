@@ -97,9 +97,9 @@ NAMED = {"emulator": "link emulator tcpdelay-link", "sender": "media sender of f
          "cross-traffic UDP sender": "cross-traffic UDP sender of flow 2"}
 
 
-def _run_and_kill(tmp_path: Path, part: str, duration_s: float = 8.0) -> tuple[Path, Path, dict, dict]:
+def _run_and_kill(tmp_path: Path, part: str, duration_s: float = 8.0, extra: str = "") -> tuple[Path, Path, dict, dict]:
     f = tmp_path / "lost.toml"
-    f.write_text(SCENARIO.format(duration=duration_s))
+    f.write_text(SCENARIO.format(duration=duration_s) + extra)
     out = tmp_path / "out"
     proc = _tcpdelay_run(f, out)
     try:
@@ -136,6 +136,18 @@ def test_a_run_that_lost_a_part_is_failed_with_the_part_named(tmp_path, part):
     assert not [n for n in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
                 if n.startswith(f"td-{rid}-")]
     assert not Path(f"/run/tcpdelay/{rid}").exists()
+
+
+def test_the_one_emulator_serving_access_links_killed_fails_the_run_naming_it(tmp_path):
+    """With access links the bottleneck and every host's link are one emulator process: its
+    death fails the run, named, with the links it served."""
+    _, out, testbed, doc = _run_and_kill(tmp_path, "emulator", extra="[access]\ndelay_s = 0.002\n")
+    assert set(testbed["access_links"]) and {a["emulator_pid"] for a in testbed["access_links"].values()} == {
+        testbed["emulator_pid"]}
+    error = doc["failed"][0]["error"]
+    assert error.startswith("RunFailed: the run lost a part: ") and NAMED["emulator"] in error
+    assert "killed by SIGKILL" in error and "access links" in error, error
+    assert not (out / "seed-3" / "complete.json").exists()
 
 
 def test_a_failed_run_is_measured_again_by_a_rerun(tmp_path):

@@ -1,4 +1,4 @@
-"""The programs under measurement run at the emulators' real-time priority (become_realtime) and
+"""The programs under measurement run real time just below the emulator (become_realtime) and
 cross traffic runs niced (Host.spawn's ``niceness``), read back from the kernel in the child."""
 
 import os

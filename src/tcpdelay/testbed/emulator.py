@@ -3,6 +3,11 @@
 The interface is the contract of docs/emulator.md: a JSON configuration naming the two
 namespaces and their (already created) TUN devices, a ``ready_file`` that appears once both
 TUNs are open and the loop runs, counters as JSON at exit and on SIGUSR1.
+
+One process serves every link of a testbed: the bottleneck alone is a single-link file
+(:func:`emulator_config`); with access links, :func:`testbed_config` names them all in one
+file (``links``: the bottleneck ``BOTTLENECK`` and ``access-<host>`` per host) and
+:func:`link_view` cuts each link's counters out of the process's, in the single-link shape.
 """
 
 from __future__ import annotations
@@ -40,15 +45,43 @@ def find_binary() -> str:
         f"the link emulator {BINARY} is not built: run `make native` (needs cargo) or set TCPDELAY_LINK")
 
 
-def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], state_dir: str) -> dict:
-    """The emulator's JSON configuration for ``spec``'s bottleneck; ``a``/``b`` are (netns, tun) pairs."""
+#: The bottleneck's name among the links of one emulator.
+BOTTLENECK = "bottleneck"
+#: What one process's counters hold besides its links' directions (single-link shape).
+PROCESS_COUNTERS = ("elapsed_s", "realtime", "timing", "pool_slots_allocated")
+
+
+def access_link_name(host: str) -> str:
+    """The name of ``host``'s access link in the emulator's ``links`` and counters."""
+    return f"access-{host}"
+
+
+def link_view(counters: dict, name: str = BOTTLENECK) -> dict | None:
+    """Link ``name``'s counters in the single-link shape (``a_to_b``, ``b_to_a``, ``seed`` and
+    the process's ``elapsed_s``, ``timing`` ...), from a process's counters: those of a
+    single-link file are the bottleneck's as they are; a ``links`` file's are cut out by name.
+    ``None`` when the process has no link of that name."""
+    if "links" not in counters:
+        return counters if name == BOTTLENECK else None
+    own = counters["links"].get(name)
+    if own is None:
+        return None
+    return {**own, **{k: counters[k] for k in PROCESS_COUNTERS if k in counters}}
+
+
+def _check_options(spec: TestbedSpec) -> None:
     reserved = {"a", "b", "ready_file", "counters_file", "a_to_b", "b_to_a", "seed", "realtime", "events_file", "mtu",
-                "queue_file", "queue_sample_s"}
+                "queue_file", "queue_sample_s", "links"}
     clash = reserved & set(spec.emulator_options)
     if clash:
         raise ParameterError(f"emulator_options may not set {', '.join(sorted(clash))}: "
                              "the testbed sets them (from TestbedSpec.link, seed, realtime, events_file, queue_file, "
                              "queue_sample_s, mtu_bytes)")
+
+
+def emulator_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str], state_dir: str) -> dict:
+    """The emulator's JSON configuration for ``spec``'s bottleneck alone; ``a``/``b`` are (netns, tun) pairs."""
+    _check_options(spec)
     queue = {"queue_file": spec.queue_file, "queue_sample_s": spec.queue_sample_s} if spec.queue_file else {}
     return _config(spec, spec.link, a, b, spec.seed, os.path.join(state_dir, "link.ready"),
                    os.path.join(state_dir, "counters.json"), spec.events_file, queue, spec.emulator_options)
@@ -89,17 +122,37 @@ def read_queue_trace(path: str):
             "packets": rows["packets"].astype(np.int64), "bytes": rows["bytes"].astype(np.int64)}
 
 
-def access_config(spec: TestbedSpec, index: int, host: tuple[str, str], router: tuple[str, str],
-                  state_dir: str) -> dict:
-    """The configuration of the ``index``-th host's access link (``spec.hosts[index].access``):
-    ``a`` the host's (netns, tun), ``b`` its router's; files named ``access-<host>.*``; no
-    events file (the bottleneck's alone records events)."""
+def access_seed(spec: TestbedSpec, index: int) -> int:
+    """The seed of the ``index``-th host's access link: its own, else one of the run's."""
     hs = spec.hosts[index]
-    name = f"access-{hs.name}"
-    seed = hs.access_seed if hs.access_seed is not None else (spec.seed + 1 + index) % 2**63
-    options = {k: v for k, v in spec.emulator_options.items() if k not in ("events_format",)}
-    return _config(spec, hs.access, host, router, seed, os.path.join(state_dir, f"{name}.ready"),
-                   os.path.join(state_dir, f"{name}.counters.json"), None, {}, options)
+    return hs.access_seed if hs.access_seed is not None else (spec.seed + 1 + index) % 2**63
+
+
+def testbed_config(spec: TestbedSpec, a: tuple[str, str], b: tuple[str, str],
+                   access: dict[str, tuple[tuple[str, str], tuple[str, str]]], state_dir: str) -> dict:
+    """The configuration of the one emulator of a testbed: ``spec``'s bottleneck between ``a``
+    and ``b`` ((netns, tun) pairs) and, by host name, each access link between the host's end
+    and its router's (``spec.hosts[i].access``; ``a`` = the host). Without access links it is
+    :func:`emulator_config`'s single-link file; with them a ``links`` file, the bottleneck first
+    (named ``BOTTLENECK``: its events, its queue trace), then ``access-<host>`` in host order,
+    each with its own seed (:func:`access_seed`)."""
+    single = emulator_config(spec, a, b, state_dir)
+    if not access:
+        return single
+    bottleneck = {"name": BOTTLENECK, "a": single["a"], "b": single["b"], "seed": single["seed"],
+                  "events_file": single["events_file"], "a_to_b": single["a_to_b"], "b_to_a": single["b_to_a"]}
+    if spec.queue_file:
+        bottleneck["queue_file"] = spec.queue_file
+    links = [bottleneck]
+    for index, hs in enumerate(spec.hosts):
+        if hs.name not in access:
+            continue
+        host, router = access[hs.name]
+        links.append({"name": access_link_name(hs.name), "a": {"netns": host[0], "tun": host[1]},
+                      "b": {"netns": router[0], "tun": router[1]}, "seed": access_seed(spec, index),
+                      "a_to_b": hs.access.a_to_b.settings(), "b_to_a": hs.access.b_to_a.settings()})
+    process = {k: v for k, v in single.items() if k not in ("a", "b", "events_file", "queue_file", "a_to_b", "b_to_a")}
+    return {**process, "links": links}
 
 
 class LinkProcess:

@@ -41,22 +41,24 @@ from tcpdelay.errors import TestbedError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import runs
 from tcpdelay.testbed import tcp_settings as tcps
-from tcpdelay.testbed.emulator import LinkProcess, access_config, emulator_config, find_binary
+from tcpdelay.testbed.emulator import BOTTLENECK, LinkProcess, access_link_name, find_binary, link_view, testbed_config
 from tcpdelay.testbed.spec import HostSpec, TestbedSpec
 
-#: The emulator's real-time priority (``SCHED_FIFO``, emulator/src/main.rs); the programs under
-#: measurement run ``SCHED_RR`` at the same priority (:func:`become_realtime`).
+#: The real-time priority (``SCHED_RR``) of the programs under measurement (:func:`become_realtime`);
+#: the emulator's ``SCHED_FIFO`` priority is above it (``EMULATOR_PRIORITY``, emulator/src/main.rs).
 REALTIME_PRIORITY = 10
+EMULATOR_PRIORITY = 20
 
 
 def become_realtime() -> bool:
-    """Run the calling thread (and the threads it starts) ``SCHED_RR`` at the emulators' priority;
-    False where the kernel refuses (the caller keeps its priority, as the emulator does).
+    """Run the calling thread (and the threads it starts) ``SCHED_RR`` at ``REALTIME_PRIORITY``, just
+    below the emulator's; False where the kernel refuses (the caller keeps its priority, as the
+    emulator does).
 
-    The testbed's hosts share this machine's cores with the emulators, which run real time and
-    are charged with the kernel's processing of the packets they write into a namespace: with
-    ~100 Mb/s through 40 access links and a bottleneck they take the whole real-time share of
-    the CPU (95 %), and programs of the normal class share the 5 % left. A program under
+    The testbed's hosts share this machine's cores with the emulator, which runs real time and is
+    charged with the kernel's processing of the packets it writes into a namespace (it used to be
+    2N + 1 processes, which with ~100 Mb/s through 40 access links and a bottleneck took the whole
+    real-time share of the CPU, leaving programs of the normal class 5 %). A program under
     measurement (a media sender or receiver) calls this once it is set up — not before: twenty
     programs starting up in the real-time class would starve the testbed's own set-up.
     """
@@ -282,11 +284,12 @@ class Testbed:
         self.state_dir: str | None = None
         self.hosts: dict[str, Host] = {}
         self.routers: dict[str, str] = {}
+        #: The one emulator process: the bottleneck and every access link.
         self.link: LinkProcess | None = None
+        #: Its last counters, as it wrote them (the bottleneck's shape, or ``links`` by name).
         self.final_counters: dict | None = None
-        #: Each access link's emulator, by host name (hosts with ``access``), and their last counters.
-        self.access: dict[str, LinkProcess] = {}
-        self.final_access_counters: dict[str, dict | None] = {}
+        #: Each access link's name in the emulator, by host name (hosts with ``access``).
+        self.access_links: dict[str, str] = {}
         self._access_ends: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}
         self.subnet: str | None = None
         self._procs: list[subprocess.Popen] = []
@@ -353,8 +356,8 @@ class Testbed:
     def emulator_pid(self) -> int | None:
         return self.link.pid if self.link else None
 
-    def link_counters(self) -> dict:
-        """The emulator's counters now (per direction ``a_to_b``/``b_to_a``; see docs/emulator.md)."""
+    def _emulator_counters(self) -> dict:
+        """The emulator's counters now (SIGUSR1); after :meth:`close`, its last."""
         if self.link is None:
             if self.final_counters is not None:
                 return self.final_counters
@@ -364,25 +367,26 @@ class Testbed:
         except nsutil.CommandFailed as err:
             raise TestbedError(str(err)) from None
 
+    def link_counters(self) -> dict:
+        """The bottleneck's counters now (per direction ``a_to_b``/``b_to_a``; see docs/emulator.md)."""
+        return link_view(self._emulator_counters(), BOTTLENECK) or {}
+
     def access_counters(self) -> dict[str, dict]:
         """Each access link's counters now, by host (``a_to_b`` = host -> router, ``b_to_a`` =
-        router -> host); after :meth:`close`, their last counters."""
-        if not self.access:
-            return {k: v for k, v in self.final_access_counters.items() if v is not None}
-        try:
-            return {name: link.counters() for name, link in self.access.items()}
-        except nsutil.CommandFailed as err:
-            raise TestbedError(str(err)) from None
+        router -> host), in the bottleneck's shape; after :meth:`close`, their last counters."""
+        if not self.access_links or (self.link is None and self.final_counters is None):
+            return {}
+        counters = self._emulator_counters()
+        views = {host: link_view(counters, name) for host, name in self.access_links.items()}
+        return {host: v for host, v in views.items() if v is not None}
 
     def emulator_died(self) -> str | None:
-        """How the link emulator (or an access link's) ended if it ended on its own while the
-        testbed is open (they should live until :meth:`close`), else ``None``."""
-        if self.link and self.link.died():
-            return self.link.died()
-        for name, link in self.access.items():
-            if link.died():
-                return f"{link.died()} (the access link of {name})"
-        return None
+        """How the link emulator ended if it ended on its own while the testbed is open (it
+        should live until :meth:`close`), with the links it served, else ``None``."""
+        how = self.link.died() if self.link else None
+        if how and self.access_links:
+            return f"{how} (it served the bottleneck and {len(self.access_links)} access links)"
+        return how
 
     def emulator_cpu_s(self) -> float | None:
         return self.link.cpu_s() if self.link else None
@@ -401,9 +405,10 @@ class Testbed:
             "routers": self.routers,
             "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address,
                                "ifname": h.ifname, "tcp": h.tcp_applied} for h in self.hosts.values()},
-            **({"access_links": {name: {"emulator_pid": link.pid, "host_tun": self._access_ends[name][0][1],
-                                        "router_tun": self._access_ends[name][1][1]}
-                                 for name, link in self.access.items()}} if self.access else {}),
+            **({"access_links": {host: {"emulator_pid": self.emulator_pid, "link": name,
+                                        "host_tun": self._access_ends[host][0][1],
+                                        "router_tun": self._access_ends[host][1][1]}
+                                 for host, name in self.access_links.items()}} if self.access_links else {}),
             **cc,
         }
 
@@ -520,18 +525,13 @@ class Testbed:
             h.tcp_applied = got
         self._save_state()
 
-        if self.start_link:
-            cfg = emulator_config(spec, (tun_ns["left"], tun["left"]), (tun_ns["right"], tun["right"]), self.state_dir)
-            self.link = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s)
+        if self.start_link:   # one process: the bottleneck and every access link
+            cfg = testbed_config(spec, (tun_ns["left"], tun["left"]), (tun_ns["right"], tun["right"]),
+                                 self._access_ends, self.state_dir)
+            self.link = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s, wait=False)
             self._record_process(self.link.pid)
-            index = {hs.name: k for k, hs in enumerate(spec.hosts)}
-            for name, (host_end, router_end) in self._access_ends.items():   # started together, then waited for
-                cfg = access_config(spec, index[name], host_end, router_end, self.state_dir)
-                self.access[name] = LinkProcess(cfg, self.state_dir, binary, self.ready_timeout_s,
-                                                name=f"access-{name}", wait=False)
-                self._record_process(self.access[name].pid)
-            for link in self.access.values():
-                link.wait_ready()
+            self.link.wait_ready()
+            self.access_links = {host: access_link_name(host) for host in self._access_ends}
 
     def _host_tun(self, h: Host, dst: str, cc_via: str | None) -> None:
         """A TUN device in host ``h`` holding its address, and its route to ``dst`` (the other
@@ -548,7 +548,7 @@ class Testbed:
 
     def _access_tuns(self, router: str, h: Host, side: str, i: int, dst: str, cc_via: str | None) -> None:
         """A host's access link: a TUN in the host (:meth:`_host_tun`) and one in its side's router
-        (a route to the host), joined later by an emulator process."""
+        (a route to the host), joined later by the emulator (a link of its own)."""
         self._host_tun(h, dst, cc_via)
         rtun = f"td{self.run_id}{side[0]}{i}"
         mtu, qlen = str(self.spec.mtu_bytes), str(self.spec.txqueuelen_packets)
@@ -654,11 +654,6 @@ class Testbed:
                 with contextlib.suppress(Exception):
                     self.final_counters = self.link.stop()
                 self.link = None
-            for name, link in self.access.items():
-                self.final_access_counters[name] = None
-                with contextlib.suppress(Exception):
-                    self.final_access_counters[name] = link.stop()
-            self.access = {}
             if self.run_id is not None:
                 runs.remove_run(self.run_id, list(self._namespaces))
             if self._cc_loader is not None:  # after the namespaces: no socket still uses them
