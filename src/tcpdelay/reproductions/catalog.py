@@ -185,6 +185,12 @@ def _tables_hspa(results: Path) -> dict[str, str]:
     return page_tables(results)
 
 
+def _tables_playout(results: Path) -> dict[str, str]:
+    from tcpdelay.reproductions.delay_friendliness import playout_page_tables
+
+    return playout_page_tables(results)
+
+
 def _tables_droptail(results: Path) -> dict[str, str]:
     from tcpdelay.reproductions.delay_friendliness import droptail_page_tables
 
@@ -290,8 +296,9 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.id: r for r in (
             ("validate-boundary", {"grid": {"stacks": ("newreno-2008",), "rtts_s": (0.1, 0.3),
                                             "losses": (0.005, 0.03)}, "duration_s": 40.0})))
         + (Sweep(("6.1", "6.6"), "validate-full", "testbed", "full", validate={"full": True}, page=False),),
-        summarize=_summarize_playout,
-        notes="the measurements are the §5.1 validation's (tcpdelay validate); 6.1 and 6.6 read the same runs"),
+        summarize=_summarize_playout, tables=_tables_playout,
+        notes=("the measurements are the §5.1 validation's (tcpdelay validate); 6.1 and 6.6 read the same runs; "
+               "the page's Fig 23 table is generated, its working-region table is annotated by hand")),
     Reproduction(
         id="split-parallel-7", paper=BROSH, sections=("7",), page="split-parallel-7.md",
         sweeps=(Sweep("7", "split-parallel-7", "testbed", "reduced", "split-parallel-7-reduced.toml"),

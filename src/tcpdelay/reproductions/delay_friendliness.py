@@ -446,3 +446,49 @@ def split_page_tables(results: Path) -> dict[str, str]:
 
     return {marker: split_table(json.loads((results / name / "summary.json").read_text()))
             for marker, name in SPLIT_PAGE}
+
+
+# --- the page's table of Fig 23 (docs/experiments/playout-6.md) ---------------------------------
+
+#: The points of the page's Fig 23 table (profile, RTT s, drop rate, from the boundary runs: †),
+#: in its order, and those whose measured late fraction at the bound the page marks (video at
+#: RTT 100 ms, 1-2 %: the paper's rule covers them, the measurement does not hold it).
+PLAYOUT_FIG23_ROWS = (
+    ("voip", 0.02, 0.01, False), ("voip", 0.02, 0.05, False), ("voip", 0.1, 0.005, False),
+    ("voip", 0.1, 0.01, False), ("voip", 0.1, 0.02, False), ("voip", 0.1, 0.05, False),
+    ("voip", 0.3, 0.01, False), ("voip", 0.3, 0.05, False), ("video", 0.02, 0.05, False),
+    ("video", 0.1, 0.005, False), ("video", 0.1, 0.01, False), ("video", 0.1, 0.02, False),
+    ("video", 0.1, 0.05, False), ("video", 0.3, 0.001, False), ("video", 0.3, 0.01, False),
+    ("voip", 0.1, 0.03, True), ("voip", 0.3, 0.005, True), ("video", 0.1, 0.03, True), ("video", 0.3, 0.005, True))
+PLAYOUT_FIG23_MARKED = {("video", 0.1, 0.01), ("video", 0.1, 0.02)}
+
+
+def _late(x: float) -> str:
+    """A late fraction as the page writes it: exactly none ``0``, all ``1``, else three decimals."""
+    return "0" if x == 0 else "1" if x == 1 else f"{x:.3f}"
+
+
+def playout_fig23_table(points: list[dict]) -> str:
+    """Fig 23's table: the late fraction, measured / model, at 0.1, 0.2, 0.4 and 1 s and at
+    L + RTT + 3/f, for the page's points (``points``: the kept ``results/playout-6/<stack>.json``)."""
+    by = {(p["profile"], round(p["rtt_s"], 4), round(p["loss"], 5)): p for p in points}
+    out = ["| profile | RTT | drop | 0.1 s | 0.2 s | 0.4 s | 1 s | at L + RTT + 3/f |", "|---|---|---|---|---|---|---|---|"]
+    for profile, rtt, loss, boundary in PLAYOUT_FIG23_ROWS:
+        p = by[(profile, rtt, loss)]
+        fixed = [p["playouts_s"].index(x) for x in (0.1, 0.2, 0.4, 1.0)]
+        cells = [f"{_late(p['late_measured'][i])} / {_late(p['late_model'][i])}" for i in fixed]
+        bound = _late(p["late_measured"][-1])
+        if (profile, rtt, loss) in PLAYOUT_FIG23_MARKED:
+            bound = f"**{bound}**"
+        cells.append(f"{bound} / {_late(p['late_model'][-1])} ({p['recommended_playout_s'] * 1000:.0f} ms)")
+        out.append(f"| {profile} | {rtt * 1000:.0f} ms | {loss * 100:g} %{' †' if boundary else ''} | "
+                   + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def playout_page_tables(results: Path) -> dict[str, str]:
+    """The §6 page's generated table, by its marker line, from ``results/playout-6/newreno-2008.json``."""
+    import json
+
+    return {"<!-- table fig23 -->": playout_fig23_table(
+        json.loads((results / "playout-6" / "newreno-2008.json").read_text()))}
