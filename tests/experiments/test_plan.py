@@ -266,3 +266,23 @@ def test_access_outages_make_a_timed_link_and_without_access_nothing_changes():
     assert plan.timed_link
     sink = next(h for h in plan.hosts if h["side"] == "right")
     assert sink["access"]["b_to_a"]["outages"] == [{"at_s": 2.0 + plan.lead_s, "duration_s": 1.0}]
+
+
+def test_the_testbed_starts_many_flows_later_after_a_timed_links_start_and_shifts_its_outages_alike():
+    # 80 flows took 11.2 s to start on the testbed, past the fixed 2-s lead: the run failed.
+    from tcpdelay.experiments.backends.testbed import TestbedBackend
+
+    def scenario(n):
+        return parse_scenario({"name": "a", "duration_s": 10, "path": {"rtt_s": 0.05},
+                               "access": {"right": {"outages": [{"at_s": 2.0, "duration_s": 1.0}]}},
+                               "flows": [{"profile": "voip", "transport": "udp", "count": n}]})
+
+    tb = TestbedBackend()
+    assert tb.lead_s(plan_run(scenario(2), 1)) == LEAD_S             # few programs: as before
+    few, many = plan_run(scenario(10), 1), plan_run(scenario(80), 1)
+    assert tb.lead_s(few) == LEAD_S
+    lead = tb.lead_s(many)
+    assert lead == pytest.approx(80 * 2 * TestbedBackend.LEAD_PER_PROGRAM_S) and lead > 11.2
+    later = plan_run(scenario(80), 1, lead_s=lead)
+    sink = next(h for h in later.hosts if h["side"] == "right")
+    assert later.lead_s == lead and sink["access"]["b_to_a"]["outages"] == [{"at_s": 2.0 + lead, "duration_s": 1.0}]

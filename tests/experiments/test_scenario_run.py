@@ -255,3 +255,24 @@ def test_cli_refuses_bad_input_and_a_missing_backend_with_one_line(tmp_path, cap
         code, out, err = cli(cmd, str(good), "--out", str(tmp_path / "o2"))
         assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("tcpdelay: error:")
     assert not (tmp_path / "o2").exists()  # refused before writing anything
+
+
+@needs_testbed
+@pytest.mark.testbed
+@pytest.mark.slow
+def test_many_flows_behind_a_timed_link_start_after_the_testbeds_longer_lead(tmp_path):
+    """32 programs to start behind a link with an outage: the flows start the testbed's lead
+    after the emulator (longer than 2 s) and the outage is shifted by the same lead."""
+    from tcpdelay.experiments.backends.testbed import TestbedBackend
+    from tcpdelay.experiments.run import run_scenario
+
+    sc = parse_scenario({"name": "lead", "duration_s": 2.0, "seed": 3, "path": {"rtt_s": 0.02},
+                         "access": {"right": {"outages": [{"at_s": 1.0, "duration_s": 0.2}]}},
+                         "flows": [{"profile": "voip", "transport": "udp", "count": 16}]})
+    totals = run_scenario(sc, 3, tmp_path)
+    assert totals["errors"] == [], totals
+    run = json.loads((tmp_path / "run.json").read_text())
+    lead = 32 * TestbedBackend.LEAD_PER_PROGRAM_S
+    assert run["run"]["lead_s"] == pytest.approx(lead) and lead > LEAD_S
+    sent = read_records(tmp_path, "sent")
+    assert sent.num_rows > 16 * 50

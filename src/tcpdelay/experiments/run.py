@@ -43,6 +43,8 @@ def run_scenario(scenario: Scenario, seed: int, run_dir: str | os.PathLike, *,
     runner = get_backend(backend)
     runner.check()
     plan = plan_run(scenario, seed)
+    if plan.timed_link and runner.lead_s(plan) != plan.lead_s:
+        plan = plan_run(scenario, seed, lead_s=runner.lead_s(plan))
     runner.check_plan(plan)          # what the backend cannot run: one line, nothing written
     rd = Path(run_dir)
     rd.mkdir(parents=True, exist_ok=True)

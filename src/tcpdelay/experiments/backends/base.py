@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tcpdelay.errors import ParameterError, TcpdelayError
-from tcpdelay.experiments.plan import RunPlan
+from tcpdelay.experiments.plan import LEAD_S, RunPlan
 
 
 class RunFailed(TcpdelayError):
@@ -96,6 +96,12 @@ class Backend(abc.ABC):
         problems = self.unsupported(plan)
         if problems:
             raise ParameterError(refusal(self.name, problems))
+
+    def lead_s(self, plan: RunPlan) -> float:
+        """How long after the links start the flows start when a link is timed (outages or a
+        delivery trace, whose schedule the link gets before anything else starts): the time this
+        backend needs to start ``plan``'s parts. The default: :data:`LEAD_S`."""
+        return LEAD_S
 
     def notes(self, plan: RunPlan) -> list[str]:
         """What ``plan`` asks for that this backend runs only approximately (one line each, for
