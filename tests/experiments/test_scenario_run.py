@@ -276,3 +276,27 @@ def test_many_flows_behind_a_timed_link_start_after_the_testbeds_longer_lead(tmp
     assert run["run"]["lead_s"] == pytest.approx(lead) and lead > LEAD_S
     sent = read_records(tmp_path, "sent")
     assert sent.num_rows > 16 * 50
+
+
+@needs_testbed
+@pytest.mark.testbed
+@pytest.mark.slow
+def test_a_bulk_cross_flow_runs_on_every_bpf_variant(tmp_path):
+    """Any congestion control name the kernel takes crosses to the cross-traffic server (a bulk
+    flow on "westwood+" is the BPF program "tdwestwoodp", 11 characters: the request once held 10)."""
+    from tcpdelay.experiments.run import run_scenario
+    from tcpdelay.testbed.congestion import VARIANTS
+
+    bpf = sorted(name for name, v in VARIANTS.items() if v.bpf_object)
+    assert {"westwood+", "vegas", "compound"} <= set(bpf)
+    sc = parse_scenario({"name": "cc-cross", "duration_s": 1.5, "tcp_state_period_s": 0, "path": {"rtt_s": 0.02},
+                         "cross": [{"kind": "bulk", "size_bytes": 100_000, "tcp": {"congestion_control": name}}
+                                   for name in bpf]})
+    totals = run_scenario(sc, 1, tmp_path)
+    assert totals["errors"] == [], totals
+    flows = pq.read_table(tmp_path / "flows.parquet").to_pylist()
+    assert [f["status"] for f in flows] == ["completed"] * len(bpf), flows
+    assert all(f["bytes_received"] == 100_000 for f in flows)
+    servers = json.loads((tmp_path / "run.json").read_text())["run"]["cross_servers"]
+    used = sorted(cc for s in servers.values() for cc in s["congestion_controls"])
+    assert len(used) == len(bpf) and all(cc.startswith("td") for cc in used), used

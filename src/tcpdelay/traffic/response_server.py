@@ -6,13 +6,14 @@ much it wants, and the server sends that much (or for that long) and closes. The
 server -> client, as a download does, so the server's host is the *sending* side: its congestion
 control, initial window (route ``initcwnd``) and send buffer shape the cross traffic.
 
-Request (network byte order, 48 bytes)::
+Request (network byte order, 54 bytes)::
 
-    magic   4 bytes  b"TDX2"
+    magic   4 bytes  b"TDX3"
     size    u64      bytes wanted; 0 = until the duration ends
     dur     f64      seconds to send for; 0 = until size is sent
     write   u16      bytes per send() call (the web generator's 512-byte packets)
-    cc      10 bytes congestion control for the response, NUL-padded ("" = the host's default)
+    cc      16 bytes congestion control for the response, NUL-padded ("" = the host's default;
+                     up to 15 characters, the kernel's TCP_CA_NAME_MAX of 16 with its NUL)
     gap     f64      0 = send as fast as TCP allows; > 0 = a *paced* response: one write at
                      each instant of a Poisson process with mean gap ``gap`` seconds (the
                      SRI/ISI traffic generator's "arrival exponential", see :mod:`.web_onoff`)
@@ -52,9 +53,11 @@ from tcpdelay.transport import tcp_state
 
 log = logging.getLogger(__name__)
 
-MAGIC = b"TDX2"
-REQUEST = struct.Struct("!4sQdH10sdQ")
-assert REQUEST.size == 48
+MAGIC = b"TDX3"
+REQUEST = struct.Struct("!4sQdH16sdQ")
+assert REQUEST.size == 54
+#: The longest congestion control name the kernel takes (TCP_CA_NAME_MAX - 1, include/net/tcp.h).
+CC_NAME_MAX = 15
 MAX_WRITE_BYTES = 65_535
 MAX_CONNECTIONS = 1024
 CHUNK_BYTES = 256 * 1024
@@ -88,8 +91,9 @@ def encode_request(size_bytes: int | None, duration_s: float | None, write_bytes
     if not 1 <= write_bytes <= MAX_WRITE_BYTES:
         raise ParameterError(f"write_bytes: {write_bytes} must be in 1..{MAX_WRITE_BYTES}")
     cc = (congestion_control or "").encode()
-    if len(cc) > 10:
-        raise ParameterError(f"congestion_control: {congestion_control!r} is longer than 10 characters")
+    if len(cc) > CC_NAME_MAX:
+        raise ParameterError(f"congestion_control: {congestion_control!r} is longer than {CC_NAME_MAX} characters "
+                             "(the kernel's limit)")
     if gap_mean_s is not None and not MIN_GAP_S <= gap_mean_s < 1e7:
         raise ParameterError(f"gap_mean_s: {gap_mean_s} must be >= {MIN_GAP_S} (or None for as fast as TCP allows)")
     if not 0 <= seed < 2**64:
