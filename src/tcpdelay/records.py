@@ -80,6 +80,27 @@ TCP_STATE_SCHEMA = pa.schema([
     ("cc_state_3", pa.uint64()),
 ])
 
+#: QUIC's state of one media connection (RFC 9002), sampled every ``tcp_state_period_s`` by the
+#: QUIC sending loop (transport/quic_state.py; docs/transports-quic.md): ``time_s`` on the run's
+#: clock; congestion window, ssthresh (NULL until the first congestion event) and bytes in
+#: flight in bytes; RTT estimates in s (NULL before the first sample); ``lost_packets_total``
+#: packets declared lost so far, ``ptos_total`` probe timeouts so far, ``pto_count`` the
+#: consecutive PTOs now (RFC 9002 §6.2.1).
+QUIC_STATE_SCHEMA = pa.schema([
+    ("flow_id", pa.int32()),
+    ("connection", pa.int16()),
+    ("time_s", pa.float64()),
+    ("cwnd_bytes", pa.int64()),
+    ("ssthresh_bytes", pa.int64()),
+    ("bytes_in_flight", pa.int64()),
+    ("srtt_s", pa.float64()),
+    ("rttvar_s", pa.float64()),
+    ("min_rtt_s", pa.float64()),
+    ("lost_packets_total", pa.int64()),
+    ("ptos_total", pa.int64()),
+    ("pto_count", pa.int16()),
+])
+
 #: A pull player's log of an HTTP video stream (traffic/http_player.py; papers/003): one row per
 #: event, written as it happens. ``event`` is ``arrival`` (frame ``frame``, in decode order, was
 #: whole in the playout buffer at ``time_s``), ``start`` (playback started at ``time_s``;
@@ -107,7 +128,7 @@ LINK_QUEUE_SCHEMA = pa.schema([
 ])
 
 SCHEMAS = {"sent": SENT_SCHEMA, "received": RECEIVED_SCHEMA, "tcp_state": TCP_STATE_SCHEMA,
-           "playout": PLAYOUT_SCHEMA, "link_queue": LINK_QUEUE_SCHEMA}
+           "quic_state": QUIC_STATE_SCHEMA, "playout": PLAYOUT_SCHEMA, "link_queue": LINK_QUEUE_SCHEMA}
 RUN_METADATA = "run.json"
 
 

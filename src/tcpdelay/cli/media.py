@@ -22,7 +22,7 @@ from tcpdelay.cli.common import POSITIVE, emit, fmt_s, json_option, key_value_ta
 from tcpdelay.errors import ParameterError
 from tcpdelay.profiles import DELAY_MODEL_PROFILES
 
-TRANSPORT_CHOICE = click.Choice(["tcp", "udp"])
+TRANSPORT_CHOICE = click.Choice(["tcp", "udp", "quic-stream", "quic-frame-streams", "quic-datagram"])
 
 
 @contextlib.contextmanager
@@ -123,7 +123,15 @@ def _source(profile: str, silences: bool, mpeg4_rate_bps: float | None, video_tr
 @click.option("--keepalive/--no-keepalive", default=False, show_default=True,
               help="3 small packets per RTT during silences (Brosh et al. §8.2).")
 @click.option("--nagle", is_flag=True, help="Leave Nagle's algorithm on (TCP_NODELAY off) to measure its cost.")
-@click.option("--congestion", default=None, help="TCP_CONGESTION of every media connection (reno, cubic, bbr, ...).")
+@click.option("--congestion", default=None,
+              help="TCP_CONGESTION of every media connection (reno, cubic, bbr, ...); QUIC: newreno "
+                   "(default) or cubic (aioquic has no BBR).")
+@click.option("--quic-deadline-s", type=POSITIVE, default=None,
+              help="quic-frame-streams: reset a frame's stream not acknowledged this long after it opened.")
+@click.option("--quic-streams-per", type=click.Choice(["frame", "gop"]), default="frame", show_default=True,
+              help="quic-frame-streams: a stream per frame, or per group of pictures (from each I frame).")
+@click.option("--quic-max-datagram-bytes", type=click.IntRange(1200, 65527), default=1200, show_default=True,
+              help="QUIC: the largest UDP payload sent (aioquic does no path MTU discovery).")
 @click.option("--notsent-lowat-bytes", type=click.IntRange(1, 2**31 - 1), default=None)
 @click.option("--sndbuf-bytes", type=click.IntRange(1, 2**31 - 1), default=None)
 @click.option("--rcvbuf-bytes", type=click.IntRange(1, 2**31 - 1), default=None)
@@ -144,15 +152,26 @@ def _source(profile: str, silences: bool, mpeg4_rate_bps: float | None, video_tr
 @json_option
 def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport, duration_s,
              connections, scheduler, split, delivery, proactive_drop_delay_s, keepalive, nagle,
-             congestion, notsent_lowat_bytes, sndbuf_bytes, rcvbuf_bytes, flow_id, seed, out,
+             congestion, quic_deadline_s, quic_streams_per, quic_max_datagram_bytes,
+             notsent_lowat_bytes, sndbuf_bytes, rcvbuf_bytes, flow_id, seed, out,
              run_id, connect_timeout_s, drain_timeout_s, max_queue_bytes, tcp_state_period_s,
              cc_state_map_id, as_json):
-    """Send a media flow to a `tcpdelay recv` over TCP (RFC 4571) or UDP (RTP)."""
+    """Send a media flow to a `tcpdelay recv` over TCP (RFC 4571), UDP (RTP) or QUIC."""
     from tcpdelay.transport import (RunParams, SenderConfig, SenderError, TcpOptions, parse_host_port,
                                     run_sender)
     import secrets
 
+    from tcpdelay.transport.quic_config import QuicOptions, is_quic
+
     host, port = parse_host_port("--to", to)
+    quic = QuicOptions(congestion=congestion or "newreno", deadline_s=quic_deadline_s,
+                       streams_per=quic_streams_per, max_datagram_bytes=quic_max_datagram_bytes) \
+        if is_quic(transport) else QuicOptions()
+    if is_quic(transport):
+        congestion = None       # QUIC's congestion control is the QUIC library's, not the kernel's
+    elif quic_deadline_s is not None or quic_streams_per != "frame" or quic_max_datagram_bytes != 1200:
+        raise ParameterError("--quic-deadline-s, --quic-streams-per and --quic-max-datagram-bytes "
+                             "need a quic-* --transport")
     source = _source(profile, silences, mpeg4_rate_bps, video_trace, fps)
     run_id = run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
     cfg = SenderConfig(
@@ -168,7 +187,7 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
         out_dir=out or str(Path("results") / run_id), run_id=run_id,
         connect_timeout_s=connect_timeout_s, drain_timeout_s=drain_timeout_s,
         max_queue_bytes=max_queue_bytes, tcp_state_period_s=tcp_state_period_s,
-        cc_state_map_id=cc_state_map_id)
+        cc_state_map_id=cc_state_map_id, quic=quic)
     try:
         with _stop_on_sigterm() as stop, _progress(not as_json, f"send {run_id}", duration_s) as prog:
             res = run_sender(cfg, source, stop=stop, on_progress=prog)
@@ -198,7 +217,7 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
 
 @click.command("recv")
 @click.option("--listen", required=True, metavar="HOST:PORT",
-              help="Address to listen on: TCP (control and media) and UDP (media), same port.")
+              help="Address to listen on: TCP (control and media) and UDP (UDP and QUIC media), same port.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run directory (with --runs 1), else one sub-directory per run [default: results/<run id>].")
 @click.option("--runs", type=click.IntRange(0), default=1, show_default=True, help="Runs to serve; 0 = until interrupted.")

@@ -14,10 +14,11 @@ from dataclasses import asdict, dataclass, field
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.transport.framing import MAX_PIECES, MIN_MEDIA_RTP_BYTES, RFC4571_MAX_BYTES
+from tcpdelay.transport.quic_config import QUIC_TRANSPORTS, QuicOptions
 from tcpdelay.transport.scheduler import SCHEDULERS
 from tcpdelay.transport.sockopts import TcpOptions
 
-TRANSPORTS = ("tcp", "udp")
+TRANSPORTS = ("tcp", "udp") + QUIC_TRANSPORTS
 DELIVERIES = ("read", "in-order")
 MAX_CONNECTIONS = 64
 MAX_DURATION_S = 86_400.0
@@ -74,6 +75,9 @@ class RunParams:
         if self.transport == "udp" and self.connections != 1:
             raise ParameterError("connections: parallel connections need --transport tcp "
                                  "(UDP has no per-connection congestion state to spread over)")
+        if self.transport in QUIC_TRANSPORTS and self.connections != 1:
+            raise ParameterError("connections: parallel connections need --transport tcp "
+                                 "(a QUIC transport is one QUIC connection)")
         _int_in("split", self.split, 1, MAX_PIECES)
         _positive("duration_s", self.duration_s, upper=MAX_DURATION_S)
         _int_in("flow_id", self.flow_id, 0, 2**32 - 1)
@@ -117,6 +121,8 @@ class SenderConfig:
     ``TCP_INFO`` this often into the ``tcp_state`` records (0 = off; needs ``out_dir``).
     ``cc_state_map_id``: the id of the ``tdcc_state`` map of the tcpdelay BPF congestion control
     the connections use, whose four published values are then sampled too (None: not one of ours).
+    ``quic``: the QUIC transports' options (:class:`~tcpdelay.transport.quic_config.QuicOptions`;
+    their state is sampled every ``tcp_state_period_s`` into ``quic_state`` records).
     """
     to_host: str
     to_port: int
@@ -134,9 +140,16 @@ class SenderConfig:
     max_queue_bytes: int = 64 * 2**20
     tcp_state_period_s: float = 0.01
     cc_state_map_id: int | None = None
+    quic: QuicOptions = field(default_factory=QuicOptions)
 
     def __post_init__(self):
         check_host_port("to", self.to_host, self.to_port)
+        if self.keepalive and self.run.transport in QUIC_TRANSPORTS:
+            raise ParameterError("keepalive needs --transport tcp or udp (QUIC keeps its own "
+                                 "connection alive)")
+        if self.quic.deadline_s is not None and self.run.transport != "quic-frame-streams":
+            raise ParameterError("a QUIC deadline needs --transport quic-frame-streams (the other "
+                                 "mappings have no stream to reset)")
         if not (isinstance(self.tcp_state_period_s, (int, float)) and 0 <= self.tcp_state_period_s <= 60):
             raise ParameterError(f"tcp_state_period_s: {self.tcp_state_period_s!r} must be in [0, 60] s (0 = off)")
         if self.cc_state_map_id is not None and not (isinstance(self.cc_state_map_id, int)

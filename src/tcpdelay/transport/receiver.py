@@ -50,6 +50,7 @@ from tcpdelay.transport import clock, control
 from tcpdelay.transport.config import _RUN_ID, ReceiverConfig, RunParams
 from tcpdelay.transport.framing import FrameParser, FramingError, KeepAlive, decode
 from tcpdelay.transport.pending import Pending
+from tcpdelay.transport.quic_config import is_quic
 from tcpdelay.transport.runmeta import update_run_metadata
 from tcpdelay.transport.sockopts import apply_buffers
 
@@ -88,6 +89,7 @@ class ReceiverResult:
     sender_end: dict | None = None
     first_recv_time_s: float | None = None
     last_recv_time_s: float | None = None
+    quic: dict | None = None       # QUIC transports: the run's certificate and the connection's counts
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -228,14 +230,20 @@ def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bo
                 return None
         token = secrets.token_hex(control.TOKEN_BYTES)
         run_clock = clock.clock_for_peer(str(hello.get("boot_id", "")))
+        cert = None
+        if is_quic(params.transport):       # a new certificate per run (transport/quic_tls.py)
+            from tcpdelay.transport.quic_tls import make_certificate
+            cert = make_certificate()
         accept = control.answer({"type": "accept", "version": control.VERSION, "token": token,
-                                 "clock": run_clock}, hello_bytes)
+                                 "clock": run_clock,
+                                 **({"cert_sha256": cert.sha256} if cert is not None else {})},
+                                hello_bytes)
         res = ReceiverResult(run_id=run_id, run_dir=str(run_dir) if run_dir else None,
                              status="completed", clock=run_clock, peer=f"{peer[0]}:{peer[1]}",
                              params=params.to_dict(), bytes_in=hello_bytes,
                              bytes_out=len(accept))
         run = _Run(cfg, params, res, lst, udp, ctl, peer, token, run_dir, stop, on_progress,
-                   budget=hello_bytes - len(accept), ctl_rest=rest)
+                   budget=hello_bytes - len(accept), ctl_rest=rest, cert=cert)
         run.prepare()      # stale UDP drained: before media can come
         try:
             ctl.setblocking(True)
@@ -254,7 +262,7 @@ class _Run:
     """The receiving side of one run (see the module docstring)."""
 
     def __init__(self, cfg, params: RunParams, res: ReceiverResult, lst, udp, ctl, peer, token,
-                 run_dir, stop, on_progress, *, budget: int, ctl_rest: bytes = b""):
+                 run_dir, stop, on_progress, *, budget: int, ctl_rest: bytes = b"", cert=None):
         self.cfg, self.p, self.res = cfg, params, res
         self.budget = budget            # bytes the receiver may still answer (no amplification)
         self.ctl_rest = ctl_rest        # control bytes that came right behind the hello
@@ -270,6 +278,11 @@ class _Run:
         self.writer: RecordWriter | None = None
         self.buf = bytearray(RECV_BUFFER_BYTES)
         self.view = memoryview(self.buf)
+        self.quic = None
+        if cert is not None:        # the run's QUIC server (transport/quic_receiver.py)
+            from tcpdelay.transport.quic_receiver import QuicMedia
+            self.quic = QuicMedia(params.transport, cert, udp,
+                                  min(cfg.max_message_bytes, params.max_packet_bytes), params.flow_id)
 
     # -- packets ------------------------------------------------------------------------------
 
@@ -354,7 +367,7 @@ class _Run:
         self.meta = {"params": p.to_dict(), "listen": f"{cfg.listen_host}:{cfg.listen_port}",
                      "peer": res.peer, "status": "running"}
         self.got_media = False
-        if p.transport == "udp":
+        if p.transport != "tcp":
             self._drain_stale_udp()
 
     def _media_arrived(self) -> None:
@@ -380,6 +393,8 @@ class _Run:
         sel.register(self.ctl, selectors.EVENT_READ, ("ctl", reader))
         if p.transport == "udp":
             sel.register(self.udp, selectors.EVENT_READ, ("udp", None))
+        elif self.quic is not None:
+            sel.register(self.udp, selectors.EVENT_READ, ("quic", None))
         self.media: dict[int, socket.socket] = {}
         self.media_socks: set[socket.socket] = set()
         self.cut_streams: list[str] = []
@@ -412,12 +427,14 @@ class _Run:
                     self.on_progress({"elapsed_s": (now - t_start) / 1e9, "duration_s": p.duration_s,
                                       "received_packets": res.received_packets})
                     next_progress = now + 500_000_000
-                for key, _ in sel.select(_POLL_S):
+                for key, _ in sel.select(self._poll_s()):
                     kind, state = key.data
                     if kind == "media":
                         self._read_media(key.fileobj, state)
                     elif kind == "udp":
                         self._read_udp()
+                    elif kind == "quic":
+                        self._read_quic()
                     elif kind == "pending":
                         got = pending.read(key.fileobj)
                         if got is not None:
@@ -430,6 +447,8 @@ class _Run:
                     if res.status != "completed":
                         break
                 pending.expire()
+                if self.quic is not None:
+                    self.quic.service()
                 if res.status != "completed":
                     break
         except KeyboardInterrupt:      # the run ends, its result is returned (and no next run)
@@ -440,6 +459,10 @@ class _Run:
             res.held_at_end = len(self.held)
             for sock in list(self.media_socks):
                 self._close_media(sock)
+            if self.quic is not None:
+                self.quic.close()
+                res.quic = dict(self.quic.stats)
+                res.incomplete_packets += self.quic.stats["reset_partial_packets"]
             for sock in (self.ctl, self.udp):
                 if sock.fileno() >= 0 and sock in sel.get_map():
                     sel.unregister(sock)
@@ -459,6 +482,9 @@ class _Run:
         if self.ending_since is None:
             return False
         lingered = now - self.ending_since >= int(self.cfg.udp_linger_s * 1e9)
+        if self.p.transport in ("quic-stream", "quic-frame-streams") \
+                and not (self.res.sender_end or {}).get("drain_timeout"):
+            return True     # the sender said "end" once all its stream data was acknowledged
         if self.p.transport == "tcp":
             if self.open_media == 0 and len(self.media) == self.p.connections:
                 return True
@@ -654,6 +680,39 @@ class _Run:
             if piece.flow_id == self.flow and not self.got_media:
                 self._media_arrived()
             self._piece(piece, 0, t_ns)
+
+    def _poll_s(self) -> float:
+        """How long the loop may wait: its poll period, or less when QUIC's timer is due."""
+        t = self.quic.timer_s() if self.quic is not None else None
+        return _POLL_S if t is None else min(_POLL_S, t)
+
+    def _read_quic(self) -> None:
+        """QUIC datagrams from the sender (transport/quic_receiver.py), then the media they
+        completed, each with the time it was read."""
+        res, quic = self.res, self.quic
+        for _ in range(_UDP_BATCH):
+            try:
+                n, addr = self.udp.recvfrom_into(self.buf)
+            except (BlockingIOError, InterruptedError, OSError):
+                break
+            t_ns = clock.now_ns()
+            if addr[0] != self.peer_ip or not quic.receive(bytes(self.view[:n]), addr):
+                res.foreign_datagrams += 1
+                continue
+            res.bytes_in += n
+            self.last_rx = t_ns
+            for ev in quic.poll():
+                if ev[0] == "piece":
+                    if not self.got_media:
+                        self._media_arrived()
+                        res.media_connections = 1
+                    self._piece(ev[1], 0, t_ns)
+                else:
+                    self._fail(ev[1], ev[2])
+        quic.flush()
+        if quic.terminated and res.sender_end is None and res.status == "completed":
+            res.status = "sender-disconnected"
+            res.errors.append(quic.terminated)
 
     def _drain_stale_udp(self) -> None:
         for _ in range(100_000):

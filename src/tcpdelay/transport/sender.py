@@ -95,6 +95,9 @@ class SenderResult:
     :mod:`tcpdelay.transport.netstat`): the connection's own where it has the namespace alone."""
     receiver: dict | None = None
     error: str | None = None
+    quic: dict | None = None
+    """QUIC transports: the options, the pinned certificate's SHA-256, streams opened and reset,
+    packets skipped past a stream's deadline, DATAGRAM frames, lost packets and PTOs."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -193,6 +196,9 @@ def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = N
     started, every ending is reported in the result's ``status`` and the records are kept.
     ``stop`` (a threading.Event) ends the run early, as does KeyboardInterrupt.
     """
+    if config.run.transport.startswith("quic-"):
+        from tcpdelay.transport.quic_sender import run_quic_sender
+        return run_quic_sender(config, source, stop=stop, on_progress=on_progress)
     timing.drop_timer_slack()  # pacing: sleeps end on time (tcpdelay.timing)
     cfg = config
     rp = cfg.run

@@ -155,6 +155,9 @@ def unsupported(plan: RunPlan) -> list[Unsupported]:
     if plan.streams:
         out.append(Unsupported("pulled streams (http_video: nginx and a player) run on the testbed only"))
     for m in plan.media:
+        if m.flow.transport.startswith("quic-"):
+            out.append(Unsupported("QUIC transports are not available in ns-3 (its QUIC module is "
+                                   "unmaintained); run them on the testbed", f"flow {m.name!r}"))
         if m.flow.heuristics.keepalive:
             out.append(Unsupported("heuristics.keepalive is not simulated yet", f"flow {m.name!r}"))
         if m.flow.tcp is not None and m.flow.tcp.notsent_lowat_bytes is not None:

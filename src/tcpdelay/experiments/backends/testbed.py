@@ -365,6 +365,7 @@ def cross_starter(kind: str) -> Callable[..., Any]:
 def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -> None:
     from tcpdelay.traffic import response_server, transfers, udp_background
     from tcpdelay.transport import RunParams, SenderConfig, TcpOptions
+    from tcpdelay.transport.quic_config import QuicOptions
 
     starters = {c.kind: cross_starter(c.kind) for c in plan.cross}   # an unknown kind: before any start
     end = t0 + plan.duration_s
@@ -412,7 +413,10 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -
             proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
             seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
             connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s,
-            cc_state_map_id=_cc_state_map_id(tb, tcp))
+            cc_state_map_id=_cc_state_map_id(tb, tcp),
+            quic=QuicOptions(congestion=f.quic.congestion_control, deadline_s=f.quic.deadline_s,
+                             streams_per=f.quic.streams_per,
+                             max_datagram_bytes=f.quic.max_datagram_bytes))
         handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, sources[m.flow_id], t0 + m.start_s,
                                                                tb.spec.realtime)
     for c in plan.cross:

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tcpdelay.experiments.scenario.base import FlowDirection, PositiveSeconds, Seconds, StrictTable
+from tcpdelay.experiments.scenario.quic import Quic
 from tcpdelay.experiments.scenario.tcp import Tcp
 from tcpdelay.profiles import PROFILES as MEDIA_PROFILES
 
@@ -38,13 +39,14 @@ class Flow(StrictTable):
     interval_s: Annotated[float, Field(gt=0.0, le=10.0, allow_inf_nan=False)] | None = None
     rate_bps: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
     trace: str | None = None
-    transport: Literal["tcp", "udp"] = "tcp"
+    transport: Literal["tcp", "udp", "quic-stream", "quic-frame-streams", "quic-datagram"] = "tcp"
     count: Annotated[int, Field(ge=1, le=200)] = 1
     start_s: Seconds = 0.0
     stop_s: PositiveSeconds | None = None
     direction: FlowDirection = "forward"
     tcp: Tcp = Field(default_factory=Tcp)
     heuristics: Heuristics = Field(default_factory=Heuristics)
+    quic: Quic = Field(default_factory=Quic)
 
     @field_validator("profile")
     @classmethod
@@ -72,7 +74,14 @@ class Flow(StrictTable):
         if self.stop_s is not None and self.stop_s <= self.start_s:
             raise ValueError(f"stop_s {self.stop_s:g} must be after start_s {self.start_s:g}")
         h = self.heuristics
-        if self.transport == "udp":
+        if self.transport.startswith("quic-") and self.tcp.congestion_control is not None:
+            raise ValueError("tcp.congestion_control is the kernel's TCP; a QUIC flow takes "
+                             "quic.congestion_control (newreno, cubic)")
+        if not self.transport.startswith("quic-") and self.quic != Quic():
+            raise ValueError(f"quic needs a quic-* transport (this flow's is {self.transport!r})")
+        if self.quic.deadline_s is not None and self.transport != "quic-frame-streams":
+            raise ValueError("quic.deadline_s needs transport = 'quic-frame-streams'")
+        if self.transport != "tcp":
             for key, default in (("connections", 1), ("scheduler", "blind"),
                                  ("proactive_drop_s", None), ("keepalive", False)):
                 if getattr(h, key) != default:

@@ -1,0 +1,160 @@
+"""The receiving end of one QUIC media run (the QUIC server), driven by the receiver's loop.
+
+The receiver listens on one address: TCP for control and TCP media, UDP on the same port for
+UDP media *and* QUIC (:mod:`.receiver`). A run's hello names its transport, so while a QUIC run
+is being served, the datagrams on that UDP socket from the sender's address are QUIC packets
+of this run's connection (one run at a time, as for UDP media): no QUIC connection-id routing
+between runs is needed, and QUIC packets never reach a UDP run nor the reverse. The first
+datagram must be a long-header Initial (RFC 9000 §17.2.2); its destination connection id
+creates the server connection (aioquic's ``QuicConnection``).
+
+Media is read as aioquic hands it over (events of :meth:`QuicMedia.poll`):
+
+- stream mappings: each stream's bytes through its own RFC 4571 :class:`FrameParser`; a stream
+  ending inside a message is "truncated"; a stream reset by the sender (RESET_STREAM: its
+  deadline passed) ends its parser, and a message cut by it is counted in ``reset_partial_packets``
+  (the packets whose bytes never came are simply not in "received": lost or late).
+- quic-datagram: each DATAGRAM frame is one RTP packet (split-N pieces are reassembled by the
+  receiver as UDP's).
+
+Unlike TCP's receiver, a QUIC server sends: ACKs, flow-control credit and the handshake. QUIC's
+own anti-amplification limit (RFC 9000 §8.1: at most three times what it received before the
+address is validated) bounds what it sends to an unvalidated address.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from tcpdelay.transport import clock
+from tcpdelay.transport.framing import FrameParser, FramingError, decode
+from tcpdelay.transport.quic_config import server_configuration
+from tcpdelay.transport.quic_tls import RunCertificate
+
+
+class QuicMedia:
+    """One run's QUIC server connection over the receiver's UDP socket."""
+
+    def __init__(self, transport: str, cert: RunCertificate, udp: socket.socket,
+                 max_message_bytes: int, flow_id: int):
+        self.transport, self.cert, self.udp = transport, cert, udp
+        self.max_message_bytes, self.flow_id = max_message_bytes, flow_id
+        self.config = server_configuration(transport, cert.cert_path, cert.key_path)
+        self.conn = None
+        self.addr = None
+        self.parsers: dict[int, FrameParser] = {}
+        self.terminated: str | None = None
+        self.stats = {"cert_sha256": cert.sha256, "handshake_completed": False, "streams": 0,
+                      "streams_finished": 0, "streams_reset": 0, "reset_partial_packets": 0,
+                      "datagram_frames": 0, "wire_bytes_out": 0}
+
+    @staticmethod
+    def now() -> float:
+        return clock.now_ns() / 1e9
+
+    def receive(self, data: bytes, addr) -> bool:
+        """Feed a datagram from the sender's address; False if it is not a QUIC packet of
+        this run (no connection yet and not an Initial)."""
+        from aioquic.buffer import Buffer
+        from aioquic.quic.connection import QuicConnection
+        from aioquic.quic.packet import QuicPacketType, pull_quic_header
+
+        if self.conn is None:
+            try:
+                header = pull_quic_header(Buffer(data=data), host_cid_length=self.config.connection_id_length)
+            except ValueError:
+                return False
+            if header.packet_type != QuicPacketType.INITIAL \
+                    or header.version not in self.config.supported_versions:
+                return False
+            self.conn = QuicConnection(configuration=self.config,
+                                       original_destination_connection_id=header.destination_cid)
+            self.addr = addr
+        elif addr != self.addr:
+            return False          # another port of the sender's host: not this connection
+        self.conn.receive_datagram(data, addr, now=self.now())
+        return True
+
+    def timer_s(self) -> float | None:
+        """Seconds until aioquic's timer (None: none armed)."""
+        if self.conn is None:
+            return None
+        t = self.conn.get_timer()
+        return None if t is None else max(0.0, t - self.now())
+
+    def service(self) -> None:
+        """Run aioquic's timer if due and send what it has to send."""
+        if self.conn is None:
+            return
+        t = self.conn.get_timer()
+        if t is not None and t <= self.now():
+            self.conn.handle_timer(now=self.now())
+        self.flush()
+
+    def flush(self) -> None:
+        if self.conn is None:
+            return
+        for data, addr in self.conn.datagrams_to_send(now=self.now()):
+            try:
+                self.stats["wire_bytes_out"] += self.udp.sendto(data, addr)
+            except (BlockingIOError, InterruptedError, OSError):
+                pass
+
+    def poll(self) -> list[tuple]:
+        """What aioquic has delivered since: ``("piece", piece)`` per RTP packet read, and
+        ``("fail", status, reason)`` when the media is not the flow's packets."""
+        from aioquic.quic.events import (ConnectionTerminated, DatagramFrameReceived, HandshakeCompleted,
+                                         StreamDataReceived, StreamReset)
+
+        out: list[tuple] = []
+        if self.conn is None:
+            return out
+        while (ev := self.conn.next_event()) is not None:
+            if isinstance(ev, StreamDataReceived):
+                self._stream_data(ev.stream_id, ev.data, ev.end_stream, out)
+            elif isinstance(ev, DatagramFrameReceived):
+                self.stats["datagram_frames"] += 1
+                try:
+                    out.append(("piece", decode(ev.data, self.flow_id)))
+                except FramingError as err:
+                    out.append(("fail", "corrupted", f"DATAGRAM frame: {err}"))
+            elif isinstance(ev, StreamReset):
+                parser = self.parsers.pop(ev.stream_id, None)
+                self.stats["streams_reset"] += 1
+                if parser is not None and parser.buffered_bytes:
+                    self.stats["reset_partial_packets"] += 1
+            elif isinstance(ev, HandshakeCompleted):
+                self.stats["handshake_completed"] = True
+            elif isinstance(ev, ConnectionTerminated) and self.terminated is None:
+                self.terminated = (f"QUIC connection closed (error {ev.error_code:#x}"
+                                   + (f": {ev.reason_phrase}" if ev.reason_phrase else "") + ")")
+        return out
+
+    def _stream_data(self, sid: int, data: bytes, end: bool, out: list) -> None:
+        parser = self.parsers.get(sid)
+        if parser is None:
+            if not data and not end:
+                return
+            parser = self.parsers[sid] = FrameParser(self.max_message_bytes, flow_id=self.flow_id)
+            self.stats["streams"] += 1
+        try:
+            if data:
+                out.extend(("piece", piece) for piece in parser.feed(data))
+            if end:
+                del self.parsers[sid]
+                self.stats["streams_finished"] += 1
+                parser.finish()
+        except FramingError as err:
+            out.extend(("piece", piece) for piece in err.before)
+            status = "truncated" if "truncated" in str(err) else "corrupted"
+            out.append(("fail", status, f"QUIC stream {sid}: {err}"))
+
+    def close(self) -> None:
+        """CONNECTION_CLOSE (NO_ERROR) if the connection is open, and forget the run's key."""
+        if self.conn is not None and self.terminated is None:
+            try:
+                self.conn.close(error_code=0)
+                self.flush()
+            except Exception:   # noqa: BLE001 - aioquic already closed it
+                pass
+        self.cert.remove()
