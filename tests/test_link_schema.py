@@ -33,6 +33,7 @@ def test_emulator_schema_is_the_python_schema():
     assert rust["direction"] == python["direction"]
     assert rust["loss"] == python["loss"]
     assert rust["outage"] == python["outage"]
+    assert rust["aqm"] == python["aqm"]
     assert rust["whole"] == python["whole"]
     assert rust["limits"] == python["limits"]  # 60.0 == 60: numbers compare by value
     # The key sets are the models' fields, and every limit names a key of them.
@@ -43,6 +44,8 @@ def test_emulator_schema_is_the_python_schema():
             assert tail in python["loss"]["gilbert_elliott"]
         elif head == "outages":
             assert tail in python["outage"]
+        elif head == "aqm":
+            assert any(tail in keys for keys in python["aqm"].values())
         else:
             assert key in python["direction"]
 
@@ -67,12 +70,15 @@ def _direction(key: str, value: float) -> dict:
         return {"loss": {"model": "gilbert_elliott", "p": 0.1, "r": 0.5, tail: value}}
     if head == "outages":
         return {"outages": [{"at_s": 1.0, "duration_s": 1.0, tail: value}]}
+    if head == "aqm":
+        discipline = next(name for name, keys in link.schema()["aqm"].items() if tail in keys)
+        return {"aqm": {"discipline": discipline, tail: value}}
     return {key: value}
 
 
 def _path(key: str) -> str:
     head, _, tail = key.partition(".")
-    return {"loss": f"loss.{tail}", "outages": f"outages[0].{tail}"}.get(head, key)
+    return {"loss": f"loss.{tail}", "outages": f"outages[0].{tail}", "aqm": f"aqm.{tail}"}.get(head, key)
 
 
 def _outside(key: str) -> list[float]:

@@ -16,7 +16,11 @@ use crate::events::EventFormat;
 use crate::loss::LossSpec;
 use crate::outage::Window;
 use crate::queue::QueueLimit;
-use crate::schema::{limit, Num, RawDirection, RawLoss};
+use crate::aqm::codel::CodelParams;
+use crate::aqm::fq_codel::FqCodelParams;
+use crate::aqm::pie::PieParams;
+use crate::aqm::AqmSpec;
+use crate::schema::{limit, Num, RawAqm, RawDirection, RawLoss};
 use crate::trace::Trace;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -111,6 +115,8 @@ pub struct DirectionConfig {
     pub queue: QueueLimit,
     pub outages: Vec<Window>,
     pub pcap_file: Option<String>,
+    /// The queue discipline (`crate::aqm`); drop-tail by default.
+    pub aqm: AqmSpec,
 }
 
 impl Default for DirectionConfig {
@@ -126,6 +132,7 @@ impl Default for DirectionConfig {
             queue: QueueLimit::Unlimited,
             outages: Vec::new(),
             pcap_file: None,
+            aqm: AqmSpec::DropTail,
         }
     }
 }
@@ -262,6 +269,7 @@ fn tables_are_tables(v: &Value) -> Result<()> {
         for d in ["a_to_b", "b_to_a"] {
             let d_key = join(prefix, d);
             table(&format!("{d_key}.loss"), v.get(d).and_then(|x| x.get("loss")))?;
+            table(&format!("{d_key}.aqm"), v.get(d).and_then(|x| x.get("aqm")))?;
             if let Some(Value::Array(list)) = v.get(d).and_then(|x| x.get("outages")) {
                 for (i, o) in list.iter().enumerate() {
                     table(&format!("{d_key}.outages[{i}]"), Some(o))?;
@@ -377,6 +385,57 @@ fn loss(e: &mut Errors, key: &str, raw: Option<RawLoss>) -> LossSpec {
     }
 }
 
+fn aqm(e: &mut Errors, key: &str, raw: Option<RawAqm>) -> AqmSpec {
+    let mut secs = |name: &str, v: Option<Num>, default_ns: u64| {
+        v.map_or(Some(default_ns), |v| e.limited(&join(key, name), &format!("aqm.{name}"), Some(v)).map(s_to_ns))
+    };
+    match raw {
+        None | Some(RawAqm::DropTail(_)) => AqmSpec::DropTail,
+        Some(RawAqm::Codel(c)) => {
+            let d = CodelParams::default();
+            let (t, i) = (secs("target_s", c.target_s, d.target_ns), secs("interval_s", c.interval_s, d.interval_ns));
+            match (t, i) {
+                (Some(target_ns), Some(interval_ns)) => {
+                    AqmSpec::Codel(CodelParams { target_ns, interval_ns, ecn: c.ecn.unwrap_or(false), ..d })
+                }
+                _ => AqmSpec::DropTail,
+            }
+        }
+        Some(RawAqm::FqCodel(c)) => {
+            let d = FqCodelParams::default();
+            let (t, i) = (secs("target_s", c.target_s, d.codel.target_ns), secs("interval_s", c.interval_s, d.codel.interval_ns));
+            let mut whole = |name: &str, v: Option<Num>, default: u32| {
+                v.map_or(Some(default), |v| e.limited(&join(key, name), &format!("aqm.{name}"), Some(v)).map(|x| x as u32))
+            };
+            let (q, f) = (whole("quantum_bytes", c.quantum_bytes, d.quantum_bytes), whole("flows", c.flows, d.flows));
+            match (t, i, q, f) {
+                (Some(target_ns), Some(interval_ns), Some(quantum_bytes), Some(flows)) => AqmSpec::FqCodel(FqCodelParams {
+                    codel: CodelParams { target_ns, interval_ns, ecn: c.ecn.unwrap_or(false), ..d.codel },
+                    quantum_bytes,
+                    flows,
+                }),
+                _ => AqmSpec::DropTail,
+            }
+        }
+        Some(RawAqm::Pie(c)) => {
+            let d = PieParams::default();
+            let t = secs("target_s", c.target_s, d.target_ns);
+            let u = secs("t_update_s", c.t_update_s, d.t_update_ns);
+            let b = secs("max_burst_s", c.max_burst_s, d.max_burst_ns);
+            let mut num = |name: &str, v: Option<Num>, default: f64| {
+                v.map_or(Some(default), |v| e.limited(&join(key, name), &format!("aqm.{name}"), Some(v)))
+            };
+            let (a, be) = (num("alpha", c.alpha, d.alpha), num("beta", c.beta, d.beta));
+            match (t, u, b, a, be) {
+                (Some(target_ns), Some(t_update_ns), Some(max_burst_ns), Some(alpha), Some(beta)) => {
+                    AqmSpec::Pie(PieParams { target_ns, t_update_ns, max_burst_ns, alpha, beta, ecn: c.ecn.unwrap_or(false) })
+                }
+                _ => AqmSpec::DropTail,
+            }
+        }
+    }
+}
+
 fn outages(e: &mut Errors, key: &str, raw: Vec<crate::schema::RawOutage>) -> Vec<Window> {
     let mut out: Vec<(usize, Window)> = Vec::new();
     for (i, o) in raw.into_iter().enumerate() {
@@ -445,6 +504,7 @@ fn direction(k: &str, raw: Option<RawDirection>, mtu: u32) -> Result<DirectionCo
     };
     c.outages = outages(&mut e, &key("outages"), d.outages.unwrap_or_default());
     c.pcap_file = non_empty_path(&mut e, &key("pcap_file"), d.pcap_file);
+    c.aqm = aqm(&mut e, &key("aqm"), d.aqm);
     e.finish()?;
     Ok(c)
 }
@@ -688,7 +748,23 @@ impl Config {
                     "duration_s": (w.end_ns - w.start_ns) as f64 / 1e9,
                 })).collect::<Vec<_>>(),
                 "pcap_file": d.pcap_file,
+                "aqm": aqm_json(&d.aqm),
             })
+        }
+        fn aqm_json(a: &AqmSpec) -> Value {
+            let s = |ns: u64| ns as f64 / 1e9;
+            match a {
+                AqmSpec::DropTail => json!({"discipline": "drop_tail"}),
+                AqmSpec::Codel(c) => json!({"discipline": "codel", "target_s": s(c.target_ns), "interval_s": s(c.interval_ns), "ecn": c.ecn}),
+                AqmSpec::FqCodel(f) => json!({
+                    "discipline": "fq_codel", "target_s": s(f.codel.target_ns), "interval_s": s(f.codel.interval_ns),
+                    "quantum_bytes": f.quantum_bytes, "flows": f.flows, "ecn": f.codel.ecn,
+                }),
+                AqmSpec::Pie(p) => json!({
+                    "discipline": "pie", "target_s": s(p.target_ns), "t_update_s": s(p.t_update_ns),
+                    "max_burst_s": s(p.max_burst_ns), "alpha": p.alpha, "beta": p.beta, "ecn": p.ecn,
+                }),
+            }
         }
         fn link(l: &LinkConfig, named: bool) -> Map<String, Value> {
             let mut m = Map::new();
@@ -1085,6 +1161,37 @@ mod tests {
         assert_eq!(d.queue, QueueLimit::Bytes(150_000));
         assert_eq!(d.outages[0], Window { start_ns: 10_000_000_000, end_ns: 11_500_000_000 });
         assert_eq!(c.links[0].b_to_a, DirectionConfig::default());
+        assert_eq!(d.aqm, AqmSpec::DropTail);
+    }
+
+    #[test]
+    fn aqm_tables_with_defaults_and_given_values() {
+        let v = with("a_to_b.aqm", json!({"discipline": "codel", "ecn": true}));
+        let d = Config::from_value(&v).unwrap().links[0].a_to_b.clone();
+        assert_eq!(d.aqm, AqmSpec::Codel(CodelParams { ecn: true, ..CodelParams::default() }));
+        let v = with("b_to_a.aqm", json!({"discipline": "fq_codel", "target_s": 0.002, "quantum_bytes": 300, "flows": 16}));
+        let c = Config::from_value(&v).unwrap();
+        match c.links[0].b_to_a.aqm {
+            AqmSpec::FqCodel(f) => {
+                assert_eq!((f.codel.target_ns, f.codel.interval_ns, f.quantum_bytes, f.flows), (2_000_000, 100_000_000, 300, 16));
+                assert!(!f.codel.ecn);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(c.to_json()["b_to_a"]["aqm"]["flows"], 16);
+        let v = with("a_to_b.aqm", json!({"discipline": "pie", "max_burst_s": 0, "beta": 2}));
+        let d = Config::from_value(&v).unwrap().links[0].a_to_b.clone();
+        assert_eq!(d.aqm, AqmSpec::Pie(PieParams { max_burst_ns: 0, beta: 2.0, ..PieParams::default() }));
+        let v = with("a_to_b.aqm", json!({"discipline": "drop_tail"}));
+        assert_eq!(Config::from_value(&v).unwrap().links[0].a_to_b.aqm, AqmSpec::DropTail);
+        assert_eq!(
+            error_of(with("a_to_b.aqm", json!({"discipline": "red"}))),
+            "a_to_b.aqm.discipline: unknown variant `red`, expected one of `drop_tail`, `codel`, `fq_codel`, `pie`"
+        );
+        assert_eq!(
+            error_of(with("a_to_b.aqm", json!({"discipline": "codel", "quantum_bytes": 300}))),
+            "a_to_b.aqm: unknown field `quantum_bytes`, expected one of `target_s`, `interval_s`, `ecn`"
+        );
     }
 
     #[test]
@@ -1130,7 +1237,7 @@ mod tests {
                 with("a_to_b", json!({"queue_bytes": 3000, "queue_packets": 2})),
                 "a_to_b.queue_bytes: cannot be combined with a_to_b.queue_packets (one limit per queue)",
             ),
-            (with("a_to_b.delya_s", json!(1)), "a_to_b.delya_s: unknown field `delya_s`, expected one of `delay_s`, `jitter_s`, `reorder`, `loss`, `rate_bps`, `trace_file`, `queue_packets`, `queue_bytes`, `outages`, `pcap_file`"),
+            (with("a_to_b.delya_s", json!(1)), "a_to_b.delya_s: unknown field `delya_s`, expected one of `delay_s`, `jitter_s`, `reorder`, `loss`, `rate_bps`, `trace_file`, `queue_packets`, `queue_bytes`, `outages`, `pcap_file`, `aqm`"),
             (
                 with("a_to_b.outages", json!([{"at_s": 1, "duration_s": 0}])),
                 "a_to_b.outages[0].duration_s: must be a finite number of seconds in (0, 3600], got 0",
@@ -1160,6 +1267,10 @@ mod tests {
             (with("a_to_b.outages", json!([[1, 1]])), "a_to_b.outages[0]: expected a table/object, got [1,1]"),
             (with("a_to_b", json!(3)), "a_to_b: invalid type: integer `3`, expected a table of direction settings"),
             (with("spin_percent", json!(101)), "spin_percent: must be a whole number of percent in [0, 100], got 101"),
+            (with("a_to_b.aqm", json!({"discipline": "codel", "target_s": 0})), "a_to_b.aqm.target_s: must be a finite number of seconds in (0, 60], got 0"),
+            (with("b_to_a.aqm", json!({"discipline": "fq_codel", "flows": 1.5})), "b_to_a.aqm.flows: must be a whole number of flows in [1, 65536], got 1.5"),
+            (with("a_to_b.aqm", json!({"discipline": "pie", "alpha": -1})), "a_to_b.aqm.alpha: must be a finite number per second in [0, 100], got -1"),
+            (with("a_to_b.aqm", json!(["codel"])), "a_to_b.aqm: expected a table/object, got [\"codel\"]"),
             (json!({"b": {"netns": "nb", "tun": "tb"}}), "a: required ({\"netns\": NAME, \"tun\": DEVICE}; flags --a-netns, --a-tun)"),
             (json!({"a": {"netns": "na"}, "b": {"netns": "nb", "tun": "tb"}}), "a.tun: required (the name of an existing TUN device in a.netns)"),
         ];

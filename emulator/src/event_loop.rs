@@ -12,6 +12,7 @@
 //! late on a VM) within a budget of `spin_percent` % of the time. Timestamps are CLOCK_MONOTONIC ns since
 //! the loop started.
 
+use crate::aqm::{packet, Queued};
 use crate::config::Config;
 use crate::counters::DirCounters;
 use crate::delay::{DelayLine, InFlight};
@@ -253,7 +254,7 @@ impl Emulator {
         dir.counters.drop(r);
         if let Some(ev) = self.links[dir.owner].events.as_mut() {
             let _ = ev.write(now, dir.name, id, Event::Arrival { size });
-            let (qp, qb) = (dir.link.queue.len_packets(), dir.link.queue.len_bytes());
+            let (qp, qb) = dir.link.queue_len();
             let _ = ev.write(now, dir.name, id, Event::Drop { size, queue_packets: qp, queue_bytes: qb, reason: r.as_str() });
         }
     }
@@ -273,7 +274,7 @@ impl Emulator {
             let t = self.next_sample_ns;
             for dir in self.dirs.iter() {
                 if let Some(w) = self.links[dir.owner].queue_out.as_mut() {
-                    let (p, b) = dir.link.queue.len_at(t);
+                    let (p, b) = dir.link.queue_len_at(t);
                     let _ = writeln!(w, "{:.6},{},{},{}", t as f64 / 1e9, dir.name, p, b);
                 }
             }
@@ -284,6 +285,9 @@ impl Emulator {
     #[inline]
     fn arrive(&mut self, d: usize, now: u64, slot: u32, size: u32) {
         self.sample_queues(now); // before this arrival changes the queue
+        if self.dirs[d].link.aqm.is_some() {
+            return self.arrive_aqm(d, now, slot, size);
+        }
         let dir = &mut self.dirs[d];
         let id = dir.next_id;
         dir.next_id += 1;
@@ -299,16 +303,97 @@ impl Emulator {
                 dir.line.push(InFlight { due_ns, id, slot, len: size });
                 self.earliest_due_ns = self.earliest_due_ns.min(due_ns);
                 if let Some(ev) = events.as_mut() {
-                    let (qp, qb) = (dir.link.queue.len_packets(), dir.link.queue.len_bytes());
-                    let _ = ev.write(now, dir.name, id, Event::Enqueue { size, queue_packets: qp, queue_bytes: qb, due_ns });
+                    let (qp, qb) = dir.link.queue_len();
+                    let _ = ev.write(now, dir.name, id, Event::Enqueue { size, queue_packets: qp, queue_bytes: qb, due_ns: Some(due_ns) });
                 }
             }
             Verdict::Drop(r) => {
                 dir.counters.drop(r);
                 self.pool.give(slot);
                 if let Some(ev) = events.as_mut() {
-                    let (qp, qb) = (dir.link.queue.len_packets(), dir.link.queue.len_bytes());
+                    let (qp, qb) = dir.link.queue_len();
                     let _ = ev.write(now, dir.name, id, Event::Drop { size, queue_packets: qp, queue_bytes: qb, reason: r.as_str() });
+                }
+            }
+        }
+    }
+
+    /// An arrival on a direction with an AQM: outage and loss first, then into the queue
+    /// (which may give up the arrival or, FQ-CoDel, another flow's packet), then the
+    /// bottleneck takes what it can by now.
+    fn arrive_aqm(&mut self, d: usize, now: u64, slot: u32, size: u32) {
+        self.serve_due(d, now);
+        let seed = self.links[self.dirs[d].owner].seed;
+        let dir = &mut self.dirs[d];
+        let id = dir.next_id;
+        dir.next_id += 1;
+        dir.counters.packets_in += 1;
+        dir.counters.bytes_in += size as u64;
+        let events = &mut self.links[dir.owner].events;
+        if let Some(ev) = events.as_mut() {
+            let _ = ev.write(now, dir.name, id, Event::Arrival { size });
+        }
+        if let Some(r) = dir.link.pre_queue(now) {
+            dir.counters.drop(r);
+            self.pool.give(slot);
+            if let Some(ev) = events.as_mut() {
+                let (qp, qb) = dir.link.queue_len();
+                let _ = ev.write(now, dir.name, id, Event::Drop { size, queue_packets: qp, queue_bytes: qb, reason: r.as_str() });
+            }
+            return;
+        }
+        let buf = &self.pool.buf(slot)[..size as usize];
+        let q = Queued { slot, id, size, enqueued_ns: now, flow_hash: packet::flow_hash(buf, seed), ect: packet::is_ect(buf) };
+        let given_up = dir.link.enqueue(now, q);
+        let (qp, qb) = dir.link.queue_len();
+        if !given_up.iter().any(|(v, _)| v.id == id) {
+            if let Some(ev) = events.as_mut() {
+                let _ = ev.write(now, dir.name, id, Event::Enqueue { size, queue_packets: qp, queue_bytes: qb, due_ns: None });
+            }
+        }
+        for (v, r) in given_up {
+            dir.counters.drop(r);
+            self.pool.give(v.slot);
+            if let Some(ev) = events.as_mut() {
+                let _ = ev.write(now, dir.name, v.id, Event::Drop { size: v.size, queue_packets: qp, queue_bytes: qb, reason: r.as_str() });
+            }
+        }
+        self.serve_due(d, now);
+        if let Some(t) = self.dirs[d].link.next_service_ns() {
+            self.earliest_due_ns = self.earliest_due_ns.min(t);
+        }
+    }
+
+    /// Takes packets off direction `d`'s AQM queue each time its bottleneck became free up
+    /// to `now` (at that time, so sojourns and CoDel's clock are exact): the AQM's drops are
+    /// counted, a packet it marks gets CE, the one sent goes into the delay line.
+    fn serve_due(&mut self, d: usize, now: u64) {
+        loop {
+            let dir = &mut self.dirs[d];
+            let t = match dir.link.next_service_ns() {
+                Some(t) if t <= now => t,
+                _ => return,
+            };
+            let (deq, due_ns) = dir.link.serve_head(t);
+            let (qp, qb) = dir.link.queue_len();
+            let events = &mut self.links[dir.owner].events;
+            for v in deq.dropped {
+                dir.counters.drop(DropReason::Aqm);
+                self.pool.give(v.slot);
+                if let Some(ev) = events.as_mut() {
+                    let _ = ev.write(t, dir.name, v.id, Event::Drop { size: v.size, queue_packets: qp, queue_bytes: qb, reason: "aqm" });
+                }
+            }
+            if let Some(p) = deq.packet {
+                let marked = deq.mark_ce && packet::set_ce(&mut self.pool.buf_mut(p.slot)[..p.size as usize]);
+                if marked {
+                    dir.counters.ce_marks += 1;
+                }
+                dir.line.push(InFlight { due_ns, id: p.id, slot: p.slot, len: p.size });
+                self.earliest_due_ns = self.earliest_due_ns.min(due_ns);
+                if let Some(ev) = events.as_mut() {
+                    let sojourn_ns = t.saturating_sub(p.enqueued_ns);
+                    let _ = ev.write(t, dir.name, p.id, Event::Dequeue { size: p.size, queue_packets: qp, queue_bytes: qb, due_ns, sojourn_ns, ce: marked });
                 }
             }
         }
@@ -322,10 +407,14 @@ impl Emulator {
         }
         let mut earliest = u64::MAX;
         for d in 0..self.dirs.len() {
+            self.serve_due(d, now);
             while let Some(p) = self.dirs[d].line.pop_due(now) {
                 self.deliver(d, p);
             }
             if let Some(t) = self.dirs[d].line.next_due() {
+                earliest = earliest.min(t);
+            }
+            if let Some(t) = self.dirs[d].link.next_service_ns() {
                 earliest = earliest.min(t);
             }
         }
@@ -384,8 +473,14 @@ impl Emulator {
     pub fn counters_json(&self) -> Value {
         let now = self.now();
         let dir = |d: &Direction| {
-            let q = &d.link.queue;
-            d.counters.to_json(q.peak_packets(), q.peak_bytes(), q.mean_until(now), d.line.len())
+            let (pp, pb) = d.link.queue_peaks();
+            // packets still in the AQM's queue are in flight too
+            let in_flight = d.line.len() + d.link.queue_len().0 as usize * d.link.aqm.is_some() as usize;
+            let mut v = d.counters.to_json(pp, pb, d.link.queue_mean_until(now), in_flight);
+            let o = v.as_object_mut().unwrap();
+            o.insert("queue_discipline".into(), json!(d.link.aqm.as_ref().map_or("drop_tail", |a| a.name())));
+            o.insert("sojourn_ms".into(), d.link.sojourn.to_json());
+            v
         };
         let mut top = json!({
             "elapsed_s": (now as f64 / 1e9 * 1e6).round() / 1e6,
@@ -439,6 +534,11 @@ impl Emulator {
         for d in 0..self.dirs.len() {
             for s in self.dirs[d].line.drain_slots() {
                 self.pool.give(s);
+            }
+            if let Some(a) = self.dirs[d].link.aqm.as_mut() {
+                for s in a.drain_slots() {
+                    self.pool.give(s);
+                }
             }
         }
     }

@@ -13,6 +13,11 @@
 //! Events: `arrival` (read from the source TUN), `enqueue` (accepted; queue
 //! occupancy after it, and its due time), `drop` (with `reason`), `departure`
 //! (written to the destination TUN; `lateness_ns` = how late vs its due time).
+//! With an AQM discipline (`crate::aqm`) a packet's due time is known only when it leaves the
+//! queue: its `enqueue` line has no `due_ns`, and a `dequeue` line (at the time its
+//! transmission starts; queue occupancy after it, `due_ns`, the queue's sojourn time in
+//! `lateness_ns`'s column as `sojourn_ns` in jsonl, and `reason` = `ce` when it was marked CE)
+//! follows. A packet the AQM drops gets a `drop` line with reason `aqm`.
 
 use std::io::{self, Write};
 
@@ -31,7 +36,8 @@ pub struct EventWriter<W: Write> {
 #[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
     Arrival { size: u32 },
-    Enqueue { size: u32, queue_packets: u64, queue_bytes: u64, due_ns: u64 },
+    Enqueue { size: u32, queue_packets: u64, queue_bytes: u64, due_ns: Option<u64> },
+    Dequeue { size: u32, queue_packets: u64, queue_bytes: u64, due_ns: u64, sojourn_ns: u64, ce: bool },
     Drop { size: u32, queue_packets: u64, queue_bytes: u64, reason: &'a str },
     Departure { size: u32, lateness_ns: u64 },
 }
@@ -51,8 +57,15 @@ impl<W: Write> EventWriter<W> {
         match self.format {
             EventFormat::Csv => match ev {
                 Event::Arrival { size } => writeln!(self.w, "{t_ns},{dir},{id},arrival,{size},,,,,"),
-                Event::Enqueue { size, queue_packets, queue_bytes, due_ns } => {
+                Event::Enqueue { size, queue_packets, queue_bytes, due_ns: Some(due_ns) } => {
                     writeln!(self.w, "{t_ns},{dir},{id},enqueue,{size},{queue_packets},{queue_bytes},,{due_ns},")
+                }
+                Event::Enqueue { size, queue_packets, queue_bytes, due_ns: None } => {
+                    writeln!(self.w, "{t_ns},{dir},{id},enqueue,{size},{queue_packets},{queue_bytes},,,")
+                }
+                Event::Dequeue { size, queue_packets, queue_bytes, due_ns, sojourn_ns, ce } => {
+                    let reason = if ce { "ce" } else { "" };
+                    writeln!(self.w, "{t_ns},{dir},{id},dequeue,{size},{queue_packets},{queue_bytes},{reason},{due_ns},{sojourn_ns}")
                 }
                 Event::Drop { size, queue_packets, queue_bytes, reason } => {
                     writeln!(self.w, "{t_ns},{dir},{id},drop,{size},{queue_packets},{queue_bytes},{reason},,")
@@ -66,10 +79,21 @@ impl<W: Write> EventWriter<W> {
                     self.w,
                     r#"{{"t_ns":{t_ns},"dir":"{dir}","id":{id},"event":"arrival","size_bytes":{size}}}"#
                 ),
-                Event::Enqueue { size, queue_packets, queue_bytes, due_ns } => writeln!(
+                Event::Enqueue { size, queue_packets, queue_bytes, due_ns: Some(due_ns) } => writeln!(
                     self.w,
                     r#"{{"t_ns":{t_ns},"dir":"{dir}","id":{id},"event":"enqueue","size_bytes":{size},"queue_packets":{queue_packets},"queue_bytes":{queue_bytes},"due_ns":{due_ns}}}"#
                 ),
+                Event::Enqueue { size, queue_packets, queue_bytes, due_ns: None } => writeln!(
+                    self.w,
+                    r#"{{"t_ns":{t_ns},"dir":"{dir}","id":{id},"event":"enqueue","size_bytes":{size},"queue_packets":{queue_packets},"queue_bytes":{queue_bytes}}}"#
+                ),
+                Event::Dequeue { size, queue_packets, queue_bytes, due_ns, sojourn_ns, ce } => {
+                    let reason = if ce { r#","reason":"ce""# } else { "" };
+                    writeln!(
+                        self.w,
+                        r#"{{"t_ns":{t_ns},"dir":"{dir}","id":{id},"event":"dequeue","size_bytes":{size},"queue_packets":{queue_packets},"queue_bytes":{queue_bytes},"due_ns":{due_ns},"sojourn_ns":{sojourn_ns}{reason}}}"#
+                    )
+                }
                 Event::Drop { size, queue_packets, queue_bytes, reason } => writeln!(
                     self.w,
                     r#"{{"t_ns":{t_ns},"dir":"{dir}","id":{id},"event":"drop","size_bytes":{size},"queue_packets":{queue_packets},"queue_bytes":{queue_bytes},"reason":"{reason}"}}"#
@@ -99,7 +123,7 @@ mod tests {
     fn csv_lines_have_all_columns() {
         let mut e = EventWriter::new(Vec::new(), EventFormat::Csv).unwrap();
         e.write(10, "a_to_b", 0, Event::Arrival { size: 1500 }).unwrap();
-        e.write(10, "a_to_b", 0, Event::Enqueue { size: 1500, queue_packets: 1, queue_bytes: 1500, due_ns: 99 }).unwrap();
+        e.write(10, "a_to_b", 0, Event::Enqueue { size: 1500, queue_packets: 1, queue_bytes: 1500, due_ns: Some(99) }).unwrap();
         e.write(11, "b_to_a", 3, Event::Drop { size: 52, queue_packets: 0, queue_bytes: 0, reason: "loss" }).unwrap();
         e.write(99, "a_to_b", 0, Event::Departure { size: 1500, lateness_ns: 7 }).unwrap();
         let s = String::from_utf8(e.into_inner()).unwrap();

@@ -8,6 +8,7 @@
 //! buffers), `pcap`, `events`, `counters` (observability), `sys` (Linux calls), `writer` (files written off the loop),
 //! `wait` (sleep or spin), `event_loop`.
 
+pub mod aqm;
 pub mod config;
 pub mod schema;
 pub mod counters;

@@ -10,7 +10,14 @@
 //! event loop then only has to hold it until its due time. Random loss hits a
 //! packet before it enters the queue (as netem does), so lost packets use no
 //! capacity.
+//!
+//! With an AQM discipline (`crate::aqm`: CoDel, FQ-CoDel, PIE) the queue holds the packets
+//! themselves and decides at dequeue: `enqueue` takes an arrival, and the event loop calls
+//! `serve_head` each time the bottleneck becomes free (`next_service_ns`), which gives the
+//! packet to transmit (with its due time) and the packets the AQM dropped.
 
+use crate::aqm::{Aqm, AqmDrop, Dequeued, Queued};
+use crate::counters::SojournHistogram;
 use crate::delay::DelaySampler;
 use crate::loss::LossProcess;
 use crate::outage::OutageSchedule;
@@ -23,8 +30,10 @@ use crate::trace::TraceShaper;
 pub enum DropReason {
     /// Random loss (Bernoulli or Gilbert–Elliott).
     Loss,
-    /// The drop-tail queue was full.
+    /// The queue's limit was exceeded (drop-tail, or an AQM's overflow).
     Queue,
+    /// The AQM's decision (CoDel's control law, PIE's drop probability).
+    Aqm,
     /// The link was down (scheduled outage).
     Outage,
     /// The emulator's packet pool was exhausted (`max_packets`).
@@ -36,9 +45,10 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 6] = [
+    pub const ALL: [DropReason; 7] = [
         DropReason::Loss,
         DropReason::Queue,
+        DropReason::Aqm,
         DropReason::Outage,
         DropReason::Memory,
         DropReason::WriteError,
@@ -49,6 +59,7 @@ impl DropReason {
         match self {
             DropReason::Loss => "loss",
             DropReason::Queue => "queue",
+            DropReason::Aqm => "aqm",
             DropReason::Outage => "outage",
             DropReason::Memory => "memory",
             DropReason::WriteError => "write_error",
@@ -99,6 +110,23 @@ pub struct Link {
     pub queue: DropTailQueue,
     pub bottleneck: Bottleneck,
     pub delay: DelaySampler,
+    /// The AQM discipline, if any (None: the drop-tail `queue`).
+    pub aqm: Option<Aqm>,
+    /// When the bottleneck finishes the packet it is sending (AQM).
+    pub busy_until_ns: u64,
+    /// When the packet that found the AQM queue empty arrived.
+    pub service_floor_ns: u64,
+    /// Sojourn times in the queue (arrival to start of transmission).
+    pub sojourn: SojournHistogram,
+}
+
+impl AqmDrop {
+    pub fn reason(self) -> DropReason {
+        match self {
+            AqmDrop::Overflow => DropReason::Queue,
+            AqmDrop::Aqm => DropReason::Aqm,
+        }
+    }
 }
 
 impl Link {
@@ -121,7 +149,85 @@ impl Link {
         if queued {
             self.queue.push(start, size);
         }
+        self.sojourn.record(start - now_ns);
         Verdict::Deliver { due_ns: self.delay.due(finish), queued }
+    }
+
+    /// With an AQM: what happens to an arrival before the queue (outage, random loss).
+    #[inline]
+    pub fn pre_queue(&mut self, now_ns: u64) -> Option<DropReason> {
+        if self.outages.is_down(now_ns) {
+            return Some(DropReason::Outage);
+        }
+        if self.loss.lose() {
+            return Some(DropReason::Loss);
+        }
+        None
+    }
+
+    /// With an AQM: adds an arrival; returns the packets given up with their reasons.
+    pub fn enqueue(&mut self, now_ns: u64, p: Queued) -> Vec<(Queued, DropReason)> {
+        let aqm = self.aqm.as_mut().expect("enqueue needs an AQM");
+        if aqm.is_empty() {
+            self.service_floor_ns = now_ns;
+        }
+        aqm.enqueue(now_ns, p).into_iter().map(|(q, why)| (q, why.reason())).collect()
+    }
+
+    /// With an AQM holding packets: when the next one is taken off the queue.
+    #[inline]
+    pub fn next_service_ns(&self) -> Option<u64> {
+        match &self.aqm {
+            Some(a) if !a.is_empty() => Some(self.busy_until_ns.max(self.service_floor_ns)),
+            _ => None,
+        }
+    }
+
+    /// With an AQM: takes the head off the queue at `t_ns` (the bottleneck is free) and
+    /// schedules it; the due time comes with the packet to transmit.
+    pub fn serve_head(&mut self, t_ns: u64) -> (Dequeued, u64) {
+        let aqm = self.aqm.as_mut().expect("serve_head needs an AQM");
+        let d = aqm.dequeue(t_ns);
+        let mut due = 0;
+        if let Some(p) = d.packet {
+            let (_, finish) = self.bottleneck.serve(t_ns, p.size, &self.outages);
+            self.busy_until_ns = finish;
+            self.sojourn.record(t_ns.saturating_sub(p.enqueued_ns));
+            due = self.delay.due(finish);
+        }
+        (d, due)
+    }
+
+    /// The queue's length (packets, bytes) now.
+    pub fn queue_len(&self) -> (u64, u64) {
+        match &self.aqm {
+            Some(a) => a.len(),
+            None => (self.queue.len_packets(), self.queue.len_bytes()),
+        }
+    }
+
+    /// The queue's length at `t_ns` (drop-tail: from its schedule; AQM: now's).
+    pub fn queue_len_at(&self, t_ns: u64) -> (u64, u64) {
+        match &self.aqm {
+            Some(a) => a.len(),
+            None => self.queue.len_at(t_ns),
+        }
+    }
+
+    /// Peak length (packets, bytes).
+    pub fn queue_peaks(&self) -> (u64, u64) {
+        match &self.aqm {
+            Some(a) => (a.peak_packets(), a.peak_bytes()),
+            None => (self.queue.peak_packets(), self.queue.peak_bytes()),
+        }
+    }
+
+    /// Time-average length over [0, `t_ns`].
+    pub fn queue_mean_until(&self, t_ns: u64) -> (f64, f64) {
+        match &self.aqm {
+            Some(a) => a.mean_until(t_ns),
+            None => self.queue.mean_until(t_ns),
+        }
     }
 }
 
@@ -143,6 +249,10 @@ mod tests {
             queue: DropTailQueue::new(limit),
             bottleneck,
             delay: DelaySampler::new(delay_ns, 0, false, Rng::new(1, 3)),
+            aqm: None,
+            busy_until_ns: 0,
+            service_floor_ns: 0,
+            sojourn: SojournHistogram::default(),
         }
     }
 

@@ -7,7 +7,8 @@ use std::io::Write;
 use std::fs::File;
 use std::process::exit;
 use tcpdelay_link::config::{self, Config, DirectionConfig, LinkConfig};
-use tcpdelay_link::counters::DirCounters;
+use tcpdelay_link::aqm::Aqm;
+use tcpdelay_link::counters::{DirCounters, SojournHistogram};
 use tcpdelay_link::delay::{DelayLine, DelaySampler};
 use tcpdelay_link::event_loop::{raw, Direction, Emulator, LinkOutputs};
 use tcpdelay_link::events::EventWriter;
@@ -39,7 +40,8 @@ fn fatal(msg: &str) -> ! {
     exit(1)
 }
 
-fn build_link(d: &DirectionConfig, seed: u64, loss_stream: u64, jitter_stream: u64) -> Link {
+fn build_link(d: &DirectionConfig, seed: u64, streams: [u64; 3], mtu: u32) -> Link {
+    let [loss_stream, jitter_stream, aqm_stream] = streams;
     let bottleneck = match (&d.trace, d.rate_bps) {
         (Some(t), _) => Bottleneck::Trace(TraceShaper::new(t.clone())),
         (None, Some(r)) => Bottleneck::Rate(RateShaper::new(r)),
@@ -51,6 +53,10 @@ fn build_link(d: &DirectionConfig, seed: u64, loss_stream: u64, jitter_stream: u
         queue: DropTailQueue::new(d.queue),
         bottleneck,
         delay: DelaySampler::new(d.delay_ns, d.jitter_ns, d.reorder, Rng::new(seed, jitter_stream)),
+        aqm: Aqm::new(&d.aqm, d.queue, mtu, Rng::new(seed, aqm_stream)),
+        busy_until_ns: 0,
+        service_floor_ns: 0,
+        sojourn: SojournHistogram::default(),
     }
 }
 
@@ -170,7 +176,7 @@ fn directions(cfg: &Config, l: &LinkConfig, i: usize, prefix: &str, a: std::os::
         Direction {
             name: "a_to_b",
             owner: i,
-            link: build_link(&l.a_to_b, l.seed, stream::LOSS_A_TO_B, stream::JITTER_A_TO_B),
+            link: build_link(&l.a_to_b, l.seed, [stream::LOSS_A_TO_B, stream::JITTER_A_TO_B, stream::AQM_A_TO_B], cfg.mtu),
             line: DelayLine::new(l.a_to_b.reorder),
             counters: DirCounters::default(),
             pcap: pcap(&key_in(prefix, "a_to_b.pcap_file"), &l.a_to_b.pcap_file),
@@ -181,7 +187,7 @@ fn directions(cfg: &Config, l: &LinkConfig, i: usize, prefix: &str, a: std::os::
         Direction {
             name: "b_to_a",
             owner: i,
-            link: build_link(&l.b_to_a, l.seed, stream::LOSS_B_TO_A, stream::JITTER_B_TO_A),
+            link: build_link(&l.b_to_a, l.seed, [stream::LOSS_B_TO_A, stream::JITTER_B_TO_A, stream::AQM_B_TO_A], cfg.mtu),
             line: DelayLine::new(l.b_to_a.reorder),
             counters: DirCounters::default(),
             pcap: pcap(&key_in(prefix, "b_to_a.pcap_file"), &l.b_to_a.pcap_file),

@@ -25,6 +25,9 @@ pub mod stream {
     pub const LOSS_B_TO_A: u64 = 2;
     pub const JITTER_A_TO_B: u64 = 3;
     pub const JITTER_B_TO_A: u64 = 4;
+    /// PIE's random drops (`crate::aqm::pie`).
+    pub const AQM_A_TO_B: u64 = 5;
+    pub const AQM_B_TO_A: u64 = 6;
 }
 
 /// xoshiro256** generator.

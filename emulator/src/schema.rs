@@ -46,10 +46,18 @@ pub const LIMITS: &[Limit] = &[
     lim("loss.h", 0.0, 1.0, "probability"),
     lim("outages.at_s", 0.0, 3600.0, "s"),
     above("outages.duration_s", 0.0, 3600.0, "s"),
+    above("aqm.target_s", 0.0, 60.0, "s"),
+    above("aqm.interval_s", 0.0, 60.0, "s"),
+    lim("aqm.quantum_bytes", 64.0, 1e6, "bytes"),
+    lim("aqm.flows", 1.0, 65536.0, "flows"),
+    above("aqm.t_update_s", 0.0, 60.0, "s"),
+    lim("aqm.max_burst_s", 0.0, 60.0, "s"),
+    lim("aqm.alpha", 0.0, 100.0, "1/s"),
+    lim("aqm.beta", 0.0, 100.0, "1/s"),
 ];
 
 /// Settings that must be whole numbers.
-pub const WHOLE: &[&str] = &["rate_bps", "queue_packets", "queue_bytes"];
+pub const WHOLE: &[&str] = &["rate_bps", "queue_packets", "queue_bytes", "aqm.quantum_bytes", "aqm.flows"];
 
 /// The limit of `key` (a key of [`LIMITS`]).
 pub fn limit(key: &str) -> &'static Limit {
@@ -80,6 +88,7 @@ impl Limit {
             "s" => format!("a finite number of seconds in {r}"),
             "probability" => format!("a probability in {r}"),
             "bit/s" => format!("a whole number of bits per second in {r}"),
+            "1/s" => format!("a finite number per second in {r}"),
             unit => format!("a whole number of {unit} in {r}"),
         }
     }
@@ -140,6 +149,60 @@ pub struct RawDirection {
     pub queue_bytes: Option<Num>,
     pub outages: Option<Vec<RawOutage>>,
     pub pcap_file: Option<String>,
+    pub aqm: Option<RawAqm>,
+}
+
+/// A queue discipline, tagged by `discipline` (`crate::aqm`); absent is drop-tail.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(
+    tag = "discipline",
+    rename_all = "snake_case",
+    expecting = "an aqm table with discipline = drop_tail, codel, fq_codel or pie"
+)]
+pub enum RawAqm {
+    DropTail(DropTailParams),
+    Codel(CodelRaw),
+    FqCodel(FqCodelRaw),
+    Pie(PieRaw),
+}
+
+/// The names of the disciplines, as `discipline` spells them (the variants of [`RawAqm`]).
+pub const AQM_DISCIPLINES: &[&str] = &["drop_tail", "codel", "fq_codel", "pie"];
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DropTailParams {}
+
+/// CoDel (RFC 8289): defaults target 5 ms, interval 100 ms, no ECN.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CodelRaw {
+    pub target_s: Option<Num>,
+    pub interval_s: Option<Num>,
+    pub ecn: Option<bool>,
+}
+
+/// FQ-CoDel (RFC 8290): CoDel's keys, quantum 1514 bytes, 1024 flows.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelRaw {
+    pub target_s: Option<Num>,
+    pub interval_s: Option<Num>,
+    pub quantum_bytes: Option<Num>,
+    pub flows: Option<Num>,
+    pub ecn: Option<bool>,
+}
+
+/// PIE (RFC 8033): target 15 ms, t_update 15 ms, max_burst 150 ms, alpha 0.125, beta 1.25.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PieRaw {
+    pub target_s: Option<Num>,
+    pub t_update_s: Option<Num>,
+    pub max_burst_s: Option<Num>,
+    pub alpha: Option<Num>,
+    pub beta: Option<Num>,
+    pub ecn: Option<bool>,
 }
 
 /// A loss model, tagged by `model`.
@@ -242,6 +305,18 @@ pub fn schema_json() -> Value {
     for (name, params) in LOSS_MODELS.iter().zip(loss_keys) {
         loss.insert(name.to_string(), json!(with_model(params)));
     }
+    let aqm_keys = [
+        fields_of::<DropTailParams>(),
+        fields_of::<CodelRaw>(),
+        fields_of::<FqCodelRaw>(),
+        fields_of::<PieRaw>(),
+    ];
+    let mut aqm = Map::new();
+    for (name, params) in AQM_DISCIPLINES.iter().zip(aqm_keys) {
+        let mut v: Vec<&'static str> = vec!["discipline"];
+        v.extend_from_slice(params);
+        aqm.insert(name.to_string(), json!(v));
+    }
     let mut limits = Map::new();
     for l in LIMITS {
         limits.insert(
@@ -253,6 +328,7 @@ pub fn schema_json() -> Value {
         "direction": fields_of::<RawDirection>(),
         "loss": loss,
         "outage": fields_of::<RawOutage>(),
+        "aqm": aqm,
         "limits": limits,
         "whole": WHOLE,
     })
@@ -267,11 +343,17 @@ mod tests {
         let s = schema_json();
         assert_eq!(
             s["direction"],
-            json!(["delay_s", "jitter_s", "reorder", "loss", "rate_bps", "trace_file", "queue_packets", "queue_bytes", "outages", "pcap_file"])
+            json!(["delay_s", "jitter_s", "reorder", "loss", "rate_bps", "trace_file", "queue_packets", "queue_bytes", "outages", "pcap_file", "aqm"])
         );
         assert_eq!(s["loss"]["gilbert_elliott"], json!(["model", "p", "r", "k", "h"]));
         assert_eq!(s["loss"]["none"], json!(["model"]));
         assert_eq!(s["outage"], json!(["at_s", "duration_s"]));
+        assert_eq!(s["aqm"]["codel"], json!(["discipline", "target_s", "interval_s", "ecn"]));
+        assert_eq!(s["aqm"]["drop_tail"], json!(["discipline"]));
+        for name in AQM_DISCIPLINES {
+            assert!(serde_json::from_value::<RawAqm>(json!({"discipline": name})).is_ok(), "{name}");
+        }
+        assert!(serde_json::from_value::<RawAqm>(json!({"discipline": "codel", "alpha": 1})).is_err());
     }
 
     #[test]

@@ -56,10 +56,18 @@ LIMITS: dict[str, Limit] = {
     "loss.h": Limit(0.0, 1.0, "probability"),
     "outages.at_s": Limit(0.0, 3600.0, "s"),
     "outages.duration_s": Limit(0.0, 3600.0, "s", min_exclusive=True),
+    "aqm.target_s": Limit(0.0, 60.0, "s", min_exclusive=True),
+    "aqm.interval_s": Limit(0.0, 60.0, "s", min_exclusive=True),
+    "aqm.quantum_bytes": Limit(64, 1_000_000, "bytes"),
+    "aqm.flows": Limit(1, 65536, "flows"),
+    "aqm.t_update_s": Limit(0.0, 60.0, "s", min_exclusive=True),
+    "aqm.max_burst_s": Limit(0.0, 60.0, "s"),
+    "aqm.alpha": Limit(0.0, 100.0, "1/s"),
+    "aqm.beta": Limit(0.0, 100.0, "1/s"),
 }
 
 #: Settings that are whole numbers (``rate_bps`` is written as a float but must have no fraction).
-WHOLE = ("rate_bps", "queue_packets", "queue_bytes")
+WHOLE = ("rate_bps", "queue_packets", "queue_bytes", "aqm.quantum_bytes", "aqm.flows")
 
 
 def _whole_bps(x: float) -> float:
@@ -211,6 +219,73 @@ LOSS_MODELS: tuple[type[_LinkModel], ...] = (NoLoss, BernoulliLoss, GilbertEllio
 LossSpec = Annotated[Union[NoLoss, BernoulliLoss, GilbertElliottLoss], Field(discriminator="model")]
 
 
+# --------------------------------------------------------------------------- queue disciplines
+
+
+class DropTail(_LinkModel):
+    """The drop-tail queue (the default): arrivals beyond ``queue_packets``/``queue_bytes`` are
+    dropped (Brosh et al. §5.3's routers)."""
+
+    discipline: Literal["drop_tail"] = "drop_tail"
+
+
+class CoDel(_LinkModel):
+    """CoDel (RFC 8289, Nichols, Jacobson, McGregor, Iyengar, "Controlled Delay Active Queue
+    Management"): drops at dequeue once packets' sojourn times stayed above ``target_s`` for
+    ``interval_s`` (§4.2-4.4), then ``interval / sqrt(count)`` apart (§5.5). ``ecn``: mark CE
+    instead of dropping ECN-capable packets."""
+
+    discipline: Literal["codel"] = "codel"
+    target_s: _bounded("aqm.target_s") = 0.005
+    interval_s: _bounded("aqm.interval_s") = 0.1
+    ecn: bool = False
+
+
+class FqCoDel(_LinkModel):
+    """FQ-CoDel (RFC 8290, Hoeiland-Joergensen et al.): ``flows`` queues by 5-tuple hash, served
+    by deficit round robin (``quantum_bytes``) new flows first, CoDel on each (§4); on overflow
+    the fattest flow's head is dropped (§4.1.2)."""
+
+    discipline: Literal["fq_codel"] = "fq_codel"
+    target_s: _bounded("aqm.target_s") = 0.005
+    interval_s: _bounded("aqm.interval_s") = 0.1
+    quantum_bytes: _bounded("aqm.quantum_bytes", int) = 1514
+    flows: _bounded("aqm.flows", int) = 1024
+    ecn: bool = False
+
+
+class Pie(_LinkModel):
+    """PIE (RFC 8033, Pan et al.): random drop at enqueue with a probability updated every
+    ``t_update_s`` from the queueing delay against ``target_s`` (gains ``alpha``, ``beta`` in
+    1/s, §4.2), no drop during a burst allowance of ``max_burst_s`` (§4.3)."""
+
+    discipline: Literal["pie"] = "pie"
+    target_s: _bounded("aqm.target_s") = 0.015
+    t_update_s: _bounded("aqm.t_update_s") = 0.015
+    max_burst_s: _bounded("aqm.max_burst_s") = 0.15
+    alpha: _bounded("aqm.alpha") = 0.125
+    beta: _bounded("aqm.beta") = 1.25
+    ecn: bool = False
+
+
+AQM_DISCIPLINES: tuple[type[_LinkModel], ...] = (DropTail, CoDel, FqCoDel, Pie)
+AqmSpec = Annotated[Union[DropTail, CoDel, FqCoDel, Pie], Field(discriminator="discipline")]
+
+
+def aqm_named(discipline: str, ecn: bool = False) -> "DropTail | CoDel | FqCoDel | Pie":
+    """The discipline called ``discipline`` (``drop_tail``, ``codel``, ``fq_codel``, ``pie``)
+    with its RFC defaults and ``ecn``; a one-line :class:`ParameterError` for another name or
+    ECN with drop-tail."""
+    names = {m.model_fields["discipline"].default: m for m in AQM_DISCIPLINES}
+    if discipline not in names:
+        raise ParameterError(f"queue discipline: must be one of {', '.join(names)}, got {discipline!r}")
+    if discipline == "drop_tail":
+        if ecn:
+            raise ParameterError("ecn: needs an AQM discipline (codel, fq_codel or pie); drop-tail never marks")
+        return DropTail()
+    return names[discipline](ecn=ecn)
+
+
 class Outage(_LinkModel):
     """The link is down (every packet dropped, reason ``outage``) from ``at_s`` for
     ``duration_s``, in seconds since the emulator started (in a scenario: since the run's t0)."""
@@ -235,6 +310,7 @@ class DirectionSpec(_LinkModel):
     queue_bytes: QueueBytes | None = None
     outages: tuple[Outage, ...] = ()
     pcap_file: str | None = None
+    aqm: AqmSpec | None = None
 
     @model_validator(mode="after")
     def _exclusive(self) -> "DirectionSpec":
@@ -255,8 +331,12 @@ class DirectionSpec(_LinkModel):
 
     def settings(self) -> dict:
         """This direction as the emulator's ``DIRECTION`` JSON object (every key, ``None`` as
-        null): what the testbed writes into ``link.json``."""
-        return self.model_dump(mode="json")
+        null; ``aqm`` only when a discipline is set): what the testbed writes into
+        ``link.json``."""
+        out = self.model_dump(mode="json")
+        if out["aqm"] is None:
+            del out["aqm"]
+        return out
 
 
 class LinkSpec(_LinkModel):
@@ -283,6 +363,7 @@ def schema() -> dict:
         "direction": list(DirectionSpec.model_fields),
         "loss": {m.model_fields["model"].default: list(m.model_fields) for m in LOSS_MODELS},
         "outage": list(Outage.model_fields),
+        "aqm": {m.model_fields["discipline"].default: list(m.model_fields) for m in AQM_DISCIPLINES},
         "limits": {k: {"min": v.min, "max": v.max, "unit": v.unit, "min_exclusive": v.min_exclusive}
                    for k, v in LIMITS.items()},
         "whole": list(WHOLE),
@@ -323,6 +404,13 @@ _KEY_DOCS: dict[str, tuple[str, str]] = {
                 "link down at `at_s` in $outages.at_s$ (after the loop starts) for `duration_s` in "
                 "$outages.duration_s$; windows must not overlap"),
     "pcap_file": ("path or null", "pcap of what this direction delivers"),
+    "aqm": ("table or null (drop-tail)",
+            "queue discipline: `{discipline = \"codel\", target_s = 0.005, interval_s = 0.1, ecn = false}`, "
+            "`{discipline = \"fq_codel\", target_s, interval_s, quantum_bytes = 1514, flows = 1024, ecn}`, "
+            "`{discipline = \"pie\", target_s = 0.015, t_update_s = 0.015, max_burst_s = 0.15, alpha = 0.125, "
+            "beta = 1.25, ecn}` or `{discipline = \"drop_tail\"}`; times in $aqm.target_s$ (`max_burst_s` "
+            "$aqm.max_burst_s$), `quantum_bytes` $aqm.quantum_bytes$, `flows` $aqm.flows$, `alpha`, `beta` "
+            "$aqm.alpha$; the limit is `queue_packets`/`queue_bytes`"),
 }
 
 

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from tcpdelay.experiments.scenario.base import StrictTable
 from tcpdelay.link import (
+    AqmSpec,
     DelaySeconds,
     DirectionSpec,
     JitterSeconds,
@@ -45,6 +46,9 @@ class Direction(StrictTable):
     queue_packets: QueuePackets | None = None
     queue_bytes: QueueBytes | None = None
     outages: tuple[Outage, ...] | None = None
+    aqm: AqmSpec | None = None
+    """The bottleneck's queue discipline (the link's ``aqm`` table: drop_tail, codel, fq_codel,
+    pie, each with ``ecn``); unset: drop-tail."""
 
     @model_validator(mode="after")
     def _exclusive(self):
