@@ -10,12 +10,12 @@ EMU    := emulator
 # cargo from PATH, else rustup's default location (a non-login shell may lack ~/.cargo/bin).
 CARGO  ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: run test install install-dev native bpf bpf-tools media-tools clean
+.PHONY: run test install install-dev native bpf bpf-tools media-tools guest-tools clean
 
 run: install native
 	$(BIN)/tcpdelay evaluate
 
-test: install-dev native media-tools
+test: install-dev native media-tools guest-tools
 	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet; fi
 	$(BIN)/python -m pytest
 
@@ -58,6 +58,21 @@ media-tools:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx ffmpeg vlc-bin vlc-plugin-base >/dev/null || exit 1; \
 	  else \
 	    echo "missing for the HTTP video experiment:$$missing (Debian/Ubuntu: apt-get install nginx ffmpeg vlc-bin vlc-plugin-base)"; exit 1; \
+	  fi; \
+	fi
+
+# QEMU and iperf3 for the reference-kernel hosts (docs/testbed.md; the kernel and busybox-static
+# packages are fetched by tcpdelay itself into ~/.cache/tcpdelay/kernels); installed when missing
+# on a Debian-like system as root, otherwise named (their tests then skip with that line).
+guest-tools:
+	@missing=""; \
+	for t in qemu-system-x86_64 iperf3; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing the reference-kernel guest tools (missing:$$missing)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-system-x86 iperf3 >/dev/null || exit 1; \
+	  else \
+	    echo "missing for the reference-kernel hosts:$$missing (Debian/Ubuntu: apt-get install qemu-system-x86 iperf3)"; \
 	  fi; \
 	fi
 

@@ -45,8 +45,11 @@ def _load_config(path: str) -> dict:
 
 
 def build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets, queue_bytes,
-                    tcp_preset, congestion_control, initcwnd, seed, cc: str | None = None) -> dict:
-    """The testbed spec (plain data) from ``--config`` with the flags on top."""
+                    tcp_preset, congestion_control, initcwnd, seed, cc: str | None = None,
+                    queue_discipline: str | None = None, ecn: bool = False) -> dict:
+    """The testbed spec (plain data) from ``--config`` with the flags on top. ``queue_discipline``
+    (drop_tail, codel, fq_codel, pie: the link's ``aqm`` with its RFC defaults) and ``ecn`` (the
+    discipline marks CE instead of dropping, and every host negotiates ECN: ``tcp_ecn = 1``)."""
     data = _load_config(config) if config else {}
     if left is not None or right is not None or "hosts" not in data:
         tcp = data.get("tcp", {})
@@ -66,6 +69,10 @@ def build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queu
         direction["queue_packets"] = queue_packets
     if queue_bytes is not None:
         direction["queue_bytes"] = queue_bytes
+    if queue_discipline is not None or ecn:
+        from tcpdelay.link import aqm_named
+
+        direction["aqm"] = aqm_named(queue_discipline or "drop_tail", ecn).model_dump()
     link = data.setdefault("link", {})
     for d in ("a_to_b", "b_to_a"):
         link[d] = {**link.get(d, {}), **direction}
@@ -76,6 +83,8 @@ def build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queu
         tcp_over["congestion_control"] = congestion_control
     if initcwnd is not None:
         tcp_over["initcwnd_segments"] = initcwnd
+    if ecn:
+        tcp_over["ecn"] = 1
     if tcp_over:
         for h in data["hosts"]:
             h["tcp"] = {**h.get("tcp", {}), **tcp_over}
@@ -110,6 +119,10 @@ def _run_rows(info: dict) -> list[str]:
 @click.option("--rate-bps", type=FiniteFloatRange(1, 1e12), default=None, help="Bottleneck rate in bit/s, each direction.")
 @click.option("--queue-packets", type=click.IntRange(1, 10**8), default=None, help="Drop-tail queue limit in packets.")
 @click.option("--queue-bytes", type=click.IntRange(1, 10**11), default=None, help="Drop-tail queue limit in bytes.")
+@click.option("--queue-discipline", type=click.Choice(["drop_tail", "codel", "fq_codel", "pie"]), default=None,
+              help="The bottleneck's queue discipline, each direction (RFC defaults; docs/emulator.md) [default: drop_tail].")
+@click.option("--ecn", is_flag=True, default=False,
+              help="The queue discipline marks ECN-capable packets CE instead of dropping them; every host sets tcp_ecn = 1.")
 @click.option("--tcp-preset", type=click.Choice(sorted(PRESETS)), default=None, help="TCP settings of every host.")
 @click.option("--congestion-control", default=None,
               help="Congestion control of every host (reno, cubic, bbr, vegas, westwood+, compound, ...: `tcpdelay cc list`).")
@@ -117,20 +130,33 @@ def _run_rows(info: dict) -> list[str]:
               help="Congestion controls to keep loaded while the testbed is up, for any program in its namespaces (TCP_CONGESTION).")
 @click.option("--initcwnd", type=click.IntRange(1, 1000), default=None, help="Initial window in segments.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None, help="Seed of the emulator's randomness.")
+@click.option("--host-kernel", default=None, metavar="KERNEL",
+              help="Run the hosts of --host-kernel-side as QEMU guests booting this reference kernel (debian-6.1; docs/testbed.md).")
+@click.option("--host-kernel-side", type=click.Choice(["left", "right", "both"]), default="left", show_default=True,
+              help="Which side's hosts are guests (with --host-kernel).")
+@click.option("--host-kernel-accel", type=click.Choice(["tcg", "kvm"]), default="tcg", show_default=True,
+              help="QEMU's accelerator for the guests (kvm fails on some VMs).")
 @json_option
 def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets, queue_bytes,
-           tcp_preset, congestion_control, cc, initcwnd, seed, as_json):
+           queue_discipline, ecn, tcp_preset, congestion_control, cc, initcwnd, seed, host_kernel, host_kernel_side,
+           host_kernel_accel, as_json):
     """Build a testbed and keep it up (until `tcpdelay testbed down RUN_ID`)."""
     nsutil.require_testbed_environment()
     data = build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets,
-                           queue_bytes, tcp_preset, congestion_control, initcwnd, seed, cc)
+                           queue_bytes, tcp_preset, congestion_control, initcwnd, seed, cc,
+                           queue_discipline=queue_discipline, ecn=ecn)
     spec = parse_spec(data)
     from tcpdelay.testbed.emulator import find_binary
 
     find_binary()
+    request = spec.model_dump(mode="json")
+    if host_kernel is not None:
+        from tcpdelay.testbed.guest import guest_request
+
+        request["guests"] = guest_request(host_kernel, host_kernel_side, host_kernel_accel)
     proc = subprocess.Popen([sys.executable, "-m", "tcpdelay.testbed.supervisor"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, text=True)
-    proc.stdin.write(spec.model_dump_json())
+    proc.stdin.write(json.dumps(request))
     proc.stdin.close()
     line = proc.stdout.readline()
     proc.stdout.close()
@@ -154,9 +180,14 @@ def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets
         a, b = spec.link.a_to_b, spec.link.b_to_a
         for label, d in (("left->right", a), ("right->left", b)):
             console.print(f"  {label}: delay {fmt_s(d.delay_s)}, rate "
-                          f"{fmt_bps(d.rate_bps) if d.rate_bps else 'unlimited'}, loss {d.loss.model}")
+                          f"{fmt_bps(d.rate_bps) if d.rate_bps else 'unlimited'}, loss {d.loss.model}, "
+                          f"queue {d.aqm.discipline if d.aqm else 'drop_tail'}{' with ECN' if getattr(d.aqm, 'ecn', False) else ''}")
         for c in tb.get("congestion_controls", []):
             console.print(f"  congestion control {c['choice']}: TCP_CONGESTION {c['kernel_name']!r} ({c['source']})")
+        for name, g in tb.get("guests", {}).items():
+            console.print(f"  {name} is a QEMU guest: Linux {g['release']} ({g['accelerator']}, booted in "
+                          f"{g['boot_s']:.1f} s, cc={g['tcp'].get('congestion_control')}); "
+                          f"tcpdelay testbed exec {name} -- CMD")
         console.print(f"stop it with: tcpdelay testbed down {tb['run_id']}")
 
     emit(tb, as_json, human)
@@ -279,6 +310,50 @@ def clean_cmd(all_runs, as_json):
             console.print("nothing to clean")
 
     emit(res, as_json, human)
+
+
+@testbed_group.command("exec", context_settings={"ignore_unknown_options": True})
+@click.argument("host")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--run", "run_id", default=None, help="The run whose host it is (needed when several runs have HOST).")
+@click.option("--timeout-s", type=FiniteFloatRange(0.1, 86400), default=600.0, show_default=True,
+              help="Give up on a guest's command after this long.")
+@json_option
+def exec_cmd(host, command, run_id, timeout_s, as_json):
+    """Run COMMAND on HOST of a live testbed (a namespace: ip netns exec; a reference-kernel
+    guest: its command server); exits with COMMAND's status. Put `--` before COMMAND."""
+    import shlex
+
+    from tcpdelay.testbed.guest import guest_exec, read_guests
+
+    nsutil.require_testbed_environment()
+    found = {rid: info for rid, info in runs.find_runs().items() if info.alive and (run_id is None or rid == run_id)}
+    if run_id is not None and not found:
+        raise ParameterError(f"no live testbed run {run_id}; runs here: {', '.join(runs.find_runs()) or 'none'}")
+    having = {rid: info for rid, info in found.items() if host in (info.state or {}).get("hosts", {})}
+    if not having:
+        hosts = sorted({h for info in found.values() for h in (info.state or {}).get("hosts", {})})
+        raise ParameterError(f"no live testbed has host {host!r}; hosts: {', '.join(hosts) or 'none'}")
+    if len(having) > 1:
+        raise ParameterError(f"host {host!r} is in runs {', '.join(having)}; choose one with --run")
+    rid, info = next(iter(having.items()))
+    h = info.state["hosts"][host]
+    guest = read_guests(runs.state_dir(rid)).get(host)
+    if guest is not None:
+        res = guest_exec(guest["netns"], guest["address"], shlex.join(command), timeout_s)
+        kind, rc, out, err = "guest", res.returncode, res.stdout, res.stderr
+    elif as_json:
+        proc = subprocess.run(["ip", "netns", "exec", h["netns"], *command], capture_output=True, text=True)
+        kind, rc, out, err = "netns", proc.returncode, proc.stdout, proc.stderr
+    else:  # the command's own terminal streams
+        sys.exit(subprocess.run(["ip", "netns", "exec", h["netns"], *command]).returncode)
+    if as_json:
+        emit({"run_id": rid, "host": host, "kind": kind, "command": list(command), "returncode": rc,
+              "stdout": out, "stderr": err}, True, lambda console: None)
+    else:
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+    sys.exit(rc)
 
 
 COMMANDS = [testbed_group]

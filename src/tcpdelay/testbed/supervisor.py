@@ -38,8 +38,19 @@ def main() -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
-        spec = parse_spec(json.loads(sys.stdin.read()))
+        data = json.loads(sys.stdin.read())
+        # Reference-kernel guests (`testbed up --host-kernel`): tcpdelay.testbed.guest.
+        guests = data.pop("guests", None) if isinstance(data, dict) else None
+        spec = parse_spec(data)
         tb = Testbed(spec).open()
+        if guests:
+            from tcpdelay.testbed.guest import attach_guests
+
+            try:
+                attach_guests(tb, guests)
+            except BaseException:
+                tb.close()
+                raise
     except TcpdelayError as err:
         _reply({"ok": False, "error": str(err)})
         return 2
@@ -47,7 +58,10 @@ def main() -> int:
         _reply({"ok": False, "error": f"{type(err).__name__}: {err}"})
         return 1
     try:
-        _reply({"ok": True, "testbed": tb.describe()})
+        described = tb.describe()
+        if getattr(tb, "guests", None):
+            described["guests"] = {name: g.describe() for name, g in tb.guests.items()}
+        _reply({"ok": True, "testbed": described})
         while not stop["now"]:
             signal.pause()
     finally:

@@ -1,0 +1,360 @@
+"""A testbed host whose endpoint is a QEMU guest booting a reference kernel.
+
+:func:`attach_guest` turns a host of a running :class:`~tcpdelay.testbed.testbed.Testbed` into a
+guest: the host's namespace keeps its TUN device (its end of the emulated link: nothing else of the
+testbed changes) but gives up its address to the guest and becomes a one-hop router::
+
+    guest eth0 10.N.s.i  --virtio-net/TAP--  [namespace td-<run>-<host>: TAP 10.N.s.253, ip_forward,
+                                              TUN (emulator)]  <-> tcpdelay-link <-> ...
+
+so every packet to and from the host's address crosses the emulator exactly as before, plus one
+forwarding hop (no emulation) inside the namespace. The guest is ``qemu-system-x86_64`` started
+inside the namespace (``nice -n 19``; TCG, or KVM when asked and it works) by the testbed's own
+:meth:`Host.popen`: it is recorded in the run's state and killed when the testbed closes, when its
+owner dies (``PR_SET_PDEATHSIG``) and by ``tcpdelay testbed clean`` (a process inside the run's
+namespaces); its TAP device goes with the namespace.
+
+Commands run in the guest through its command server (:data:`reference_kernel.CONTROL_PORT`, a
+TCP connection from a socket made in the host's namespace): :func:`guest_exec`. What a run's guests
+are is written to ``guests.json`` in the run's state directory (:func:`read_guests`), so
+``tcpdelay testbed exec`` finds them from another process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import time
+
+from tcpdelay.errors import ParameterError, TestbedError
+from tcpdelay.testbed import netns as nsutil
+from tcpdelay.testbed import reference_kernel as rk
+from tcpdelay.testbed.spec import TcpSettings
+
+ACCELERATORS = ("tcg", "kvm")
+GUESTS_FILE = "guests.json"
+
+
+@dataclasses.dataclass
+class GuestResult:
+    """What a command in a guest did (the shape of :class:`subprocess.CompletedProcess`)."""
+
+    argv: str
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def guest_congestion_control(name: str) -> str:
+    """The guest kernel's name for congestion control ``name`` (``westwood+`` -> ``westwood``,
+    the kernel's tcp_westwood.c being Westwood+); a name tcpdelay does not know is taken as the
+    kernel's own (``highspeed``)."""
+    from tcpdelay.testbed.congestion import VARIANTS
+
+    v = VARIANTS.get(name)
+    if v is None:
+        return name
+    if not v.builtin:
+        kin = [o.name for o in VARIANTS.values() if o.builtin and o.name != name and o.name.startswith(name)]
+        raise ParameterError(f"congestion control {name!r} exists only as tcpdelay's BPF port, not in a reference "
+                             f"kernel{'; the kernel has ' + ', '.join(kin) if kin else ''}")
+    return v.builtin
+
+
+def guest_sysctls(tcp: TcpSettings) -> tuple[list[tuple[str, str]], list[str]]:
+    """``tcp`` as the guest's sysctl writes and route attributes (as :mod:`tcp_settings` does
+    for a namespace; the guest's ``tcp_recovery`` starts at 1, RACK on)."""
+    from tcpdelay.testbed.tcp_settings import _sysctl_writes
+
+    writes = list(_sysctl_writes(tcp, 1))
+    if tcp.congestion_control is not None:
+        writes.append(("net.ipv4.tcp_congestion_control", guest_congestion_control(tcp.congestion_control)))
+    metrics: list[str] = []
+    if tcp.initcwnd_segments is not None:
+        metrics += ["initcwnd", str(tcp.initcwnd_segments)]
+    if tcp.initrwnd_segments is not None:
+        metrics += ["initrwnd", str(tcp.initrwnd_segments)]
+    return writes, metrics
+
+
+def guest_exec(netns: str, address: str, command: str, timeout_s: float | None = 60.0) -> GuestResult:
+    """Run ``command`` (``sh -c``) in the guest at ``address`` reached from namespace ``netns``."""
+    if "\n" in command:
+        raise ParameterError("a guest command must be one line")
+    with nsutil.entered(netns):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout_s)
+        sock.connect((address, rk.CONTROL_PORT))
+        sock.sendall(command.encode() + b"\n")
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except socket.timeout:
+        raise TestbedError(f"guest {address}: {command!r} did not finish within {timeout_s:g} s") from None
+    except OSError as err:
+        raise TestbedError(f"guest {address}: command server unreachable ({err.strerror or err})") from None
+    finally:
+        sock.close()
+    text = b"".join(chunks).decode(errors="replace")
+    body, sep, tail = text.rpartition(rk.EXIT_MARK)
+    if not sep:
+        raise TestbedError(f"guest {address}: the command server's reply has no exit status: {text[-200:]!r}")
+    out, sep, err = body.rpartition(rk.STDERR_MARK)
+    return GuestResult(command, int(tail.split()[0]), out, err.removesuffix("\n") if sep else "")
+
+
+def kvm_usable() -> bool:
+    """Whether /dev/kvm opens (a guest may still fail under it: see :func:`attach_guest`)."""
+    try:
+        os.close(os.open("/dev/kvm", os.O_RDWR))
+        return True
+    except OSError:
+        return False
+
+
+class Guest:
+    """A running guest of host ``host`` (built by :func:`attach_guest`)."""
+
+    def __init__(self, host, kernel: rk.FetchedKernel, accel: str, proc: subprocess.Popen, log_path: str,
+                 boot_s: float, tap: str):
+        self.host, self.kernel, self.accel, self.proc = host, kernel, accel, proc
+        self.log_path, self.boot_s, self.tap = log_path, boot_s, tap
+        self.tcp_applied: dict = {}
+
+    @property
+    def address(self) -> str:
+        return self.host.address
+
+    def exec(self, command: str, *, check: bool = True, timeout_s: float | None = 60.0) -> GuestResult:
+        if self.proc.poll() is not None:
+            raise TestbedError(f"guest of {self.host.name} has exited ({nsutil.describe_wait_status(self.proc.returncode)}); "
+                               f"console: {self.log_path}")
+        res = guest_exec(self.host.netns, self.address, command, timeout_s)
+        if check and res.returncode != 0:
+            raise TestbedError(f"guest {self.host.name}: {command} exited {res.returncode}: {res.stderr.strip()[-500:]}")
+        return res
+
+    def sysctl(self, key: str) -> str:
+        return " ".join(self.exec(f"cat /proc/sys/{key.replace('.', '/')}").stdout.split())
+
+    def read_back(self) -> dict:
+        """The guest kernel's TCP settings now (the keys of :func:`tcp_settings.read_back`)."""
+        keys = ["net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
+                "net.ipv4.tcp_sack", "net.ipv4.tcp_recovery", "net.ipv4.tcp_early_retrans",
+                "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_ecn"]
+        out = self.exec("for f in " + " ".join("/proc/sys/" + k.replace(".", "/") for k in keys)
+                        + "; do echo $(cat $f); done").stdout.splitlines()
+        v = dict(zip(keys, out))
+        recovery = int(v["net.ipv4.tcp_recovery"])
+        route = self.exec("/usr/sbin/ip route show default").stdout
+        metric = lambda name: int(route.split(name + " ")[1].split()[0]) if f"{name} " in route else None  # noqa: E731
+        return {
+            "congestion_control": v["net.ipv4.tcp_congestion_control"],
+            "available_congestion_controls": v["net.ipv4.tcp_available_congestion_control"].split(),
+            "sack": v["net.ipv4.tcp_sack"] == "1",
+            "rack": bool(recovery & 1),
+            # Linux 6.1 still has RFC 6675 loss detection: the bit is what SACK connections do.
+            "rack_in_effect": bool(recovery & 1),
+            "tlp": v["net.ipv4.tcp_early_retrans"] != "0",
+            "slow_start_after_idle": v["net.ipv4.tcp_slow_start_after_idle"] == "1",
+            "no_metrics_save": v["net.ipv4.tcp_no_metrics_save"] == "1",
+            "ecn": int(v["net.ipv4.tcp_ecn"]),
+            "initcwnd_segments": metric("initcwnd"),
+            "initrwnd_segments": metric("initrwnd"),
+        }
+
+    def describe(self) -> dict:
+        return {"host": self.host.name, "netns": self.host.netns, "address": self.address,
+                "kernel": self.kernel.name, "package": self.kernel.package, "release": self.kernel.release,
+                "accelerator": self.accel, "qemu_pid": self.proc.pid, "tap": self.tap, "boot_s": self.boot_s,
+                "console_log": self.log_path, "control_port": rk.CONTROL_PORT, "tcp": self.tcp_applied}
+
+
+def _route_via_tun(host) -> tuple[str, str]:
+    """The host's own TUN device and the route it carries to the other side."""
+    routes = nsutil.ip("route", "show", netns=host.netns, json_out=True)
+    for rt in routes:
+        if rt.get("dev") == host.ifname and rt.get("dst") not in (None, "default") and "/" in rt["dst"]:
+            return host.ifname, rt["dst"]
+    raise TestbedError(f"host {host.name} has no route through its TUN device {host.ifname}: a guest needs a host "
+                       "with its own end of the emulated link (one host per side, or a host with an access link)")
+
+
+def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSettings | None = None,
+                 accel: str = "tcg", memory_mib: int = 256, boot_timeout_s: float = 300.0) -> Guest:
+    """Boot a guest running reference kernel ``kernel`` as the endpoint of host ``host_name`` of
+    open testbed ``tb``, with TCP settings ``tcp`` (default: the host's own), and return it once its
+    command server answers. ``accel``: ``tcg`` (emulated CPU, works everywhere) or ``kvm``."""
+    if accel not in ACCELERATORS:
+        raise ParameterError(f"accelerator {accel!r} is unknown; allowed: {', '.join(ACCELERATORS)}")
+    if host_name not in tb.hosts:
+        raise ParameterError(f"host {host_name!r} is not in this testbed; hosts: {', '.join(tb.hosts)}")
+    host = tb.hosts[host_name]
+    tcp = tcp if tcp is not None else host.spec.tcp
+    sysctls, metrics = guest_sysctls(tcp)
+    qemu = _which("qemu-system-x86_64")
+    fetched = rk.fetch(kernel)
+    base = rk.base_initramfs(fetched)
+
+    tun, dst = _route_via_tun(host)
+    prefix = host.address.rsplit(".", 1)[0]
+    gateway, tap = f"{prefix}.253", f"td{tb.run_id}g{len(guests_of(tb))}"
+    mtu = str(tb.spec.mtu_bytes)
+    # The namespace gives its address to the guest and forwards between the TAP and its TUN.
+    nsutil.ip_batch([
+        f"addr del {host.address}/32 dev {tun}",
+        f"route replace {dst} dev {tun}",
+        f"tuntap add dev {tap} mode tap",
+        f"link set dev {tap} mtu {mtu} txqueuelen {tb.spec.txqueuelen_packets} up",
+        f"addr add {gateway}/32 dev {tap}",
+        f"route add {host.address}/32 dev {tap}",
+    ], netns=host.netns)
+    with nsutil.entered(host.netns):
+        nsutil.write_sysctl("net.ipv4.ip_forward", "1")
+        for key in ("net.ipv4.conf.all.rp_filter", f"net.ipv4.conf.{tap}.rp_filter", f"net.ipv4.conf.{tun}.rp_filter"):
+            nsutil.write_sysctl(key, "0")
+
+    initrd = os.path.join(tb.state_dir, f"guest-{host.name}.cpio")
+    with open(initrd, "wb") as f, open(base, "rb") as b:
+        f.write(b.read())
+        f.write(rk.guest_config_archive(address=host.address, gateway=gateway, mtu_bytes=tb.spec.mtu_bytes,
+                                        sysctls=sysctls, route_metrics=metrics))
+    log_path = os.path.join(tb.state_dir, f"guest-{host.name}.console")
+    mac = "52:54:00:%02x:%02x:%02x" % tuple(int(x) for x in host.address.split(".")[1:])
+    argv = ["nice", "-n", "19", qemu, "-name", f"tdguest-{tb.run_id}-{host.name}", "-nodefaults",
+            "-machine", "q35", "-accel", accel, *(["-cpu", "host"] if accel == "kvm" else []),
+            "-smp", "1", "-m", str(memory_mib), "-display", "none", "-monitor", "none", "-no-reboot",
+            "-kernel", fetched.vmlinuz, "-initrd", initrd,
+            "-append", "console=ttyS0 panic=-1 quiet loglevel=4 net.ifnames=0",
+            "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
+            "-device", f"virtio-net-pci,netdev=n0,mac={mac}",
+            "-serial", f"file:{log_path}"]
+    t0 = time.monotonic()
+    with open(log_path + ".stderr", "wb") as err:
+        proc = host.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    guest = Guest(host, fetched, accel, proc, log_path, 0.0, tap)
+    deadline = t0 + boot_timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise TestbedError(f"the {kernel} guest of {host.name} exited while booting "
+                               f"({nsutil.describe_wait_status(proc.returncode)}): {_tail(log_path + '.stderr')} "
+                               f"{_tail(log_path)}")
+        try:
+            if guest_exec(host.netns, host.address, "echo ok", timeout_s=5.0).stdout.strip() == "ok":
+                break
+        except TestbedError:
+            pass
+        if time.monotonic() > deadline:
+            raise TestbedError(f"the {kernel} guest of {host.name} did not answer within {boot_timeout_s:g} s; "
+                               f"console: {_tail(log_path)}")
+        time.sleep(0.2)
+    guest.boot_s = round(time.monotonic() - t0, 2)
+    failed = [line for line in open(log_path, errors="replace") if "tdguest:" in line and "failed" in line]
+    if failed:
+        raise TestbedError(f"the {kernel} guest of {host.name}: {failed[0].strip()}")
+    guest.tcp_applied = guest.read_back()
+    wanted = {k: v for k, v in tcp.model_dump().items() if v is not None and k != "congestion_params"}
+    if "congestion_control" in wanted:
+        wanted["congestion_control"] = guest_congestion_control(wanted["congestion_control"])
+    bad = [f"{k} reads back {guest.tcp_applied.get(k)!r}, set {v!r}" for k, v in wanted.items()
+           if k in guest.tcp_applied and guest.tcp_applied[k] != v]
+    if bad:
+        raise TestbedError(f"guest {host.name}: TCP settings not applied: " + "; ".join(bad))
+    _guests(tb)[host.name] = guest
+    write_guests(tb.state_dir, {name: g.describe() for name, g in _guests(tb).items()})
+    return guest
+
+
+def _guests(tb) -> dict:
+    if not hasattr(tb, "guests"):
+        tb.guests = {}
+    return tb.guests
+
+
+def guests_of(tb) -> dict:
+    """The guests attached to testbed ``tb`` by host name."""
+    return dict(_guests(tb))
+
+
+def write_guests(state_dir: str, guests: dict) -> None:
+    tmp = os.path.join(state_dir, GUESTS_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(guests, f, indent=1)
+    os.rename(tmp, os.path.join(state_dir, GUESTS_FILE))
+
+
+def read_guests(state_dir: str) -> dict:
+    """A run's guests (``describe()`` of each, by host name); empty when it has none."""
+    try:
+        with open(os.path.join(state_dir, GUESTS_FILE)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _which(name: str) -> str:
+    import shutil
+
+    path = shutil.which(name)
+    if path is None:
+        from tcpdelay.errors import EnvironmentNotSupported
+
+        raise EnvironmentNotSupported(f"reference-kernel hosts need {name} (Debian: apt-get install qemu-system-x86)")
+    return path
+
+
+def _tail(path: str, n: int = 400) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return " ".join(f.read()[-n:].split())
+    except OSError:
+        return ""
+
+
+#: The sides ``--host-kernel-side`` takes and the hosts each names.
+KERNEL_SIDES = ("left", "right", "both")
+
+
+def guest_request(kernel: str, side: str = "left", accel: str = "tcg") -> dict:
+    """What ``testbed up --host-kernel`` asks the supervisor for (validated here, plain data)."""
+    rk.get_kernel(kernel)
+    if side not in KERNEL_SIDES:
+        raise ParameterError(f"host-kernel side {side!r} is unknown; allowed: {', '.join(KERNEL_SIDES)}")
+    if accel not in ACCELERATORS:
+        raise ParameterError(f"accelerator {accel!r} is unknown; allowed: {', '.join(ACCELERATORS)}")
+    return {"kernel": kernel, "side": side, "accel": accel}
+
+
+def attach_guests(tb, request: dict) -> dict[str, Guest]:
+    """Guests for every host on ``request['side']`` (``left``, ``right`` or ``both``) of open
+    testbed ``tb`` (see :func:`guest_request`)."""
+    req = guest_request(request["kernel"], request.get("side", "left"), request.get("accel", "tcg"))
+    sides = ("left", "right") if req["side"] == "both" else (req["side"],)
+    return {h.name: attach_guest(tb, h.name, req["kernel"], accel=req["accel"])
+            for h in list(tb.hosts.values()) if h.side in sides}
+
+
+def unavailable_reason(kernel: str = "debian-6.1") -> str | None:
+    """Why a reference-kernel guest cannot run here (one line), or ``None`` when it can: the
+    testbed's needs, QEMU, iperf3, apt/dpkg and a package of ``kernel`` in the apt sources."""
+    import shutil
+
+    reason = nsutil.unavailable_reason()
+    if reason:
+        return reason
+    missing = [t for t in ("qemu-system-x86_64", "iperf3", "apt-get", "apt-cache", "dpkg-deb", "ldd")
+               if shutil.which(t) is None]
+    if missing:
+        return f"reference-kernel guests need {', '.join(missing)} (Debian: apt-get install qemu-system-x86 iperf3)"
+    try:
+        rk.package_name(rk.get_kernel(kernel))
+    except Exception as err:  # noqa: BLE001 - any failure is the reason, in one line
+        return f"kernel {kernel} cannot be had: {err}"
+    return None

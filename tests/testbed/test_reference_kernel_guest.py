@@ -1,0 +1,143 @@
+"""Reference-kernel hosts: a QEMU guest booting Debian's Linux 6.1 as a testbed host's endpoint.
+
+The guest replaces the left host's endpoint behind its TUN device, so its traffic crosses the real
+emulator; `tcpdelay testbed exec` reaches it and the namespace host alike."""
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tcpdelay.errors import ParameterError
+from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec
+from tcpdelay.testbed.guest import attach_guest, guest_congestion_control, guest_request, unavailable_reason
+from tcpdelay.testbed.netns import list_netns, process_alive
+from tcpdelay.testbed.reference_kernel import CpioWriter, get_kernel
+from tcpdelay.testbed.spec import NEWRENO_2008
+
+TCPDELAY = [sys.executable, "-m", "tcpdelay"]
+RATE_BPS = 10e6
+
+_REASON = unavailable_reason()
+
+
+def needs_guest(test):
+    """A test that boots a guest: testbed and slow; skipped (one line) only where QEMU or the
+    kernel package cannot be had."""
+    for mark in (pytest.mark.testbed, pytest.mark.slow, pytest.mark.skipif(_REASON is not None, reason=str(_REASON))):
+        test = mark(test)
+    return test
+
+
+def test_guest_names_the_kernels_congestion_controls():
+    assert guest_congestion_control("westwood+") == "westwood"   # tcp_westwood.c is Westwood+
+    assert guest_congestion_control("vegas") == "vegas"
+    assert guest_congestion_control("highspeed") == "highspeed"  # a kernel name tcpdelay lacks
+    with pytest.raises(ParameterError, match="only as tcpdelay's BPF port"):
+        guest_congestion_control("westwood")                     # the 2001 Westwood: no module
+
+
+def test_guest_request_refuses_bad_input():
+    with pytest.raises(ParameterError, match="allowed: debian-6.1"):
+        get_kernel("debian-9")
+    with pytest.raises(ParameterError, match="allowed: left, right, both"):
+        guest_request("debian-6.1", "middle")
+    with pytest.raises(ParameterError, match="allowed: tcg, kvm"):
+        guest_request("debian-6.1", "left", "xen")
+
+
+def test_cpio_archive_is_newc_with_a_trailer():
+    c = CpioWriter()
+    c.file("etc/a.conf", b"x=1\n")
+    data = c.bytes()
+    assert data.startswith(b"070701") and len(data) % 512 == 0
+    assert data.count(b"070701") == 3   # etc, etc/a.conf, the trailer
+    assert b"etc/a.conf\x00" in data and b"TRAILER!!!\x00" in data and b"x=1\n" in data
+
+
+@pytest.fixture(scope="module")
+def guest_bed():
+    spec = TestbedSpec.dumbbell(link=LinkSpec.symmetric(delay_s=0.01, rate_bps=RATE_BPS))
+    with Testbed(spec) as tb:
+        guest = attach_guest(tb, "left0", tcp=NEWRENO_2008)
+        yield tb, guest
+
+
+def _exec(tb, host, *cmd):
+    proc = subprocess.run([*TCPDELAY, "testbed", "exec", "--run", tb.run_id, "--json", host, "--", *cmd],
+                          capture_output=True, text=True, timeout=300)
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.startswith("{") else proc.stderr
+
+
+@needs_guest
+def test_exec_on_the_guest_shows_its_kernel_and_settings(guest_bed):
+    tb, guest = guest_bed
+    rc, out = _exec(tb, "left0", "cat", "/proc/sys/net/ipv4/tcp_available_congestion_control")
+    assert rc == 0 and out["kind"] == "guest", out
+    assert {"vegas", "westwood", "reno"} <= set(out["stdout"].split())
+    rc, out = _exec(tb, "left0", "cat", "/proc/sys/net/ipv4/tcp_recovery")
+    assert (rc, out["stdout"].strip()) == (0, "0")
+    rc, out = _exec(tb, "left0", "uname", "-r")
+    assert out["stdout"].startswith("6.1.")
+    assert guest.tcp_applied["rack_in_effect"] is False and guest.tcp_applied["initcwnd_segments"] == 3
+    assert guest.tcp_applied["congestion_control"] == "reno"
+    rc, out = _exec(tb, "left0", "ls", "/no-such-file")
+    assert rc == 1 and out["returncode"] == 1 and "No such file" in out["stderr"]
+
+
+@needs_guest
+def test_exec_on_a_namespace_host_and_bad_host(guest_bed):
+    tb, _ = guest_bed
+    rc, out = _exec(tb, "right0", "cat", "/proc/sys/net/ipv4/ip_forward")
+    assert rc == 0 and out["kind"] == "netns" and out["stdout"].strip() in ("0", "1")
+    proc = subprocess.run([*TCPDELAY, "testbed", "exec", "--run", tb.run_id, "nohost", "--", "true"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "nohost" in proc.stderr
+
+
+@needs_guest
+def test_iperf3_from_the_guest_crosses_the_emulator(guest_bed):
+    tb, guest = guest_bed
+    server = tb.hosts["right0"]
+    srv = server.popen(["iperf3", "-s", "-1", "-p", "5299"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    before = tb.link_counters()["a_to_b"]["packets_in"]
+    res = guest.exec(f"iperf3 -c {server.address} -p 5299 -t 4 -C westwood -J", timeout_s=240)
+    srv.wait(30)
+    report = json.loads(res.stdout)
+    received = report["end"]["sum_received"]
+    assert report["end"]["sender_tcp_congestion"] == "westwood"
+    assert received["bytes"] > 100_000
+    # Through the emulator: its packets carry the transfer and its rate bounds the goodput.
+    assert tb.link_counters()["a_to_b"]["packets_in"] - before >= received["bytes"] / 1500
+    assert received["bits_per_second"] <= RATE_BPS
+
+
+ORPHAN = textwrap.dedent("""
+    import json, time
+    from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec
+    from tcpdelay.testbed.guest import attach_guest
+    with Testbed(TestbedSpec.dumbbell(link=LinkSpec.symmetric(delay_s=0.01))) as tb:
+        g = attach_guest(tb, "right0")
+        print(json.dumps({"run_id": tb.run_id, "qemu": g.proc.pid}), flush=True)
+        time.sleep(600)
+""")
+
+
+@needs_guest
+def test_guest_dies_with_its_owner_and_clean_removes_the_run():
+    proc = subprocess.Popen([sys.executable, "-c", ORPHAN], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line, f"orchestrator died (exit {proc.wait()})"
+    run = json.loads(line)
+    assert process_alive(run["qemu"])
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    from tcpdelay.testbed import runs
+
+    runs.clean(run_ids=[run["run_id"]])
+    assert not process_alive(run["qemu"])
+    assert not [n for n in list_netns() if n.startswith(f"td-{run['run_id']}-")]
+
