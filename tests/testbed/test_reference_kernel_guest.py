@@ -15,6 +15,7 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec
 from tcpdelay.testbed.guest import attach_guest, guest_congestion_control, guest_request, unavailable_reason
 from tcpdelay.testbed.netns import list_netns, process_alive
+from tcpdelay.testbed.netns import unavailable_reason as netns_unavailable
 from tcpdelay.testbed.reference_kernel import CpioWriter, get_kernel
 from tcpdelay.testbed.spec import NEWRENO_2008
 
@@ -47,6 +48,13 @@ def test_guest_request_refuses_bad_input():
         guest_request("debian-6.1", "middle")
     with pytest.raises(ParameterError, match="allowed: tcg, kvm"):
         guest_request("debian-6.1", "left", "xen")
+
+
+@pytest.mark.testbed
+@pytest.mark.skipif(netns_unavailable() is not None, reason=str(netns_unavailable()))
+def test_testbed_up_refuses_an_unknown_host_kernel_in_one_line():
+    proc = subprocess.run([*TCPDELAY, "testbed", "up", "--host-kernel", "debian-9"], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "allowed: debian-6.1" in proc.stderr
 
 
 def test_cpio_archive_is_newc_with_a_trailer():
