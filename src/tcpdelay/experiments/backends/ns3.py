@@ -152,6 +152,10 @@ def unsupported(plan: RunPlan) -> list[Unsupported]:
         for key in ("a_to_b", "b_to_a"):
             if link.get(key, {}).get("pcap_file"):
                 out.append(Unsupported(f"{which}{key}.pcap_file: no packet capture in the simulation", where))
+            aqm = link.get(key, {}).get("aqm") or {}
+            if aqm.get("discipline", "drop_tail") != "drop_tail":
+                out.append(Unsupported(f"{which}{key}.aqm: {aqm['discipline']} is not mapped onto ns-3's queue "
+                                       "discipline yet; run it on the testbed", where))
     if plan.streams:
         out.append(Unsupported("pulled streams (http_video: nginx and a player) run on the testbed only"))
     for m in plan.media:
