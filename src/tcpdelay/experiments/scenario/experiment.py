@@ -11,6 +11,7 @@ from tcpdelay.experiments.scenario.base import StrictTable
 from tcpdelay.experiments.scenario.cross import Cross
 from tcpdelay.experiments.scenario.flows import Flow
 from tcpdelay.experiments.scenario.path import Access, Path
+from tcpdelay.experiments.scenario.quic import Quic
 from tcpdelay.experiments.scenario.streams import Stream
 from tcpdelay.experiments.scenario.tcp import MSS_OVERHEAD_BYTES, TRANSFERS_ONLY_TCP_KEYS
 
@@ -134,4 +135,8 @@ class Scenario(StrictTable):
         for key in ("sweep", "streams"):      # empty: left out, so older scenarios keep their cell ids
             if not data.get(key):
                 data.pop(key, None)
+        default_quic = Quic().model_dump(mode="json", exclude_none=True)
+        for flow in data.get("flows") or []:  # the default quic table too (added after many sweeps ran)
+            if flow.get("quic") == default_quic:
+                flow.pop("quic")
         return data
