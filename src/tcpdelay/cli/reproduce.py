@@ -58,9 +58,11 @@ def _scenario(sweep: Sweep):
 
 
 def plan(sweep: Sweep, out: Path) -> dict:
-    """The runs of ``sweep`` in ``out/<result>``: how many, how many complete, and the estimated
+    """The runs of ``sweep`` in ``out/<result>``: how many, how many complete, how many of those
+    to do failed when last tried (``failed.json``; a rerun tries them again), and the estimated
     wall time of those to do (one at a time, as the pages ran them)."""
     from tcpdelay.experiments.sweep import estimate_unit_s, expand, parse_shard, shard_units, units
+    from tcpdelay.results.markers import is_failed
 
     scenario = _scenario(sweep)
     shard = parse_shard(sweep.shard) if sweep.shard else None
@@ -71,6 +73,7 @@ def plan(sweep: Sweep, out: Path) -> dict:
             "scenario": f"experiments/{sweep.scenario}" if sweep.scenario else None,
             "validate": sweep.validate, "shard": sweep.shard, "backend": sweep.backend, "size": sweep.size,
             "out_dir": str(out / sweep.result), "runs": len(every), "complete": len(every) - len(todo),
+            "failed": sum(1 for u in todo if is_failed(u.run_dir)),
             "estimate_s": round(sum(per_cell[u.cell.id] for u in todo), 1),
             "all_runs_s": round(sum(per_cell[u.cell.id] for u in every), 1)}
 

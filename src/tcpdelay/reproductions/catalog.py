@@ -254,6 +254,8 @@ def _mpeg4_sweeps() -> tuple[Sweep, ...]:
                     Sweep("4.1", f"{base}-reduced", "testbed", "reduced", f"{base}-reduced.toml"),
                     Sweep("4.1", f"{base}-reduced-ns3", "ns3", "reduced", f"{base}-reduced.toml")]
     out += [Sweep("4.2", f"mpeg4-4.2-{t}-ns3", "ns3", "full", f"mpeg4-4.2-{t}.toml") for t in ("wired", "wireless")]
+    out += [Sweep("4.2", f"mpeg4-4.2-{t}-reduced", "testbed", "reduced", f"mpeg4-4.2-{t}-reduced.toml")
+            for t in ("wired", "wireless")]
     out += [Sweep("4.2", "mpeg4-4.2-westwood-reduced", "testbed", "reduced", "mpeg4-4.2-westwood-reduced.toml")]
     for sec in ("4.3", "4.4"):
         out += [Sweep(sec, f"mpeg4-{sec}-ns3", "ns3", "full", f"mpeg4-{sec}.toml"),

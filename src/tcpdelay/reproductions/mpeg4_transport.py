@@ -299,6 +299,27 @@ def table_grid(rows: list[dict], key: str, key_label: str, protos: tuple[str, ..
                      + _grid(rows, key, protos, fields))
 
 
+def table_4_2_testbed(results: Path, topology: str) -> str:
+    """§4.2 on the testbed at 1-80 flows (30-s runs, Reno and UDP) beside ns-3's full-size runs of
+    the same cells (60 s), with how late the emulator wrote packets (the worst link's p99)."""
+    testbed = _load(results, f"mpeg4-4.2-{topology}-reduced")
+    ns3 = _load(results, f"mpeg4-4.2-{topology}-ns3")
+    out = ["| flows | protocol | testbed goodput | ns-3 goodput | testbed RTPI | ns-3 RTPI | testbed Jain | ns-3 Jain "
+           "| emulator lateness p99 |", "|---|---|---|---|---|---|---|---|---|"]
+    for n in sorted({r["mpeg_flows"] for r in testbed}):
+        for proto in ("reno", "udp"):
+            t = next((r for r in testbed if r["mpeg_flows"] == n and r["protocol"] == proto), None)
+            s = next((r for r in ns3 if r["mpeg_flows"] == n and r["protocol"] == proto), None)
+            if t is None:
+                continue
+            late = t["lateness_p99_us"]
+            out.append(f"| {n} | {proto} | {_mbps(t['system_goodput_bps'])} | {_mbps(s and s['system_goodput_bps'])} "
+                       f"| {_f(t['rtpi_mean'], '{:.3f}')} | {_f(s and s['rtpi_mean'], '{:.3f}')} "
+                       f"| {_f(t['jain_index'], '{:.3f}')} | {_f(s and s['jain_index'], '{:.3f}')} "
+                       f"| {'—' if late is None else f'{late / 1e3:.1f} ms'} |")
+    return "\n".join(out)
+
+
 def page_tables(results: Path) -> dict[str, str]:
     """Every table of docs/experiments/mpeg4-transport.md, by name, from the committed sweeps."""
     t: dict[str, str] = {"table-1": queue_table(results, 20), "table-2": queue_table(results, 40)}
@@ -307,6 +328,7 @@ def page_tables(results: Path) -> dict[str, str]:
         rows = _load(results, f"mpeg4-4.2-{topo}-ns3")
         t[f"4.2-{topo}"] = table_grid(rows, "per", "PER", ("reno", "vegas", "westwood+", "udp"),
                                       ("system_goodput_bps", "rtpi_mean", "jain_index"))
+        t[f"4.2-{topo}-testbed"] = table_4_2_testbed(results, topo)
     rows = _load(results, "mpeg4-4.2-westwood-reduced")
     if rows:
         t["4.2-westwood-testbed"] = table_grid(rows, "per", "PER", ("westwood", "westwood+"),
