@@ -137,6 +137,20 @@ def test_a_frame_stream_past_its_deadline_is_reset_and_its_unsent_packets_not_de
     assert got2.received_packets == res2.packets
 
 
+def test_a_stream_per_group_of_pictures_opens_one_stream_per_i_frame(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path / "rx"))
+    res = _send(rx, build_source("mpeg4-tes", rate_bps=1e6), "quic-frame-streams", tmp_path / "tx",
+                duration_s=2.0, quic=QuicOptions(streams_per="gop"))
+    (got,) = rx.join()
+    assert res.status == "completed" and got.status == "completed", (res.error, got.errors)
+    sent = read_records(tmp_path / "tx", "sent")
+    i_frames = {f for f, t in zip(sent["frame_id"].to_pylist(), sent["frame_type"].to_pylist()) if t == "I"}
+    frames = set(sent["frame_id"].to_pylist())
+    assert 1 < len(i_frames) < len(frames)
+    assert res.quic["streams_opened"] == got.quic["streams"] == got.quic["streams_finished"] == len(i_frames)
+    assert got.received_packets == res.packets == sent.num_rows
+
+
 def test_the_certificate_is_made_per_run_pinned_and_removed(tmp_path):
     rx = Receiver(out_dir=str(tmp_path / "rx"), runs=2)
     a = _send(rx, build_source("voip"), "quic-datagram", tmp_path / "tx1", duration_s=0.3)
