@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 import secrets
+import select
 import selectors
 import socket
 import time
@@ -126,7 +127,6 @@ class QuicLink:
                 raise SenderError(f"no QUIC handshake with {self.peer[0]}:{self.peer[1]} in time")
             t = self.timer_ns()
             wait = left if t is None else min(left, max(0.0, (t - clock.now_ns()) / 1e9))
-            import select
             if select.select([self.sock], [], [], wait)[0]:
                 self.read()
             self.run_timer()
