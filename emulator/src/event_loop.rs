@@ -343,7 +343,7 @@ impl Emulator {
             return;
         }
         let buf = &self.pool.buf(slot)[..size as usize];
-        let q = Queued { slot, id, size, enqueued_ns: now, flow_hash: packet::flow_hash(buf, seed), ect: packet::is_ect(buf) };
+        let q = Queued { slot, id, size, enqueued_ns: now, flow_hash: packet::flow_hash(buf, seed), ect: packet::is_ect(buf), mark_ce: false };
         let given_up = dir.link.enqueue(now, q);
         let (qp, qb) = dir.link.queue_len();
         if !given_up.iter().any(|(v, _)| v.id == id) {

@@ -142,7 +142,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn pkt(id: u64, t: u64, ect: bool) -> Queued {
-        Queued { slot: id as u32, id, size: 1500, enqueued_ns: t, flow_hash: 0, ect }
+        Queued { slot: id as u32, id, size: 1500, enqueued_ns: t, flow_hash: 0, ect, mark_ce: false }
     }
 
     /// A standing queue: 600 packets queued at 0, one dequeued per ms (12 Mb/s). The sojourn

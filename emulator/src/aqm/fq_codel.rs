@@ -198,7 +198,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn pkt(id: u64, flow: u64, size: u32, t: u64) -> Queued {
-        Queued { slot: id as u32, id, size, enqueued_ns: t, flow_hash: flow, ect: false }
+        Queued { slot: id as u32, id, size, enqueued_ns: t, flow_hash: flow, ect: false, mark_ce: false }
     }
 
     /// A bulk flow (flow 1) has 100 packets of 1500 B queued; a sparse flow (flow 2) sends one

@@ -65,6 +65,8 @@ pub struct Queued {
     pub flow_hash: u64,
     /// ECN field ECT(0), ECT(1) or CE (RFC 3168 §5): markable.
     pub ect: bool,
+    /// Decided at enqueue (PIE) to be marked CE when it leaves.
+    pub mark_ce: bool,
 }
 
 /// Why an AQM queue gave a packet up.

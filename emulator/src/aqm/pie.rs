@@ -153,11 +153,9 @@ impl Pie {
         if over_limit(self.limit, self.fifo.len() as u64 + 1, self.fifo.bytes + p.size as u64) {
             return Some((p, AqmDrop::Overflow));
         }
-        let early = self.drop_early(p.size);
-        p.flow_hash = 0; // PIE uses the field to carry the mark decision to dequeue
-        if early {
+        if self.drop_early(p.size) {
             if self.params.ecn && p.ect && self.state.drop_prob <= MARK_ECN_THRESHOLD {
-                p.flow_hash = 1;
+                p.mark_ce = true;
             } else {
                 return Some((p, AqmDrop::Aqm));
             }
@@ -172,7 +170,7 @@ impl Pie {
         let mut out = Dequeued::default();
         if let Some(p) = self.fifo.pop() {
             self.state.qdelay_ns = now.saturating_sub(p.enqueued_ns);
-            out.mark_ce = p.flow_hash == 1;
+            out.mark_ce = p.mark_ce;
             out.packet = Some(p);
         }
         out
@@ -235,13 +233,42 @@ mod tests {
         assert_eq!(calm.burst_allowance_ns, 150 * MS);
     }
 
+    /// With ECN, an ECT packet PIE would drop is marked while drop_prob <= 0.1 (RFC 8033
+    /// §5.1) and dropped above it; a not-ECT packet is dropped either way.
+    #[test]
+    fn ecn_marks_below_the_threshold_and_drops_above_it() {
+        for (prob, ect, want_marks, want_drops) in [(0.1, true, true, false), (0.5, true, false, true), (0.1, false, false, true)] {
+            let mut q = Pie::new(PieParams { ecn: true, ..PieParams::default() }, QueueLimit::Unlimited, 1500, Rng::new(1, 9));
+            for i in 0..3 {
+                q.fifo.push(Queued { slot: 0, id: i, size: 1500, enqueued_ns: 0, flow_hash: 0, ect, mark_ce: false });
+            }
+            q.state = PieState { drop_prob: prob, qdelay_old_ns: 100 * MS, qdelay_ns: 100 * MS, burst_allowance_ns: 0, next_update_ns: u64::MAX };
+            let (mut marks, mut drops) = (0, 0);
+            for i in 0..1000 {
+                match q.enqueue(MS, Queued { slot: 0, id: 10 + i, size: 1500, enqueued_ns: MS, flow_hash: 0, ect, mark_ce: false }) {
+                    Some((_, AqmDrop::Aqm)) => drops += 1,
+                    Some(other) => panic!("{other:?}"),
+                    None => marks += q.fifo.packets.back().unwrap().mark_ce as u32,
+                }
+            }
+            assert_eq!((marks > 0, drops > 0), (want_marks, want_drops), "p {prob} ect {ect}: {marks} marks, {drops} drops");
+            // marks (or drops) happen at about the probability: 1000 arrivals
+            let n = (marks + drops) as f64;
+            assert!((n - 1000.0 * prob).abs() < 5.0 * (1000.0 * prob * (1.0 - prob)).sqrt(), "{n}");
+        }
+        let mut q = Pie::new(PieParams { ecn: true, ..PieParams::default() }, QueueLimit::Unlimited, 1500, Rng::new(1, 9));
+        let pkt = Queued { slot: 0, id: 0, size: 1500, enqueued_ns: 0, flow_hash: 0, ect: true, mark_ce: true };
+        q.fifo.push(pkt);
+        assert!(q.dequeue(MS).mark_ce);
+    }
+
     /// A queue held at 60 ms (4x the target) by a constant backlog: the probability rises at
     /// every update, and once the burst allowance (150 ms) is spent arrivals are dropped.
     #[test]
     fn probability_rises_under_a_standing_queue_and_arrivals_are_dropped() {
         let mut q = Pie::new(PieParams::default(), QueueLimit::Unlimited, 1500, Rng::new(1, 9));
         let mut id = 0;
-        let pkt = |id: u64, t: u64| Queued { slot: 0, id, size: 1500, enqueued_ns: t, flow_hash: 0, ect: false };
+        let pkt = |id: u64, t: u64| Queued { slot: 0, id, size: 1500, enqueued_ns: t, flow_hash: 0, ect: false, mark_ce: false };
         for _ in 0..60 {
             assert_eq!(q.enqueue(0, pkt(id, 0)), None);
             id += 1;

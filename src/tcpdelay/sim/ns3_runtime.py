@@ -594,7 +594,7 @@ def _counters(channel, job: Job) -> dict:
     out = {"seed": job.seed, "realtime": False}
     for index, key in ((0, "a_to_b"), (1, "b_to_a")):
         d = channel.dir[index]
-        drops = {"loss": int(d.drop_loss), "queue": int(d.drop_queue), "outage": int(d.drop_outage),
+        drops = {"loss": int(d.drop_loss), "queue": int(d.drop_queue), "aqm": 0, "outage": int(d.drop_outage),
                  "memory": 0, "oversize": 0, "write_error": 0}
         drops["total"] = sum(drops.values())
         out[key] = {"packets_in": int(d.packets_in), "bytes_in": int(d.bytes_in), "packets_out": int(d.delivered),
