@@ -22,6 +22,7 @@ One room per part of the file, each importing only the rooms above it in this li
 - ``base``: what every table shares (unknown keys refused, frozen values, time types);
 - ``path``: ``[path]`` and ``[access]``, resolved into the link's own direction settings;
 - ``tcp``: the ``tcp`` table (a preset with overrides, the congestion-control choice);
+- ``quic``: the ``quic`` table of a flow over QUIC (congestion control, stream deadline);
 - ``flows``: ``[[flows]]``, media flows and their delay heuristics;
 - ``cross``: ``[[cross]]``, one class per cross-traffic kind;
 - ``streams``: ``[[streams]]``, pulled streams (video over HTTP);
