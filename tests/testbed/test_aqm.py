@@ -162,3 +162,22 @@ def test_a_scenarios_path_aqm_reaches_the_emulators_file():
     assert 1 in [h.tcp.ecn for h in spec.hosts]
     with pytest.raises(ParameterError, match=r"path\.aqm"):
         parse_scenario({"duration_s": 5, "flows": [{"profile": "voip"}], "path": {"aqm": {"discipline": "red"}}})
+
+
+@pytest.mark.testbed
+def test_a_scenario_run_with_path_aqm_runs_codel_and_reads_ecn_back(tmp_path):
+    from tcpdelay.experiments.run import run_scenario
+    from tcpdelay.experiments.scenario import parse_scenario
+
+    sc = parse_scenario({"name": "aqm", "duration_s": 3,
+                         "path": {"rtt_s": 0.05, "rate_bps": 2e6, "queue_packets": 200,
+                                  "forward": {"aqm": {"discipline": "codel", "ecn": True}}},
+                         "flows": [{"name": "v", "profile": "voip", "transport": "tcp", "tcp": {"ecn": 1}}],
+                         "cross": [{"kind": "bulk", "count": 1}]})
+    run_scenario(sc, 1, tmp_path)
+    counters = json.loads((tmp_path / "run.json").read_text())["run"]["link_counters"]
+    assert counters["a_to_b"]["queue_discipline"] == "codel" and counters["b_to_a"]["queue_discipline"] == "drop_tail"
+    assert counters["a_to_b"]["sojourn_ms"]["count"] > 0
+    env = json.loads((tmp_path / "environment.json").read_text())
+    hosts = env["testbed"]["hosts"]
+    assert 1 in [h["tcp"]["ecn"] for h in hosts.values()], hosts
