@@ -195,6 +195,47 @@ def test_a_quic_sender_refuses_a_receiver_without_a_certificate(tmp_path):
     assert not (tmp_path / "tx" / "sent").exists()
 
 
+def test_a_peer_of_another_quic_version_gets_version_negotiation():
+    """RFC 9000 §6: the first packet of a version the receiver lacks is answered with the
+    versions it speaks, and no connection is made."""
+    import os
+
+    from aioquic.buffer import Buffer
+    from aioquic.quic.packet import QuicPacketType, QuicProtocolVersion, pull_quic_header
+
+    from tcpdelay.transport import clock, control
+
+    stop = threading.Event()
+    ready = threading.Event()
+    box = {}
+    t = threading.Thread(target=lambda: box.update(r=run_receiver(
+        ReceiverConfig(listen_host="127.0.0.1", idle_timeout_s=5), stop=stop,
+        on_ready=lambda a: (box.update(port=a[1]), ready.set()))), daemon=True)
+    t.start()
+    assert ready.wait(10)
+    ctl = socket.create_connection(("127.0.0.1", box["port"]), timeout=5)
+    control.send(ctl, {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
+                       "run_id": "vn", "boot_id": clock.boot_id(),
+                       "params": RunParams(transport="quic-datagram").to_dict()}, pad_to=control.REQUEST_PAD_BYTES)
+    accept, _ = control.recv(ctl, 5.0)
+    assert accept["type"] == "accept" and len(accept["cert_sha256"]) == 64
+    dcid, scid = os.urandom(8), os.urandom(8)
+    initial = (bytes([0xC3]) + (0x1A2A3A4A).to_bytes(4, "big") + bytes([8]) + dcid + bytes([8]) + scid
+               + bytes([0]) + (0x4000 | 1100).to_bytes(2, "big"))
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.settimeout(5)
+    udp.sendto(initial + bytes(1200 - len(initial)), ("127.0.0.1", box["port"]))
+    answer = udp.recv(2048)
+    udp.close()
+    ctl.close()
+    stop.set()
+    t.join(20)
+    h = pull_quic_header(Buffer(data=answer), host_cid_length=8)
+    assert h.packet_type == QuicPacketType.VERSION_NEGOTIATION
+    assert h.destination_cid == scid and h.source_cid == dcid
+    assert QuicProtocolVersion.VERSION_1 in h.supported_versions and 0x1A2A3A4A not in h.supported_versions
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(transport="quic-stream", connections=2), "parallel connections need --transport tcp"),
     (dict(transport="quic-datagram", delivery="in-order"), "in-order needs --transport tcp"),

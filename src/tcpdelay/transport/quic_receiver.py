@@ -6,7 +6,9 @@ is being served, the datagrams on that UDP socket from the sender's address are 
 of this run's connection (one run at a time, as for UDP media): no QUIC connection-id routing
 between runs is needed, and QUIC packets never reach a UDP run nor the reverse. The first
 datagram must be a long-header Initial (RFC 9000 §17.2.2); its destination connection id
-creates the server connection (aioquic's ``QuicConnection``).
+creates the server connection (aioquic's ``QuicConnection``). A first packet of a QUIC version
+aioquic does not speak is answered with Version Negotiation (RFC 9000 §6) and noted
+(``versions_refused``); the peer's handshake then fails with that reason.
 
 Media is read as aioquic hands it over (events of :meth:`QuicMedia.poll`):
 
@@ -46,7 +48,7 @@ class QuicMedia:
         self.terminated: str | None = None
         self.stats = {"cert_sha256": cert.sha256, "handshake_completed": False, "streams": 0,
                       "streams_finished": 0, "streams_reset": 0, "reset_partial_packets": 0,
-                      "datagram_frames": 0, "wire_bytes_out": 0}
+                      "datagram_frames": 0, "wire_bytes_out": 0, "versions_refused": []}
 
     @staticmethod
     def now() -> float:
@@ -57,15 +59,28 @@ class QuicMedia:
         this run (no connection yet and not an Initial)."""
         from aioquic.buffer import Buffer
         from aioquic.quic.connection import QuicConnection
-        from aioquic.quic.packet import QuicPacketType, pull_quic_header
+        from aioquic.quic.packet import QuicPacketType, encode_quic_version_negotiation, pull_quic_header
 
         if self.conn is None:
             try:
                 header = pull_quic_header(Buffer(data=data), host_cid_length=self.config.connection_id_length)
             except ValueError:
                 return False
-            if header.packet_type != QuicPacketType.INITIAL \
-                    or header.version not in self.config.supported_versions:
+            if header.version is not None and header.packet_type != QuicPacketType.VERSION_NEGOTIATION \
+                    and header.version not in self.config.supported_versions:
+                # RFC 9000 §6.1: answer a first packet of a version we lack (at least 1200
+                # bytes, so the answer amplifies nothing) with the versions we speak.
+                if len(data) >= 1200:
+                    try:
+                        self.udp.sendto(encode_quic_version_negotiation(
+                            source_cid=header.destination_cid, destination_cid=header.source_cid,
+                            supported_versions=self.config.supported_versions), addr)
+                    except OSError:
+                        pass
+                if header.version not in self.stats["versions_refused"]:
+                    self.stats["versions_refused"].append(header.version)
+                return False
+            if header.packet_type != QuicPacketType.INITIAL:
                 return False
             self.conn = QuicConnection(configuration=self.config,
                                        original_destination_connection_id=header.destination_cid)
