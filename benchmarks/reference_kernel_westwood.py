@@ -15,8 +15,11 @@ smoothed RTT side by side. The guest's CPU is emulated (TCG) and niced; the reno
 kernel algorithm on both) is the control for what that costs. Figures: docs/testbed.md,
 "Reference-kernel hosts".
 
+``--variant vegas`` runs the same against Vegas (BPF ``tdvegas`` / module ``tcp_vegas``), and
+``--loss 0`` on the clean path.
+
 Run as root: .venv/bin/python benchmarks/reference_kernel_westwood.py [--duration-s 40]
-[--seeds 1 2] [--json]
+[--seeds 1 2] [--variant westwood+|vegas] [--loss P] [--json]
 """
 
 from __future__ import annotations
@@ -53,10 +56,15 @@ def _server(tb: Testbed) -> subprocess.Popen:
                                     stderr=subprocess.DEVNULL)
 
 
-def host_runs(spec: TestbedSpec, duration_s: float) -> dict[str, dict]:
+#: Each variant's kernel module name (what the guest runs).
+MODULES = {"westwood+": "westwood", "vegas": "vegas"}
+
+
+def host_runs(spec: TestbedSpec, duration_s: float, variant: str) -> dict[str, dict]:
     out = {}
     with Testbed(spec) as tb:
-        for label, cc in (("westwood+ (BPF tdwestwoodp, 6.18)", tb.kernel_name("westwood+")), ("reno (6.18)", "reno")):
+        port = tb.kernel_name(variant)
+        for label, cc in ((f"{variant} (BPF {port}, 6.18)", port), ("reno (6.18)", "reno")):
             srv = _server(tb)
             res = tb.hosts["left0"].run(["iperf3", "-c", tb.hosts["right0"].address, "-p", str(PORT), "-t",
                                          str(duration_s), "-C", cc, "-J"], timeout_s=duration_s + 60)
@@ -65,11 +73,12 @@ def host_runs(spec: TestbedSpec, duration_s: float) -> dict[str, dict]:
     return out
 
 
-def guest_runs(spec: TestbedSpec, duration_s: float) -> tuple[dict[str, dict], dict]:
+def guest_runs(spec: TestbedSpec, duration_s: float, variant: str) -> tuple[dict[str, dict], dict]:
     out = {}
     with Testbed(spec) as tb:
         guest = attach_guest(tb, "left0")
-        for label, cc in (("westwood (module, 6.1 guest)", "westwood"), ("reno (6.1 guest)", "reno")):
+        module = MODULES[variant]
+        for label, cc in ((f"{module} (module, 6.1 guest)", module), ("reno (6.1 guest)", "reno")):
             srv = _server(tb)
             res = guest.exec(f"iperf3 -c {tb.hosts['right0'].address} -p {PORT} -t {duration_s:g} -C {cc} -J",
                              timeout_s=duration_s + 120)
@@ -84,15 +93,16 @@ def main() -> None:
     ap.add_argument("--duration-s", type=float, default=40.0)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--loss", type=float, default=0.005)
+    ap.add_argument("--variant", choices=sorted(MODULES), default="westwood+")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     results: dict[str, list] = {}
     guests = []
     for seed in a.seeds:
-        spec = TestbedSpec(link=link(a.loss, 10e6, 0.05, 200), seed=seed, congestion_controls=("westwood+",))
-        for label, s in host_runs(spec, a.duration_s).items():
+        spec = TestbedSpec(link=link(a.loss, 10e6, 0.05, 200), seed=seed, congestion_controls=(a.variant,))
+        for label, s in host_runs(spec, a.duration_s, a.variant).items():
             results.setdefault(label, []).append({"seed": seed, **s})
-        g, info = guest_runs(spec.model_copy(update={"congestion_controls": ()}), a.duration_s)
+        g, info = guest_runs(spec.model_copy(update={"congestion_controls": ()}), a.duration_s, a.variant)
         guests.append({"seed": seed, **info})
         for label, s in g.items():
             results.setdefault(label, []).append({"seed": seed, **s})

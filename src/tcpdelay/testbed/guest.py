@@ -25,11 +25,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
 
-from tcpdelay.errors import ParameterError, TestbedError
+from tcpdelay.errors import EnvironmentNotSupported, ParameterError, TestbedError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import reference_kernel as rk
 from tcpdelay.testbed.spec import TcpSettings
@@ -273,6 +274,8 @@ def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSett
 
 
 def _guests(tb) -> dict:
+    """The guests of ``tb``, kept on it as ``tb.guests`` (the testbed itself knows nothing of them:
+    each guest's QEMU is one of its processes)."""
     if not hasattr(tb, "guests"):
         tb.guests = {}
     return tb.guests
@@ -300,12 +303,8 @@ def read_guests(state_dir: str) -> dict:
 
 
 def _which(name: str) -> str:
-    import shutil
-
     path = shutil.which(name)
     if path is None:
-        from tcpdelay.errors import EnvironmentNotSupported
-
         raise EnvironmentNotSupported(f"reference-kernel hosts need {name} (Debian: apt-get install qemu-system-x86)")
     return path
 
@@ -344,8 +343,6 @@ def attach_guests(tb, request: dict) -> dict[str, Guest]:
 def unavailable_reason(kernel: str = "debian-6.1") -> str | None:
     """Why a reference-kernel guest cannot run here (one line), or ``None`` when it can: the
     testbed's needs, QEMU, iperf3, apt/dpkg and a package of ``kernel`` in the apt sources."""
-    import shutil
-
     reason = nsutil.unavailable_reason()
     if reason:
         return reason
