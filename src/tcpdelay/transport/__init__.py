@@ -5,7 +5,8 @@
 - :mod:`.sockopts` — per-connection TCP knobs (TCP_NODELAY, TCP_CONGESTION, ...)
 - :mod:`.tcp_state` — TCP_INFO and SIOCOUTQNSD
 - :mod:`.scheduler` — blind and intelligent parallel-connection schedulers
-- :mod:`.sender` / :mod:`.receiver` — :func:`run_sender` / :func:`run_receiver`
+- :mod:`.send` — :func:`run_sender`, by transport: :mod:`.sender` (TCP, UDP) or :mod:`.quic_sender`
+- :mod:`.receiver` — :func:`run_receiver`
 - :mod:`.clock` — the one clock of a run (CLOCK_MONOTONIC)
 
 See docs/transport.md.
@@ -14,7 +15,8 @@ See docs/transport.md.
 from tcpdelay.transport.config import ReceiverConfig, RunParams, SenderConfig, parse_host_port
 from tcpdelay.transport.framing import FrameParser, FramingError
 from tcpdelay.transport.receiver import ReceiverResult, run_receiver
-from tcpdelay.transport.sender import SenderError, SenderResult, run_sender
+from tcpdelay.transport.send import run_sender
+from tcpdelay.transport.sender import SenderError, SenderResult
 from tcpdelay.transport.sockopts import TcpOptions
 
 __all__ = [

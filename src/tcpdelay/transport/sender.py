@@ -188,17 +188,15 @@ def _check_out_dir(run_dir: Path) -> None:
                              "choose a new directory")
 
 
-def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = None,
-               on_progress: Callable[[dict], None] | None = None) -> SenderResult:
-    """Send ``source`` (a :class:`tcpdelay.traffic.Source`) for ``config.run.duration_s``.
+def run_socket_sender(config: SenderConfig, source, *, stop: threading.Event | None = None,
+                      on_progress: Callable[[dict], None] | None = None) -> SenderResult:
+    """:func:`tcpdelay.transport.run_sender` for TCP and UDP: send ``source`` (a
+    :class:`tcpdelay.traffic.Source`) for ``config.run.duration_s``.
 
     Raises :class:`SenderError` (or ParameterError) if the run cannot start; once it has
     started, every ending is reported in the result's ``status`` and the records are kept.
     ``stop`` (a threading.Event) ends the run early, as does KeyboardInterrupt.
     """
-    if config.run.transport.startswith("quic-"):
-        from tcpdelay.transport.quic_sender import run_quic_sender
-        return run_quic_sender(config, source, stop=stop, on_progress=on_progress)
     timing.drop_timer_slack()  # pacing: sleeps end on time (tcpdelay.timing)
     cfg = config
     rp = cfg.run
