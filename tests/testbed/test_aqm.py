@@ -80,6 +80,66 @@ def bulk(aqm, tcp_ecn: int) -> tuple[dict, dict]:
     return counters, tcp
 
 
+def probe_receive(port: int, seconds: float) -> list[float]:
+    """One-way delays (s) of the probes arriving within ``seconds`` (the namespaces share
+    CLOCK_MONOTONIC, so the sender's timestamp is comparable)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", port))
+    s.settimeout(0.5)
+    out, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            data = s.recv(64)
+        except TimeoutError:
+            continue
+        out.append((time.monotonic_ns() - struct.unpack("Q", data[:8])[0]) / 1e9)
+    return out
+
+
+def probe_send(address: str, port: int, seconds: float, every_s: float = 0.02) -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    n, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        s.sendto(struct.pack("Q", time.monotonic_ns()) + b"p" * 92, (address, port))
+        n += 1
+        time.sleep(every_s)
+    return n
+
+
+def sparse_beside_bulk(aqm) -> list[float]:
+    """One-way delays of a sparse UDP flow (100-B datagrams every 20 ms) sharing the bottleneck
+    with a bulk Reno flow, over the last 4 s of 6 (after slow start)."""
+    forward = DirectionSpec(rate_bps=RATE_BPS, queue_packets=QUEUE_PACKETS, delay_s=DELAY_S, aqm=aqm)
+    spec = TestbedSpec.dumbbell(link=LinkSpec(a_to_b=forward, b_to_a=DirectionSpec(delay_s=DELAY_S)))
+    with Testbed(spec) as tb:
+        left, right = tb.hosts["left0"], tb.hosts["right0"]
+        rx = right.spawn(receive, 5001)
+        bulk_tx = left.spawn(send, right.address, 5001, SEND_S)
+        time.sleep(SEND_S - 4.0)
+        probes = right.spawn(probe_receive, 6000, 4.2)
+        time.sleep(0.1)
+        assert left.call(probe_send, right.address, 6000, 4.0, timeout_s=30) > 100
+        delays = probes.result(30)
+        bulk_tx.result(60)
+        rx.result(60)
+    return delays
+
+
+@pytest.mark.testbed
+def test_fq_codel_isolates_a_sparse_flow_from_a_bulk_flow():
+    """RFC 8290 §1.3/§4.2: a sparse flow's packets go ahead of the bulk flow's backlog, so they
+    see (nearly) only the propagation delay, where CoDel's one FIFO makes them wait its standing
+    queue (about its target) and drop-tail its full buffer."""
+    import numpy as np
+
+    fq = np.median(sparse_beside_bulk(FqCoDel()))
+    codel = np.median(sparse_beside_bulk(CoDel()))
+    tail = np.median(sparse_beside_bulk(None))
+    print("sparse flow's median one-way delay: fq_codel", fq, "codel", codel, "drop-tail", tail)
+    assert fq < codel < tail
+    assert fq - DELAY_S < (codel - DELAY_S) / 2
+
+
 @pytest.mark.testbed
 def test_codel_keeps_the_queue_short_and_ecn_marks_instead_of_dropping():
     tail, tail_tcp = bulk(None, 0)
