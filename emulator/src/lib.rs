@@ -4,7 +4,8 @@
 //! Modules, one concern each: `config` (flags and files, validation), `schema`
 //! (the link's keys and limits, shared with Python's `tcpdelay.link`), `netns`
 //! and `tun` (attaching to the devices), `link` (a direction's pipeline) built
-//! from `outage`, `loss`, `queue`, `rate`, `trace` and `delay`; `pool` (packet
+//! from `outage`, `loss`, `queue` (drop-tail) or `aqm` (CoDel, FQ-CoDel, PIE, ECN marking),
+//! `rate`, `trace` and `delay`; `pool` (packet
 //! buffers), `pcap`, `events`, `counters` (observability), `sys` (Linux calls), `writer` (files written off the loop),
 //! `wait` (sleep or spin), `event_loop`.
 
