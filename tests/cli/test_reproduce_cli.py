@@ -88,12 +88,12 @@ def test_dry_run_of_the_committed_results_has_nothing_to_do():
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["dry_run"] and len(doc["sweeps"]) == sum(w.page for w in REPRODUCTIONS["mpeg4-transport"].sweeps)
+    left = {Path(p["out_dir"]).name: p["runs"] - p["complete"] for p in doc["sweeps"]}
+    # every run measured but one: papers/004 §4.2's wired UDP at 80 flows, more than this
+    # machine carries (it failed in three tries; docs/experiments/mpeg4-transport.md)
+    assert {k: v for k, v in left.items() if v} == {"mpeg4-4.2-wired-reduced": 1}
     for p in doc["sweeps"]:
-        # every run measured, or tried and failed (committed with its failed.json: papers/004
-        # §4.2's wired UDP at 80 flows is more than this machine carries; a rerun tries it again)
-        assert p["runs"] > 0 and p["complete"] + p["failed"] == p["runs"], p
-        assert (p["estimate_s"] == 0) == (p["failed"] == 0), p
-    assert sum(p["failed"] for p in doc["sweeps"]) == 1
+        assert p["runs"] > 0 and p["failed"] == 0 and (p["estimate_s"] == 0) == (p["complete"] == p["runs"]), p
     assert {p["backend"] for p in doc["sweeps"]} == {"ns3", "testbed"}
 
 
