@@ -25,6 +25,7 @@ pub mod pool;
 pub mod queue;
 pub mod rate;
 pub mod rng;
+pub mod sojourn;
 pub mod sys;
 pub mod trace;
 pub mod tun;

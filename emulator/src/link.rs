@@ -17,7 +17,7 @@
 //! packet to transmit (with its due time) and the packets the AQM dropped.
 
 use crate::aqm::{Aqm, AqmDrop, Dequeued, Queued};
-use crate::counters::SojournHistogram;
+use crate::sojourn::SojournHistogram;
 use crate::delay::DelaySampler;
 use crate::loss::LossProcess;
 use crate::outage::OutageSchedule;
