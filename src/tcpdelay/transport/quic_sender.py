@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import math
 import re
-import secrets
 import select
 import selectors
 import socket
 import time
-from pathlib import Path
 
 from tcpdelay import timing
 from tcpdelay.records import RecordWriter
@@ -41,8 +39,8 @@ from tcpdelay.transport.quic_config import DEADLINE_ERROR_CODE, client_configura
 from tcpdelay.transport.quic_state import QuicStateSampler, instrument
 from tcpdelay.transport.quic_tls import fingerprint
 from tcpdelay.transport.runmeta import update_run_metadata
-from tcpdelay.transport.sender import (SenderError, SenderResult, _check_out_dir, _connect_control,
-                                       _LoopSettings, _SendRun)
+from tcpdelay.transport.sender import (SenderError, SenderResult, _connect_control, _LoopSettings,
+                                       _offer_run, _prepare_run, _SendRun)
 from tcpdelay.transport.sockopts import apply_buffers
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -145,16 +143,7 @@ def run_quic_sender(config, source, *, stop=None, on_progress=None) -> SenderRes
     """:func:`tcpdelay.transport.run_sender` for the QUIC transports (same contract)."""
     timing.drop_timer_slack()
     cfg = config
-    rp = cfg.run
-    if not rp.source:
-        rp = type(rp)(**{**rp.to_dict(), "source": str(getattr(source, "name", ""))[:64]})
-    size = getattr(source, "packet_bytes", None)
-    if isinstance(size, int) and framing.MIN_MEDIA_RTP_BYTES <= size < rp.max_packet_bytes:
-        rp = type(rp)(**{**rp.to_dict(), "max_packet_bytes": size})
-    run_id = cfg.run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
-    run_dir = Path(cfg.out_dir) if cfg.out_dir else None
-    if run_dir is not None:
-        _check_out_dir(run_dir)
+    rp, run_id, run_dir = _prepare_run(cfg, source)
     interval_s = float(getattr(source, "nominal_interval_s", 0.02))
     deadline = time.monotonic() + cfg.connect_timeout_s
 
@@ -168,16 +157,7 @@ def run_quic_sender(config, source, *, stop=None, on_progress=None) -> SenderRes
                           connections=1, scheduler=cfg.scheduler, split=rp.split,
                           source=rp.source, duration_s=rp.duration_s)
     try:
-        hello = {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
-                 "run_id": run_id, "boot_id": clock.boot_id(), "params": rp.to_dict()}
-        control.send(ctl, hello, pad_to=control.REQUEST_PAD_BYTES)
-        try:
-            reply, _ = control.recv(ctl, max(0.1, deadline - time.monotonic()) + 5.0)
-        except control.ControlError as err:
-            raise SenderError(f"the receiver at {cfg.to_host}:{cfg.to_port} did not accept the run: "
-                              f"{err}") from None
-        if reply.get("type") != "accept":
-            raise SenderError(f"receiver refused the run: {reply.get('reason', 'no reason given')}")
+        reply = _offer_run(ctl, cfg, rp, run_id, deadline)
         if not isinstance(reply.get("token"), str):
             raise SenderError("receiver's accept carries no valid token")
         cert_sha256 = reply.get("cert_sha256")

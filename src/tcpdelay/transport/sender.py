@@ -188,6 +188,38 @@ def _check_out_dir(run_dir: Path) -> None:
                              "choose a new directory")
 
 
+def _prepare_run(cfg: SenderConfig, source) -> tuple[RunParams, str, Path | None]:
+    """The run's parameters as the hello sends them (the source's name; a constant-size source's
+    packet size as the receiver's bound), its id and its checked output directory."""
+    rp = cfg.run
+    if not rp.source:
+        rp = type(rp)(**{**rp.to_dict(), "source": str(getattr(source, "name", ""))[:64]})
+    size = getattr(source, "packet_bytes", None)     # a constant-size source: the receiver's bound
+    if isinstance(size, int) and framing.MIN_MEDIA_RTP_BYTES <= size < rp.max_packet_bytes:
+        rp = type(rp)(**{**rp.to_dict(), "max_packet_bytes": size})
+    run_id = cfg.run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+    run_dir = Path(cfg.out_dir) if cfg.out_dir else None
+    if run_dir is not None:
+        _check_out_dir(run_dir)
+    return rp, run_id, run_dir
+
+
+def _offer_run(ctl: socket.socket, cfg: SenderConfig, rp: RunParams, run_id: str, deadline: float) -> dict:
+    """Send the run's hello on the control connection and return the receiver's accept; a
+    refusal or no answer is a :class:`SenderError`."""
+    hello = {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
+             "run_id": run_id, "boot_id": clock.boot_id(), "params": rp.to_dict()}
+    control.send(ctl, hello, pad_to=control.REQUEST_PAD_BYTES)
+    try:
+        reply, _ = control.recv(ctl, max(0.1, deadline - time.monotonic()) + 5.0)
+    except control.ControlError as err:
+        raise SenderError(f"the receiver at {cfg.to_host}:{cfg.to_port} did not accept the run: "
+                          f"{err}") from None
+    if reply.get("type") != "accept":
+        raise SenderError(f"receiver refused the run: {reply.get('reason', 'no reason given')}")
+    return reply
+
+
 def run_socket_sender(config: SenderConfig, source, *, stop: threading.Event | None = None,
                       on_progress: Callable[[dict], None] | None = None) -> SenderResult:
     """:func:`tcpdelay.transport.run_sender` for TCP and UDP: send ``source`` (a
@@ -199,16 +231,7 @@ def run_socket_sender(config: SenderConfig, source, *, stop: threading.Event | N
     """
     timing.drop_timer_slack()  # pacing: sleeps end on time (tcpdelay.timing)
     cfg = config
-    rp = cfg.run
-    if not rp.source:
-        rp = type(rp)(**{**rp.to_dict(), "source": str(getattr(source, "name", ""))[:64]})
-    size = getattr(source, "packet_bytes", None)     # a constant-size source: the receiver's bound
-    if isinstance(size, int) and framing.MIN_MEDIA_RTP_BYTES <= size < rp.max_packet_bytes:
-        rp = type(rp)(**{**rp.to_dict(), "max_packet_bytes": size})
-    run_id = cfg.run_id or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
-    run_dir = Path(cfg.out_dir) if cfg.out_dir else None
-    if run_dir is not None:
-        _check_out_dir(run_dir)
+    rp, run_id, run_dir = _prepare_run(cfg, source)
     interval_s = float(getattr(source, "nominal_interval_s", 0.02))
     deadline = time.monotonic() + cfg.connect_timeout_s
 
@@ -225,16 +248,7 @@ def run_socket_sender(config: SenderConfig, source, *, stop: threading.Event | N
                           connections=rp.connections, scheduler=cfg.scheduler, split=rp.split,
                           source=rp.source, duration_s=rp.duration_s)
     try:
-        hello = {"type": "hello", "protocol": control.PROTOCOL, "version": control.VERSION,
-                 "run_id": run_id, "boot_id": clock.boot_id(), "params": rp.to_dict()}
-        control.send(ctl, hello, pad_to=control.REQUEST_PAD_BYTES)
-        try:
-            reply, _ = control.recv(ctl, max(0.1, deadline - time.monotonic()) + 5.0)
-        except control.ControlError as err:
-            raise SenderError(f"the receiver at {cfg.to_host}:{cfg.to_port} did not accept the run: "
-                              f"{err}") from None
-        if reply.get("type") != "accept":
-            raise SenderError(f"receiver refused the run: {reply.get('reason', 'no reason given')}")
+        reply = _offer_run(ctl, cfg, rp, run_id, deadline)
         token = reply.get("token")
         if not isinstance(token, str) or len(token) != 2 * control.TOKEN_BYTES:
             raise SenderError("receiver's accept carries no valid token")
