@@ -42,20 +42,38 @@ MEAN_TARGET, P95_TARGET = 0.90, 0.80
 
 
 def _delays(path: Path, stack: str) -> dict:
-    """{(profile, rtt, loss): (delays array, runs)} of one validation-delays.parquet."""
+    """{(profile, rtt, loss): (delays array, runs, per-run mean delays)} of one
+    validation-delays.parquet (a run's mean over its delivered packets)."""
     import pyarrow.parquet as pq
 
     t = pq.read_table(path).to_pydict()
     groups: dict = defaultdict(list)
-    seeds: dict = defaultdict(set)
+    per_run: dict = defaultdict(lambda: defaultdict(list))
     for prof, st, rtt, loss, seed, d in zip(t["profile"], t["stack"], t["rtt_s"], t["loss"], t["seed"],
                                             t["delay_s"]):
         if st != stack:
             continue
         key = (prof, round(rtt, 6), round(loss, 6))
         groups[key].append(d)
-        seeds[key].add(seed)
-    return {k: (np.asarray(v), len(seeds[k])) for k, v in groups.items()}
+        per_run[key][seed].append(d)
+    out = {}
+    for k, v in groups.items():
+        means = [float(np.mean(x[np.isfinite(x)])) for x in map(np.asarray, per_run[k].values())
+                 if np.isfinite(x).any()]
+        out[k] = (np.asarray(v), len(per_run[k]), means)
+    return out
+
+
+def mean_standard_error(run_means) -> float | None:
+    """The standard error of a point's pooled mean delay, relative to it, from the spread of its
+    runs' means (equal-length runs): ``stdev(means) / √n / mean(means)``; None below two runs.
+    It says whether the ground truth can judge the 10 % bound at that point at all: where it is
+    5-28 % (video near the stability limit, where rare timeouts and long backlogs rule a run)
+    the pooled mean itself is uncertain by that much."""
+    m = np.asarray(run_means, dtype=float)
+    if m.size < 2 or not np.mean(m) > 0:
+        return None
+    return float(np.std(m, ddof=1) / math.sqrt(m.size) / np.mean(m))
 
 
 def _drops(result_dir: Path, stack: str) -> dict:
@@ -81,20 +99,21 @@ def ground_truth() -> dict:
         d = Path(d)
         if (d / "validation-delays.parquet").exists():
             drops = _drops(d, "linux-default")
-            for k, (x, runs) in _delays(d / "validation-delays.parquet", "linux-default").items():
-                linux[k] = {"delays": x, "runs": runs, "origin": d.name, "rtos_per_drop": (drops.get(k) or (0, 0, None))[2]}
+            for k, (x, runs, means) in _delays(d / "validation-delays.parquet", "linux-default").items():
+                linux[k] = {"delays": x, "runs": runs, "run_means": means, "origin": d.name,
+                            "rtos_per_drop": (drops.get(k) or (0, 0, None))[2]}
     grid = ROOT / "results" / "validate-grid"
     if (grid / "validation-delays.parquet").exists():
         drops = _drops(grid, "linux-default")
-        for k, (x, runs) in _delays(grid / "validation-delays.parquet", "linux-default").items():
-            linux.setdefault(k, {"delays": x, "runs": runs, "origin": "validate-grid (20s)",
+        for k, (x, runs, means) in _delays(grid / "validation-delays.parquet", "linux-default").items():
+            linux.setdefault(k, {"delays": x, "runs": runs, "run_means": means, "origin": "validate-grid (20s)",
                                  "rtos_per_drop": (drops.get(k) or (0, 0, None))[2]})
     ns3: dict = {}
     full = ROOT / "results" / "validate-full-ns3"
     if (full / "validation-delays.parquet").exists():
         drops = _drops(full, "newreno-2008")
-        for k, (x, runs) in _delays(full / "validation-delays.parquet", "newreno-2008").items():
-            ns3[k] = {"delays": x, "runs": runs, "origin": "validate-full-ns3",
+        for k, (x, runs, means) in _delays(full / "validation-delays.parquet", "newreno-2008").items():
+            ns3[k] = {"delays": x, "runs": runs, "run_means": means, "origin": "validate-full-ns3",
                       "rtos_per_drop": (drops.get(k) or (0, 0, None))[2]}
     return {"testbed": linux, "ns3": ns3}
 
@@ -139,6 +158,7 @@ def evaluate(stack: str, source: str, points: dict, losses, measured_floor: bool
                     "model_mean_s": mean, "model_p95_s": p95, "stable": stable,
                     "model_timeout_probability": pred.info.get("timeout_probability") if stable else None,
                     "mean_error": _err(mean, meas_mean), "p95_error": _err(p95, meas_p95),
+                    "measured_mean_rel_se": mean_standard_error(gt.get("run_means") or []),
                     "solve_s": pred.info.get("solve_s"),
                 })
     return rows
@@ -161,8 +181,18 @@ def summary(rows: list[dict]) -> dict:
                                 "median_abs_mean_error": med("mean_error", [r for r in ok if r["rtt_s"] == rtt]),
                                 "median_abs_p95_error": med("p95_error", [r for r in ok if r["rtt_s"] == rtt])}
               for rtt in RTTS}
+    def beyond_noise(r) -> bool:
+        """A miss the ground truth can tell: the error exceeds the bound by more than two
+        standard errors of the measured mean."""
+        se = r.get("measured_mean_rel_se") or 0.0
+        return abs(r["mean_error"]) > MEAN_BOUND + 2 * se
+
     return {"points": len(rows), "stable_points": n,
-            "mean_within": frac("mean_error", MEAN_BOUND, ok), "p95_within": frac("p95_error", P95_BOUND, ok),
+            "mean_within": frac("mean_error", MEAN_BOUND, ok),
+            "mean_misses_beyond_noise": [f"{r['profile']} {r['rtt_s'] * 1e3:g}ms {r['loss'] * 100:g}%"
+                                         for r in ok if beyond_noise(r)],
+            "mean_misses_within_noise": [f"{r['profile']} {r['rtt_s'] * 1e3:g}ms {r['loss'] * 100:g}%"
+                                         for r in ok if abs(r["mean_error"]) > MEAN_BOUND and not beyond_noise(r)], "p95_within": frac("p95_error", P95_BOUND, ok),
             "median_abs_mean_error": med("mean_error", ok), "median_abs_p95_error": med("p95_error", ok),
             "meets_targets": (n > 0 and frac("mean_error", MEAN_BOUND, ok) >= MEAN_TARGET
                               and frac("p95_error", P95_BOUND, ok) >= P95_TARGET),
@@ -222,14 +252,15 @@ def _pct(x) -> str:
 def print_table(rows: list[dict], title: str) -> None:
     print(f"\n{title}")
     print(f"{'point':26} {'origin':22} {'meas mean/p95 ms':>17} {'model mean/p95 ms':>18} {'err mean':>8} {'err p95':>8}"
-          f" {'RTO/drop':>8}")
+          f" {'RTO/drop':>8} {'SE mean':>7}")
     for r in rows:
         point = f"{r['profile']} {r['rtt_s'] * 1e3:g}ms {r['loss'] * 100:g}%"
         meas = f"{r['measured_mean_s'] * 1e3:.0f}/{r['measured_p95_s'] * 1e3:.0f}"
         mod = "unstable" if not r["stable"] else f"{r['model_mean_s'] * 1e3:.0f}/{r['model_p95_s'] * 1e3:.0f}"
         rto = "—" if r["measured_rtos_per_drop"] is None else f"{r['measured_rtos_per_drop']:.3f}"
+        se = "—" if r.get("measured_mean_rel_se") is None else f"{r['measured_mean_rel_se'] * 100:.1f}%"
         print(f"{point:26} {r['origin'][:22]:22} {meas:>17} {mod:>18} {_pct(r['mean_error']):>8} {_pct(r['p95_error']):>8}"
-              f" {rto:>8}")
+              f" {rto:>8} {se:>7}")
 
 
 def print_markdown(out: dict) -> None:
@@ -314,6 +345,12 @@ def main(argv=None) -> int:
               f"{fmt(s['p95_within']):>7} {fmt(s['median_abs_mean_error']):>14} {fmt(s['median_abs_p95_error']):>6}"
               f"   {by}")
     print(f"targets: mean within 10 % at >= {MEAN_TARGET:.0%}, p95 within 15 % at >= {P95_TARGET:.0%} of the points")
+    print("mean misses, split by whether the ground truth can tell them (error beyond 10 % + 2 standard errors of"
+          " the measured mean, from its runs' spread):")
+    for res in out["results"]:
+        s = res["summary"]
+        print(f"  {res['stack']:8} {res['source']:8} beyond noise: {', '.join(s['mean_misses_beyond_noise']) or 'none'};"
+              f" within noise: {', '.join(s['mean_misses_within_noise']) or 'none'}")
     if args.evidence:
         print("\nevidence (voip): repair time of a loss, share of holds by 5-ms bin; packets delayed > 5 ms")
         for e in out["evidence"]:
