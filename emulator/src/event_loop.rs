@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::counters::DirCounters;
 use crate::delay::{DelayLine, InFlight};
 use crate::events::{Event, EventWriter};
+use crate::gso::{self, MAX_SUPER_PACKET_BYTES, VNET_HDR_BYTES};
 use crate::link::{DropReason, Link, Verdict};
 use crate::pcap::PcapWriter;
 use crate::pool::PacketPool;
@@ -34,6 +35,8 @@ const SPIN_WINDOW_NS: u64 = 10_000_000;
 const TOKEN_SIGNAL: u64 = u64::MAX;
 /// Readiness reports taken per wait (more ready TUNs are reported by the next wait).
 const EPOLL_BATCH: usize = 64;
+/// Marks a slot of the super-packet pool (`Emulator::big`) in `InFlight::slot`.
+const BIG: u32 = 1 << 31;
 
 /// What one link writes besides its directions' pcaps: its name and seed (for the counters),
 /// its event stream and its queue-length trace.
@@ -61,6 +64,12 @@ pub struct Direction {
     pub next_id: u64,
     pub src: RawFd,
     pub dst: RawFd,
+    /// Whether its link passes GSO super-packets whole (`crate::gso`): every read and write
+    /// carries a vnet header, and one packet may stand for many segments.
+    pub whole: bool,
+    /// The segments beyond the first of the super-packets in its delay line (so the counters'
+    /// in-flight count is in segments).
+    pub whole_extra_in_flight: u64,
 }
 
 pub struct Emulator {
@@ -70,6 +79,8 @@ pub struct Emulator {
     /// Whether the configuration named its links (counters keyed by link name).
     pub multi: bool,
     pub pool: PacketPool,
+    /// Slots for super-packets (links that pass them whole); as many bytes at most as `pool`.
+    pub big: PacketPool,
     queue_sample_ns: u64,
     next_sample_ns: u64,
     /// A lower bound of every direction's next due time (exact after each delivery sweep),
@@ -101,6 +112,10 @@ impl Emulator {
             links,
             multi: cfg.multi,
             pool: PacketPool::new(slot, cfg.max_packets as usize),
+            big: PacketPool::new(
+                MAX_SUPER_PACKET_BYTES,
+                (cfg.max_packets as usize * slot / MAX_SUPER_PACKET_BYTES).max(16),
+            ),
             queue_sample_ns: cfg.queue_sample_ns.max(1),
             next_sample_ns: 0,
             earliest_due_ns: u64::MAX,
@@ -176,8 +191,10 @@ impl Emulator {
             if self.fatal.is_some() {
                 return;
             }
-            match ev.u64 {
+            let token = ev.u64;
+            match token {
                 TOKEN_SIGNAL => self.handle_signals(sigfd),
+                d if self.dirs[d as usize].whole => self.read_batch_whole(d as usize),
                 d => self.read_batch(d as usize),
             }
         }
@@ -242,6 +259,126 @@ impl Emulator {
             }
             self.arrive(d, now, slot, size);
             self.deliver_all(now);
+        }
+    }
+
+    #[inline]
+    fn give_slot(&mut self, slot: u32) {
+        if slot & BIG != 0 { self.big.give(slot & !BIG) } else { self.pool.give(slot) }
+    }
+
+    /// Reads up to READ_BATCH packets from direction `d` of a link passing super-packets whole
+    /// (`crate::gso`): each read into a super-packet slot; one that fits an MTU slot is copied
+    /// there (the large slot serves the next read), so small packets (ACKs) hold small slots.
+    fn read_batch_whole(&mut self, d: usize) {
+        for _ in 0..READ_BATCH {
+            let Some(big) = self.big.take() else {
+                let mut scratch = vec![0u8; MAX_SUPER_PACKET_BYTES];
+                let n = unsafe { libc::read(self.dirs[d].src, scratch.as_mut_ptr() as *mut _, scratch.len()) };
+                if n < VNET_HDR_BYTES as isize {
+                    return;
+                }
+                let (segs, wire) = gso::shape(&scratch[..VNET_HDR_BYTES], &scratch[VNET_HDR_BYTES..n as usize]);
+                self.count_drops_whole(d, segs, wire, DropReason::Memory);
+                continue;
+            };
+            let cap = self.big.slot_bytes();
+            let n = unsafe { libc::read(self.dirs[d].src, self.big.buf_mut(big).as_mut_ptr() as *mut _, cap) };
+            if n < 0 {
+                self.big.give(big);
+                let e = sys::last_err();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => {}
+                    _ => self.fatal = Some(format!("reading {}: {e}", self.label(d))),
+                }
+                return;
+            }
+            let now = self.now();
+            let n = n as usize;
+            if n <= VNET_HDR_BYTES || n > cap {
+                self.big.give(big);
+                let size = n.saturating_sub(VNET_HDR_BYTES) as u64;
+                self.count_drops_whole(d, 1, size, DropReason::Oversize);
+                continue;
+            }
+            let buf = &self.big.buf(big)[..n];
+            let (segs, wire) = gso::shape(&buf[..VNET_HDR_BYTES], &buf[VNET_HDR_BYTES..]);
+            if segs == 1 && (n - VNET_HDR_BYTES) as u32 > self.mtu {
+                self.big.give(big);
+                self.count_drops_whole(d, 1, wire, DropReason::Oversize);
+                continue;
+            }
+            let slot = if n <= self.pool.slot_bytes() {
+                let Some(small) = self.pool.take() else {
+                    self.big.give(big);
+                    self.count_drops_whole(d, segs, wire, DropReason::Memory);
+                    continue;
+                };
+                let (pool, big_pool) = (&mut self.pool, &self.big);
+                pool.buf_mut(small)[..n].copy_from_slice(&big_pool.buf(big)[..n]);
+                self.big.give(big);
+                small
+            } else {
+                big | BIG
+            };
+            self.arrive_whole(d, now, slot, n as u32, segs, wire);
+            self.deliver_all(now);
+        }
+    }
+
+    /// An arrival on a link passing super-packets whole: every segment is accepted (the link
+    /// only delays; `gso::link_passes_whole`) and all leave at the same due time.
+    #[inline]
+    fn arrive_whole(&mut self, d: usize, now: u64, slot: u32, len: u32, segs: u32, wire: u64) {
+        self.sample_queues(now);
+        let dir = &mut self.dirs[d];
+        let id = dir.next_id;
+        dir.next_id += segs as u64;
+        dir.counters.packets_in += segs as u64;
+        dir.counters.bytes_in += wire;
+        for _ in 0..segs {
+            dir.link.sojourn.record(0);
+        }
+        let due_ns = dir.link.delay.due(now);
+        dir.whole_extra_in_flight += segs as u64 - 1;
+        dir.line.push(InFlight { due_ns, id, slot, len });
+        self.earliest_due_ns = self.earliest_due_ns.min(due_ns);
+    }
+
+    /// Writes a (super-)packet with its vnet header; the counters count its segments.
+    #[inline]
+    fn deliver_whole(&mut self, d: usize, p: InFlight) {
+        let now = self.now();
+        let data = if p.slot & BIG != 0 { self.big.buf(p.slot & !BIG) } else { self.pool.buf(p.slot) };
+        let data = &data[..p.len as usize];
+        let (segs, wire) = gso::shape(&data[..VNET_HDR_BYTES], &data[VNET_HDR_BYTES..]);
+        let dir = &mut self.dirs[d];
+        let n = unsafe { libc::write(dir.dst, data.as_ptr() as *const _, data.len()) };
+        dir.whole_extra_in_flight -= segs as u64 - 1;
+        if n < 0 {
+            for _ in 0..segs {
+                dir.counters.drop(DropReason::WriteError);
+            }
+        } else {
+            let late = now.saturating_sub(p.due_ns);
+            dir.counters.packets_out += segs as u64;
+            dir.counters.bytes_out += wire;
+            for _ in 0..segs {
+                dir.counters.lateness.record(late);
+            }
+        }
+        self.give_slot(p.slot);
+    }
+
+    /// Counts `segs` segments (`wire` bytes) dropped on arrival at a link passing
+    /// super-packets whole (such a link writes no event stream).
+    fn count_drops_whole(&mut self, d: usize, segs: u32, wire: u64, r: DropReason) {
+        let dir = &mut self.dirs[d];
+        dir.next_id += segs as u64;
+        dir.counters.packets_in += segs as u64;
+        dir.counters.bytes_in += wire;
+        for _ in 0..segs {
+            dir.counters.drop(r);
         }
     }
 
@@ -423,6 +560,9 @@ impl Emulator {
 
     #[inline]
     fn deliver(&mut self, d: usize, p: InFlight) {
+        if self.dirs[d].whole {
+            return self.deliver_whole(d, p);
+        }
         let now = self.now();
         let dir = &mut self.dirs[d];
         let data = &self.pool.buf(p.slot)[..p.len as usize];
@@ -475,7 +615,7 @@ impl Emulator {
         let dir = |d: &Direction| {
             let (pp, pb) = d.link.queue_peaks();
             // packets still in the AQM's queue are in flight too
-            let in_flight = d.line.len() + d.link.queue_len().0 as usize * d.link.aqm.is_some() as usize;
+            let in_flight = d.line.len() + d.whole_extra_in_flight as usize + d.link.queue_len().0 as usize * d.link.aqm.is_some() as usize;
             let mut v = d.counters.to_json(pp, pb, d.link.queue_mean_until(now), in_flight);
             let o = v.as_object_mut().unwrap();
             o.insert("queue_discipline".into(), json!(d.link.aqm.as_ref().map_or("drop_tail", |a| a.name())));
@@ -533,7 +673,7 @@ impl Emulator {
         self.write_counters();
         for d in 0..self.dirs.len() {
             for s in self.dirs[d].line.drain_slots() {
-                self.pool.give(s);
+                self.give_slot(s);
             }
             if let Some(a) = self.dirs[d].link.aqm.as_mut() {
                 for s in a.drain_slots() {

@@ -7,7 +7,7 @@
 //! from `outage`, `loss`, `queue` (drop-tail) or `aqm` (CoDel, FQ-CoDel, PIE, ECN marking),
 //! `rate`, `trace` and `delay`; `pool` (packet
 //! buffers), `pcap`, `events`, `counters` (observability), `sys` (Linux calls), `writer` (files written off the loop),
-//! `wait` (sleep or spin), `event_loop`.
+//! `wait` (sleep or spin), `gso` (super-packets passed whole on delay-only links), `event_loop`.
 
 pub mod aqm;
 pub mod config;
@@ -16,6 +16,7 @@ pub mod counters;
 pub mod delay;
 pub mod event_loop;
 pub mod events;
+pub mod gso;
 pub mod link;
 pub mod loss;
 pub mod netns;

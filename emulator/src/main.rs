@@ -21,7 +21,7 @@ use tcpdelay_link::rate::RateShaper;
 use tcpdelay_link::rng::{stream, Rng};
 use tcpdelay_link::trace::TraceShaper;
 use tcpdelay_link::writer::BackgroundWriter;
-use tcpdelay_link::{netns, sys, tun};
+use tcpdelay_link::{gso, netns, sys, tun};
 
 const PROG: &str = "tcpdelay-link";
 /// SCHED_FIFO priority of the loop (docs/emulator.md "Process").
@@ -103,9 +103,10 @@ fn main() {
     let key = |l: usize, k: &str| if cfg.multi { format!("links[{l}].{k}") } else { k.to_string() };
     let mut tuns: Vec<(File, File)> = Vec::with_capacity(cfg.links.len());
     for (i, l) in cfg.links.iter().enumerate() {
-        let a = netns::in_netns(&l.a.netns, || tun::open_existing(&l.a.tun))
+        let whole = gso::link_passes_whole(l);
+        let a = netns::in_netns(&l.a.netns, || tun::open_existing(&l.a.tun, whole))
             .unwrap_or_else(|e| usage_error(&format!("{}: {e}", key(i, "a"))));
-        let b = netns::in_netns(&l.b.netns, || tun::open_existing(&l.b.tun))
+        let b = netns::in_netns(&l.b.netns, || tun::open_existing(&l.b.tun, whole))
             .unwrap_or_else(|e| usage_error(&format!("{}: {e}", key(i, "b"))));
         tuns.push((a, b));
     }
@@ -164,7 +165,8 @@ fn key_in(prefix: &str, k: &str) -> String {
 }
 
 /// Link `i`'s two directions: a_to_b reads `a` and writes `b`, b_to_a the reverse; each draws
-/// loss and jitter from its own stream of the link's seed.
+/// loss and jitter from its own stream of the link's seed. A delay-only link passes
+/// super-packets whole (`gso`).
 fn directions(cfg: &Config, l: &LinkConfig, i: usize, prefix: &str, a: std::os::fd::RawFd, b: std::os::fd::RawFd) -> [Direction; 2] {
     let pcap = |key: &str, p: &Option<String>| {
         p.as_ref().map(|p| {
@@ -183,6 +185,8 @@ fn directions(cfg: &Config, l: &LinkConfig, i: usize, prefix: &str, a: std::os::
             next_id: 0,
             src: a,
             dst: b,
+            whole: gso::link_passes_whole(l),
+            whole_extra_in_flight: 0,
         },
         Direction {
             name: "b_to_a",
@@ -194,6 +198,8 @@ fn directions(cfg: &Config, l: &LinkConfig, i: usize, prefix: &str, a: std::os::
             next_id: 0,
             src: b,
             dst: a,
+            whole: gso::link_passes_whole(l),
+            whole_extra_in_flight: 0,
         },
     ]
 }

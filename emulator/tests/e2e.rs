@@ -6,10 +6,13 @@
 //! one clock times both ends: the one-way delay, Bernoulli loss, the counters,
 //! the pcap and a clean SIGTERM exit are checked on real packets — for a lone
 //! link and for the same link served with two others by one process; and one
-//! link's burst does not hold back another link's packets.
+//! link's burst does not hold back another link's packets. A TCP transfer through a
+//! delay-only link (whose TUNs carry GSO super-packets whole) arrives intact and is counted
+//! in segments.
 
 use std::fs::File;
-use std::net::UdpSocket;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -396,4 +399,100 @@ fn a_burst_on_one_link_does_not_hold_back_another() {
     assert_eq!(c["links"]["burst"]["a_to_b"]["drops"]["total"].as_u64().unwrap(), 0);
     assert!(c["links"]["burst"]["a_to_b"]["peak_queue_packets"].as_u64().unwrap() > 100);
     assert_eq!(c["links"]["quiet"]["a_to_b"]["peak_queue_packets"].as_u64().unwrap(), 0);
+}
+
+/// Runs `f` with this thread in namespace `ns`, then comes back.
+fn in_ns<T>(ns: &str, f: impl FnOnce() -> T) -> T {
+    let home = File::open("/proc/thread-self/ns/net").unwrap();
+    let target = File::open(format!("/var/run/netns/{ns}")).unwrap();
+    assert_eq!(unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+    let out = f();
+    assert_eq!(unsafe { libc::setns(home.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+    out
+}
+
+/// Whether device `dev` in namespace `ns` has TCP segmentation offload on (the ethtool
+/// ioctl ETHTOOL_GTSO, which `ethtool -k` reads as tcp-segmentation-offload).
+fn tso_on(ns: &str, dev: &str) -> bool {
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; 16],
+        data: *mut EthtoolValue,
+        _pad: [u8; 16],
+    }
+    in_ns(ns, || {
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+        assert!(fd >= 0);
+        let mut v = EthtoolValue { cmd: 0x1e, data: 0 }; // ETHTOOL_GTSO
+        let mut req = IfReq { name: [0; 16], data: &mut v, _pad: [0; 16] };
+        req.name[..dev.len()].copy_from_slice(dev.as_bytes());
+        let rc = unsafe { libc::ioctl(fd, 0x8946, &mut req) }; // SIOCETHTOOL
+        unsafe { libc::close(fd) };
+        assert_eq!(rc, 0, "SIOCETHTOOL on {dev}");
+        v.data != 0
+    })
+}
+
+#[test]
+fn tcp_through_a_delay_only_link_passes_super_packets_whole_and_counts_segments() {
+    if !can_run("e2e tcp") {
+        return;
+    }
+    let mut net = Net::new("t", 2);
+    let (ready, counters) = (net.path("ready"), net.path("counters.json"));
+    // Link "plain": 2 ms each way, nothing else (super-packets pass whole); link "lossy": the
+    // same with a loss draw per packet (one packet per read, offloads left off).
+    let mut plain = net.ends(0);
+    plain["name"] = serde_json::json!("plain");
+    plain["a_to_b"] = serde_json::json!({"delay_s": 0.002});
+    plain["b_to_a"] = serde_json::json!({"delay_s": 0.002});
+    let mut lossy = net.ends(1);
+    lossy["name"] = serde_json::json!("lossy");
+    lossy["a_to_b"] = serde_json::json!({"delay_s": 0.002, "loss": {"model": "bernoulli", "p": 0.001}});
+    let file = net.path("links.json");
+    std::fs::write(&file, serde_json::json!({"ready_file": ready, "counters_file": counters, "links": [plain, lossy]}).to_string()).unwrap();
+    let pid = net.start(&["--config".to_string(), file], &ready);
+    assert!(tso_on(&net.ns[0], &net.tun[0]) && tso_on(&net.ns[1], &net.tun[1]), "the delay-only link's TUNs offload");
+    assert!(!tso_on(&net.ns[2], &net.tun[2]) && !tso_on(&net.ns[3], &net.tun[3]), "the lossy link's TUNs do not");
+
+    const BYTES: usize = 32 << 20;
+    let listener = in_ns(&net.ns[1], || TcpListener::bind("10.199.0.2:7001").unwrap());
+    let reader = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        let (mut got, mut bad) = (0usize, 0usize);
+        loop {
+            let n = c.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            bad += buf[..n].iter().enumerate().filter(|&(i, &b)| b != ((got + i) % 251) as u8).count();
+            got += n;
+        }
+        (got, bad)
+    });
+    let mut tx = in_ns(&net.ns[0], || TcpStream::connect("10.199.0.2:7001").unwrap());
+    let data: Vec<u8> = (0..BYTES).map(|i| (i % 251) as u8).collect();
+    tx.write_all(&data).unwrap();
+    tx.shutdown(std::net::Shutdown::Write).unwrap();
+    let (got, bad) = reader.join().unwrap();
+    drop(tx);
+    std::thread::sleep(Duration::from_millis(50)); // the last ACKs and FINs cross
+    let c = net.stop(pid, &counters);
+    assert_eq!(got, BYTES, "every byte arrived");
+    assert_eq!(bad, 0, "and intact");
+    let ab = &c["links"]["plain"]["a_to_b"];
+    eprintln!("e2e tcp: plain a_to_b {ab}");
+    let n = |k: &str| ab[k].as_u64().unwrap();
+    // Counted in segments: at least one per MSS of payload (at most 1460 bytes at MTU 1500),
+    // each with its 40 bytes of IP and TCP headers or more.
+    let segments = BYTES as u64 / 1460;
+    assert!(n("packets_out") >= segments, "{} packets out for {segments} segments of payload", n("packets_out"));
+    assert!(n("bytes_out") >= BYTES as u64 + 40 * segments, "{} bytes out", n("bytes_out"));
+    assert_eq!(n("packets_in"), n("packets_out") + ab["drops"]["total"].as_u64().unwrap() + n("in_flight_packets"));
 }
