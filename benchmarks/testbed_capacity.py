@@ -17,6 +17,10 @@ the same run, the delay precision: pipelined UDP probes (benchmarks/testbed_dela
 prober and echo, SO_TIMESTAMPNS receive times) through the emulator at --probe-one-way-s each
 way (error = RTT - 2 x one-way) and over the bare veth pair (its own RTT: the floor).
 
+--soak-s S adds one emulator transfer of S seconds (issue 28 asks for 5 minutes) and prints
+the emulator's resident memory (VmRSS) at its start and end, sampled every second: a pool or a
+delay line that leaked would grow it.
+
 Every namespace this script creates is deleted when it ends, fails or is interrupted (Ctrl-C,
 SIGTERM); the testbed removes its own.
 
@@ -36,6 +40,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -138,16 +143,43 @@ class VethPair:
 
 # -- the emulator --------------------------------------------------------------------------------
 
+def rss_kib(pid: int) -> int | None:
+    """A process's resident memory (VmRSS, KiB), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def emulator_bulk(one_way_s: float, duration_s: float) -> dict:
     spec = TestbedSpec.dumbbell(1, 1, link=LinkSpec.symmetric(delay_s=one_way_s), tcp=TCP)
     with Testbed(spec) as tb:
         left, right = tb.hosts["left0"], tb.hosts["right0"]
         rx = right.spawn(bulk_transfer.receive, PORT)
         time.sleep(0.1)
+        rss: list[tuple[float, int]] = []
+        done = threading.Event()
+
+        def sample() -> None:   # the emulator's memory every second while it carries the flow
+            while True:
+                v = rss_kib(tb.emulator_pid)
+                if v is not None:
+                    rss.append((time.monotonic() - t0, v))
+                if done.wait(1.0):
+                    return
+
         cpu0, t0 = process_cpu_s(tb.emulator_pid), time.monotonic()
         tx = left.spawn(bulk_transfer.send, right.address, PORT, duration_s=duration_s, congestion_control="cubic")
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         sent = tx.result(timeout_s=duration_s + 60)
         cpu1, t1 = process_cpu_s(tb.emulator_pid), time.monotonic()
+        done.set()
+        sampler.join()
         got = rx.result(timeout_s=30)
         counters = tb.link_counters()
     return {"goodput_bps": got["bytes"] * 8 / got["duration_s"], "duration_s": got["duration_s"],
@@ -155,7 +187,10 @@ def emulator_bulk(one_way_s: float, duration_s: float) -> dict:
             "emulator_cpu_share": (cpu1 - cpu0) / (t1 - t0),
             "emulator_packets_a_to_b": counters["a_to_b"]["packets_out"],
             "emulator_drops_a_to_b": counters["a_to_b"]["drops"],
-            "emulator_lateness_us_a_to_b": counters["a_to_b"]["lateness_us"]}
+            "emulator_lateness_us_a_to_b": counters["a_to_b"]["lateness_us"],
+            "emulator_rss_kib": {"first": rss[0][1] if rss else None, "last": rss[-1][1] if rss else None,
+                                 "max": max(v for _, v in rss) if rss else None,
+                                 "after_10_s": next((v for t, v in rss if t >= 10), None), "samples": len(rss)}}
 
 
 def emulator_probe(one_way_s: float, probes: int, interval_s: float, size_bytes: int) -> dict:
@@ -205,6 +240,10 @@ def run(a: argparse.Namespace, con: Console) -> dict:
                 "veth_rtt_without_turnaround_ms": error_ms(bare["rtt_without_turnaround_s"], 0.0),
             }
         offloads_on = veth.offloads_off
+    soak = None
+    if a.soak_s > 0:
+        con.print(f"[dim]soak: one emulator transfer of {a.soak_s:g} s, its memory sampled every second ...[/dim]")
+        soak = emulator_bulk(a.one_way_s, a.soak_s)
     emu = statistics.median(r["goodput_bps"] for r in emu_runs)
     floor = statistics.median(r["goodput_bps"] for r in veth_runs)
     return {
@@ -213,7 +252,7 @@ def run(a: argparse.Namespace, con: Console) -> dict:
         "target_ratio": 0.8,
         "emulator_cpu_share": statistics.median(r["emulator_cpu_share"] for r in emu_runs),
         "veth_offloads_left_on": offloads_on,
-        "emulator_runs": emu_runs, "veth_runs": veth_runs, "delay_precision": precision,
+        "emulator_runs": emu_runs, "veth_runs": veth_runs, "delay_precision": precision, "soak": soak,
     }
 
 
@@ -254,6 +293,12 @@ def print_table(res: dict) -> None:
             e = p[key]
             d.add_row(label, _fmt_ms(e["p50"]), _fmt_ms(e["p99"]), _fmt_ms(e["max"]), str(e["answered"]))
         con.print(d)
+    soak = res["soak"]
+    if soak:
+        m = soak["emulator_rss_kib"]
+        con.print(f"soak, {soak['duration_s']:.0f} s at {soak['goodput_bps'] / 1e9:.2f} Gb/s: emulator RSS "
+                  f"{m['first']} KiB at the start, {m['after_10_s']} KiB after 10 s, {m['last']} KiB at the end "
+                  f"(max {m['max']} KiB, {m['samples']} samples)")
     con.print("Sender, receiver and emulator share the machine's cores with other jobs; the rounds alternate "
               "so both paths see the same load.")
 
@@ -267,12 +312,14 @@ def main() -> int:
     ap.add_argument("--probe-one-way-s", type=float, default=0.050)
     ap.add_argument("--probe-interval-s", type=float, default=0.005)
     ap.add_argument("--probe-size-bytes", type=int, default=100)
+    ap.add_argument("--soak-s", type=float, default=0.0, help="one more emulator transfer this long, its memory "
+                    "sampled (0: none)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     if not a.duration_s > 0 or a.rounds < 1 or a.one_way_s < 0 or a.probes < 0 or not a.probe_interval_s > 0 \
-            or not 24 <= a.probe_size_bytes <= 1400 or a.probe_one_way_s < 0:
+            or not 24 <= a.probe_size_bytes <= 1400 or a.probe_one_way_s < 0 or a.soak_s < 0:
         _one_line_exit("--duration-s and --probe-interval-s must be > 0, --rounds >= 1, --probes >= 0, "
-                       "delays >= 0, --probe-size-bytes in [24, 1400]")
+                       "delays and --soak-s >= 0, --probe-size-bytes in [24, 1400]")
     if os.geteuid() != 0:
         _one_line_exit("needs root (network namespaces)")
     if shutil.which("ethtool") is None:
