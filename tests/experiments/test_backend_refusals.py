@@ -118,7 +118,8 @@ def test_every_feature_ns3_lacks_is_named_at_once(command, dry, cli_exit, capsys
 
 def test_a_run_refuses_every_problem_of_its_plan_at_once_and_writes_nothing(tmp_path):
     sc = parse_scenario({
-        "duration_s": 5, "path": {"rtt_s": 0.1, "forward": {"aqm": {"discipline": "codel", "ecn": True}}},
+        "duration_s": 5, "path": {"rtt_s": 0.1, "forward": {"aqm": {"discipline": "codel", "ecn": True},
+                                                           "outages": [{"at_s": 1.0, "duration_s": 0.5}]}},
         "flows": [{"name": "a", "profile": "voip",
                    "tcp": {"congestion_control": "westwood", "rack": True, "tlp": True, "ecn": True,
                            "notsent_lowat_bytes": 16384}},
@@ -128,9 +129,9 @@ def test_a_run_refuses_every_problem_of_its_plan_at_once_and_writes_nothing(tmp_
         run_scenario(sc, 1, tmp_path / "run", backend="ns3")
     text = str(err.value)
     assert "\n" not in text
-    for what in ("'westwood' is not in ns-3 3.44", "has no RACK", "has no tail loss probe", "never marks ECN",
+    for what in ("'westwood' is not in ns-3 3.44", "has no RACK", "has no tail loss probe",
                  "flow 'a': tcp.notsent_lowat_bytes", "flow 'b': heuristics.keepalive",
-                 "link: a_to_b.aqm: codel is not mapped onto ns-3's queue discipline yet"):
+                 "link: a_to_b.aqm codel with outages"):
         assert what in text, what
     assert not (tmp_path / "run").exists()
 

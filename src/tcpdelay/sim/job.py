@@ -12,7 +12,8 @@ to the link's clock), ``hosts`` (name, side ``left``/``right``, and ``tcp``: :cl
 
 What ns-3 3.44 cannot do of a host's TCP is named here, at plan time, every item at once
 (:func:`unsupported`; :func:`host_tcp` raises one :class:`~tcpdelay.errors.ParameterError`
-listing them): a congestion control it lacks, RACK, TLP, ECN, ...
+listing them): a congestion control it lacks, RACK, TLP, ...; the hosts' ``ecn`` (Linux's
+``tcp_ecn``) is TcpSocketBase's ``UseEcn`` (:data:`NS3_USE_ECN`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ LINUX_MIN_RTO_S = 0.2
 LINUX_DELACK_TIMEOUT_S = 0.04
 LINUX_WMEM_MAX_BYTES = 4 * 1024 * 1024
 LINUX_RMEM_MAX_BYTES = 6 * 1024 * 1024
+#: net.ipv4.tcp_ecn's default (accept ECN when the peer asks, never ask): a host that does not
+#: set ``ecn`` (ns-3's own default is Off, which would refuse a peer that asks)
+LINUX_TCP_ECN = 2
 DEFAULT_CONGESTION = "cubic"
 
 
@@ -78,8 +82,11 @@ def ns3_congestion(name: str | None, params: dict | None = None) -> tuple[str, d
 NS3_LACKS: tuple[tuple[str, str], ...] = (
     ("rack", "rack: ns-3 3.44 has no RACK (set rack = false)"),
     ("tlp", "tlp: ns-3 3.44 has no tail loss probe (set tlp = false)"),
-    ("ecn", "ecn: the simulated link never marks ECN (set ecn = false)"),
 )
+
+#: Linux's ``tcp_ecn`` -> ns-3's ``TcpSocketBase::UseEcn`` (TcpSocketState::UseEcn_t): 0 Off,
+#: 1 On (ask for ECN and accept it), 2 AcceptOnly (accept it when the peer asks, Linux's default).
+NS3_USE_ECN: dict[int, str] = {0: "Off", 1: "On", 2: "AcceptOnly"}
 
 
 def unsupported(settings: dict) -> list[str]:
@@ -99,6 +106,8 @@ class HostTcp:
     sack: bool = True
     sndbuf_bytes: int = LINUX_WMEM_MAX_BYTES
     rcvbuf_bytes: int = LINUX_RMEM_MAX_BYTES
+    #: Linux's tcp_ecn (0, 1, 2: :data:`NS3_USE_ECN`)
+    ecn: int = LINUX_TCP_ECN
 
 
 def host_tcp(settings: dict) -> HostTcp:
@@ -113,7 +122,8 @@ def host_tcp(settings: dict) -> HostTcp:
                    initcwnd_segments=int(settings.get("initcwnd_segments") or LINUX_INITCWND_SEGMENTS),
                    sack=settings.get("sack", True) is not False,
                    sndbuf_bytes=int(wmem[2]) if wmem else LINUX_WMEM_MAX_BYTES,
-                   rcvbuf_bytes=int(rmem[2]) if rmem else LINUX_RMEM_MAX_BYTES)
+                   rcvbuf_bytes=int(rmem[2]) if rmem else LINUX_RMEM_MAX_BYTES,
+                   ecn=LINUX_TCP_ECN if settings.get("ecn") is None else int(settings["ecn"]))
 
 
 def approximations(settings: dict) -> list[str]:

@@ -10,7 +10,10 @@ through veth pairs) or, when the plan gives the host an ``access`` link (papers/
 an :class:`EmulatedChannel` of its own with those settings (``a_to_b`` host -> router); the two
 routers are joined by an :class:`EmulatedChannel` whose directions are the plan's link tables,
 the emulator's model re-implemented in C++ (``cpp/tcpdelay_sim.h``). No queue discipline is
-installed (ns-3 would add FqCoDel): the only queues that fill are the emulated links'.
+installed (ns-3 would add FqCoDel): the only queues that fill are the emulated links' — except
+where a direction of the bottleneck has an ``aqm`` discipline: then ns-3's queue disc for it
+sits at the router's sending device, which serializes at the direction's rate
+(:mod:`tcpdelay.sim.aqm`).
 
 Outputs in ``job.out_dir``: the record datasets ``sent/``, ``received/``, ``tcp_state/`` and
 ``link_queue/`` (:mod:`tcpdelay.records`), and ``result.json``: every part's answer by part key
@@ -111,7 +114,7 @@ def simulate(job: Job) -> dict:
     t.RemoveQdiscs(trunk.devices)
     ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
     channel = t.Raw(trunk.channel)      # cppyy: members through the object, never the Ptr
-    _configure_link(ns, t, channel, job)
+    _configure_link(ns, t, channel, job, trunk.devices)
 
     for h in job.hosts:                     # each host's congestion control
         tcp = h["tcp"]
@@ -139,7 +142,7 @@ def simulate(job: Job) -> dict:
     _write_queue(channel, out)
     import resource
 
-    counters = _counters(channel, job)
+    counters = _counters(channel, job, job.link)
     if access_links:
         counters["access"] = {name: _counters(ch, job) for name, ch in access_links.items()}
     result = {"results": results, "counters": counters, "events": events,
@@ -188,16 +191,38 @@ def _congestion_attrs(ns, job: Job) -> None:
             ns.Config.SetDefault(key, ns.UintegerValue(int(value)))
 
 
-def _configure_link(ns, t, channel, job: Job) -> None:
+def _configure_link(ns, t, channel, job: Job, devices) -> None:
+    """The bottleneck: its channel's two directions, and a direction's queue discipline (if it
+    has one) on the device that sends into it (device 0 sends ``a_to_b``)."""
+    from tcpdelay.sim.aqm import queue_disc
+
     _configure_channel(t, channel, job.link, 0)
+    for index, key in ((0, "a_to_b"), (1, "b_to_a")):
+        qd = queue_disc(job.link.get(key, {}), int(job.mtu_bytes))
+        if qd is None:
+            continue
+        setup = t.QdiscSetup()
+        setup.type = qd["type"]
+        for name, value in qd["attributes"].items():
+            setup.names.push_back(name)
+            setup.values.push_back(value)
+        setup.quantum = qd["quantum_bytes"]
+        setup.device_rate_bps = round(qd["device_rate_bps"] or 0)
+        t.InstallQdisc(devices.Get(index), channel.dir[index], setup)
 
 
 def _configure_channel(t, channel, link: dict, stream_base: int) -> None:
     """An :class:`EmulatedChannel`'s two directions from link tables (``a_to_b``: device 0 ->
-    device 1); its random streams are ``stream_base`` + 1, 2 (a_to_b) and + 4, 5 (b_to_a)."""
+    device 1); its random streams are ``stream_base`` + 1, 2 (a_to_b) and + 4, 5 (b_to_a). A
+    direction with a queue discipline (:mod:`tcpdelay.sim.aqm`) gets neither rate nor queue
+    here: the device and its queue disc are them."""
+    from tcpdelay.sim.aqm import discipline
+
     for index, key in ((0, "a_to_b"), (1, "b_to_a")):
         d = channel.dir[index]
         spec = link.get(key, {})
+        if discipline(spec) != "drop_tail":
+            spec = {k: v for k, v in spec.items() if k not in ("rate_bps", "queue_packets", "queue_bytes")}
         d.delay_ns = round(float(spec.get("delay_s", 0.0)) * 1e9)
         d.jitter_ns = round(float(spec.get("jitter_s", 0.0)) * 1e9)
         d.reorder = bool(spec.get("reorder", False))
@@ -227,6 +252,8 @@ def _socket_maker(t, node, tcp: dict, *, sndbuf: int | None = None, rcvbuf: int 
     m.node = node
     m.sndbuf, m.rcvbuf = int(sndbuf or tcp["sndbuf_bytes"]), int(rcvbuf or tcp["rcvbuf_bytes"])
     m.initcwnd, m.sack, m.nodelay = int(tcp["initcwnd_segments"]), bool(tcp["sack"]), bool(nodelay)
+    if tcp.get("ecn") is not None:
+        m.ecn = int(tcp["ecn"])
     m.segment = int(segment or 0)
     return m
 
@@ -590,17 +617,49 @@ def _write_queue(channel, out: Path) -> None:
                        writer_id=f"ns3-{key}")
 
 
-def _counters(channel, job: Job) -> dict:
+def _counters(channel, job: Job, link: dict | None = None) -> dict:
+    """A channel's counters in the emulator's format. A direction with a queue discipline takes
+    its arrivals, ``queue``/``aqm`` drops and ``ce_marks`` from the queue disc's statistics
+    (``QueueDisc::GetStats``, ``CountQdisc`` in cpp/tcpdelay_sim.h) and its ``sojourn_ms`` from
+    the queue disc's ``SojournTime`` (enqueue to dequeue); the emulator's ``lateness_us`` and
+    mean queue have no counterpart and are absent, as is ``sojourn_ms`` of a drop-tail one."""
+    from tcpdelay.sim.aqm import discipline
+
     out = {"seed": job.seed, "realtime": False}
     for index, key in ((0, "a_to_b"), (1, "b_to_a")):
         d = channel.dir[index]
-        drops = {"loss": int(d.drop_loss), "queue": int(d.drop_queue), "aqm": 0, "outage": int(d.drop_outage),
+        name = discipline((link or {}).get(key, {}))
+        packets_in, bytes_in, queue, aqm, marks = int(d.packets_in), int(d.bytes_in), int(d.drop_queue), 0, 0
+        if name != "drop_tail":
+            c = _qdisc_counts(d.qdisc)
+            packets_in, bytes_in = int(c.received), int(c.received_bytes)
+            queue, aqm, marks = int(c.drop_queue), int(c.drop_aqm), int(c.marks)
+        drops = {"loss": int(d.drop_loss), "queue": queue, "aqm": aqm, "outage": int(d.drop_outage),
                  "memory": 0, "oversize": 0, "write_error": 0}
         drops["total"] = sum(drops.values())
-        out[key] = {"packets_in": int(d.packets_in), "bytes_in": int(d.bytes_in), "packets_out": int(d.delivered),
+        out[key] = {"packets_in": packets_in, "bytes_in": bytes_in, "packets_out": int(d.delivered),
                     "bytes_out": int(d.delivered_bytes), "drops": drops, "peak_queue_packets": int(d.peak_packets),
-                    "peak_queue_bytes": int(d.peak_bytes), "in_flight_packets": 0}
+                    "peak_queue_bytes": int(d.peak_bytes), "in_flight_packets": 0,
+                    "queue_discipline": name, "ce_marks": marks}
+        if name != "drop_tail":
+            out[key]["sojourn_ms"] = _sojourn_ms(_vec(d.sojourn_s, np.float64))
     return out
+
+
+def _qdisc_counts(qdisc):
+    """A queue disc's counters (``CountQdisc``)."""
+    return load()[1].CountQdisc(qdisc)
+
+
+def _sojourn_ms(sojourn_s: np.ndarray) -> dict:
+    """The emulator's ``sojourn_ms`` summary (count, mean, p50, p90, p99, max) of the queue
+    disc's sojourn times; exact quantiles (the emulator's come from 50-us bins)."""
+    if not len(sojourn_s):
+        return {"count": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+    ms = sojourn_s * 1e3
+    p50, p90, p99 = np.quantile(ms, [0.5, 0.9, 0.99])
+    return {"count": int(len(ms)), "mean": float(ms.mean()), "p50": float(p50), "p90": float(p90),
+            "p99": float(p99), "max": float(ms.max())}
 
 
 def warm_up() -> float:

@@ -53,9 +53,14 @@ class Ns3Backend(Backend):
         from tcpdelay.sim.job import approximations
 
         seen: dict[str, list[str]] = {}
+        from tcpdelay.sim.aqm import approximations as aqm_approximations
+
         for h in plan.hosts:
             for note in approximations(h.get("tcp") or {}):
                 seen.setdefault(note, []).append(f"host {h['name']}")
+        for key in ("a_to_b", "b_to_a"):
+            for note in aqm_approximations(plan.link.get(key, {})):
+                seen.setdefault(note, []).append(f"link {key}")
         return [f"{places(names)}: {note}" for note, names in seen.items()]
 
     def run(self, job: BackendJob) -> BackendOutcome:
@@ -127,9 +132,11 @@ def _ns3_version() -> str:
 def unsupported(plan: RunPlan) -> list[Unsupported]:
     """Everything of ``plan`` that ns-3 or this backend cannot run, all at once: the hosts' TCP
     (:func:`tcpdelay.sim.job.unsupported`), congestion-control parameters the hosts set
-    differently (ns-3 takes one value per run), packet captures, pulled streams, media flows'
+    differently (ns-3 takes one value per run), packet captures, a queue discipline ns-3 cannot
+    run as the emulator does (:func:`tcpdelay.sim.aqm.unsupported`), pulled streams, media flows'
     keep-alive and ``notsent_lowat``, cross-traffic kinds without a counterpart."""
     from tcpdelay.sim.job import DEFAULT_CONGESTION, NS3_CONGESTION, NS3_CONGESTION_HINT, NS3_CONGESTION_PARAMS
+    from tcpdelay.sim.aqm import unsupported as aqm_unsupported
     from tcpdelay.sim.job import unsupported as tcp_unsupported
 
     out: list[Unsupported] = []
@@ -152,10 +159,8 @@ def unsupported(plan: RunPlan) -> list[Unsupported]:
         for key in ("a_to_b", "b_to_a"):
             if link.get(key, {}).get("pcap_file"):
                 out.append(Unsupported(f"{which}{key}.pcap_file: no packet capture in the simulation", where))
-            aqm = link.get(key, {}).get("aqm") or {}
-            if aqm.get("discipline", "drop_tail") != "drop_tail":
-                out.append(Unsupported(f"{which}{key}.aqm: {aqm['discipline']} is not mapped onto ns-3's queue "
-                                       "discipline yet; run it on the testbed", where))
+            out += [Unsupported(f"{which}{key}.{what}", where)
+                    for what in aqm_unsupported(link.get(key, {}), access=bool(which))]
     if plan.streams:
         out.append(Unsupported("pulled streams (http_video: nginx and a player) run on the testbed only"))
     for m in plan.media:

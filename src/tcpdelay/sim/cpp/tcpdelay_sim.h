@@ -71,6 +71,14 @@ struct Direction {
     std::vector<uint32_t> qs_packets;
     std::vector<uint64_t> qs_bytes;
 
+    // -- a queue discipline at the sending device instead of the queue above (InstallQdisc):
+    //    its length, peak and every dequeued packet's sojourn come from the queue disc --
+    Ptr<QueueDisc> qdisc;
+    std::vector<double> sojourn_s;
+    void OnSojourn(Time v) { sojourn_s.push_back(v.GetSeconds()); }
+    void OnQdiscPackets(uint32_t, uint32_t v) { peak_packets = std::max<uint64_t>(peak_packets, v); }
+    void OnQdiscBytes(uint32_t, uint32_t v) { peak_bytes = std::max<uint64_t>(peak_bytes, v); }
+
     bool Chance(double prob) { return prob >= 1.0 || (prob > 0.0 && loss_rng->GetValue() < prob); }
 
     // The end of the outage containing t, or 0 when the link is up at t.
@@ -184,8 +192,8 @@ struct Direction {
     void Sample(double now_s, uint64_t now_ns) {
         Advance(now_ns);
         qs_time_s.push_back(now_s);
-        qs_packets.push_back((uint32_t)waiting.size());
-        qs_bytes.push_back(q_bytes);
+        qs_packets.push_back(qdisc ? qdisc->GetNPackets() : (uint32_t)waiting.size());
+        qs_bytes.push_back(qdisc ? qdisc->GetNBytes() : q_bytes);
     }
 };
 
@@ -261,6 +269,71 @@ inline void RemoveQdiscs(NetDeviceContainer devs) {
 }
 
 inline Ptr<TcpL4Protocol> TcpL4(Ptr<Node> n) { return n->GetObject<TcpL4Protocol>(); }
+
+// A queue discipline (src/tcpdelay/sim/aqm.py) on the device that sends direction `d` of an
+// emulated channel: the device serializes at `device_rate_bps` (0: keep its rate) with a
+// one-packet queue and flow control (NetDeviceQueueInterface, as PointToPointHelper sets it
+// up), so packets wait in the queue disc; the channel then has no rate and no queue of its own.
+struct QdiscSetup {
+    std::string type;
+    std::vector<std::string> names, values;  // attributes, as ns-3 strings
+    uint32_t quantum = 0;                    // FqCoDel's (0: not set)
+    uint64_t device_rate_bps = 0;
+};
+
+inline void InstallQdisc(Ptr<NetDevice> device, Direction* d, const QdiscSetup& s) {
+    Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(device);
+    if (s.device_rate_bps) dev->SetDataRate(DataRate(s.device_rate_bps));
+    Ptr<Queue<Packet>> q = dev->GetQueue();
+    q->SetMaxSize(QueueSize("1p"));
+    if (!dev->GetObject<NetDeviceQueueInterface>()) {
+        Ptr<NetDeviceQueueInterface> ndqi = CreateObject<NetDeviceQueueInterface>();
+        ndqi->GetTxQueue(0)->ConnectQueueTraces(q);
+        dev->AggregateObject(ndqi);
+    }
+    Ptr<TrafficControlLayer> tc = dev->GetNode()->GetObject<TrafficControlLayer>();
+    if (tc->GetRootQueueDiscOnDevice(dev)) tc->DeleteRootQueueDiscOnDevice(dev);
+    TrafficControlHelper tch;
+    tch.SetRootQueueDisc(s.type);
+    Ptr<QueueDisc> qd = tch.Install(device).Get(0);
+    for (size_t i = 0; i < s.names.size(); i++) qd->SetAttribute(s.names[i], StringValue(s.values[i]));
+    if (s.quantum) DynamicCast<FqCoDelQueueDisc>(qd)->SetQuantum(s.quantum);
+    d->qdisc = qd;
+    qd->TraceConnectWithoutContext("SojournTime", MakeCallback(&Direction::OnSojourn, d));
+    qd->TraceConnectWithoutContext("PacketsInQueue", MakeCallback(&Direction::OnQdiscPackets, d));
+    qd->TraceConnectWithoutContext("BytesInQueue", MakeCallback(&Direction::OnQdiscBytes, d));
+}
+
+// A queue disc's counters in the emulator's terms, from QueueDisc::GetStats: its drop reasons
+// sorted into the discipline's own decisions (`aqm`: CoDel's "Target exceeded drop", PIE's
+// "Unforced drop", also when a child queue disc made them, as FqCoDel's per-flow CoDel) and
+// the rest (`queue`: the limit — CoDel's and FqCoDel's "Overlimit drop", PIE's "Forced drop");
+// CE marks are every mark it made.
+struct QdiscCounts {
+    uint64_t received = 0, received_bytes = 0, drop_queue = 0, drop_aqm = 0, marks = 0;
+};
+
+inline bool EndsWith(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+inline QdiscCounts CountQdisc(Ptr<QueueDisc> qd) {
+    QdiscCounts c;
+    const QueueDisc::Stats& st = qd->GetStats();
+    c.received = st.nTotalReceivedPackets;
+    c.received_bytes = st.nTotalReceivedBytes;
+    c.marks = st.nTotalMarkedPackets;
+    for (const auto* m : {&st.nDroppedPacketsBeforeEnqueue, &st.nDroppedPacketsAfterDequeue}) {
+        for (const auto& [reason, n] : *m) {
+            if (EndsWith(reason, CoDelQueueDisc::TARGET_EXCEEDED_DROP) ||
+                EndsWith(reason, PieQueueDisc::UNFORCED_DROP))
+                c.drop_aqm += n;
+            else
+                c.drop_queue += n;
+        }
+    }
+    return c;
+}
 
 // ------------------------------------------------------------------------------------------
 // TCP state over time (the tcp_state records' columns that ns-3 has).
@@ -903,8 +976,10 @@ struct SocketMaker {
     Ptr<Node> node;
     uint32_t sndbuf = 4194304, rcvbuf = 6291456, initcwnd = 10, segment = 0;
     bool sack = true, nodelay = true;
+    int ecn = -1;  // TcpSocketBase::UseEcn: 0 Off, 1 On, 2 AcceptOnly (Linux's tcp_ecn); -1 ns-3's default
     Ptr<Socket> Make() {
         Ptr<Socket> s = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
+        if (ecn >= 0) s->SetAttribute("UseEcn", EnumValue<TcpSocketState::UseEcn_t>((TcpSocketState::UseEcn_t)ecn));
         s->SetAttribute("SndBufSize", UintegerValue(sndbuf));
         s->SetAttribute("RcvBufSize", UintegerValue(rcvbuf));
         s->SetAttribute("InitialCwnd", UintegerValue(initcwnd));
