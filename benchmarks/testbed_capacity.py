@@ -7,6 +7,10 @@ whatever else loads the machine loads both:
 
 * **emulator**: the testbed's pair of hosts joined by ``tcpdelay-link`` (TUN devices), 1 ms each
   way (--one-way-s), no rate or queue limit;
+* **emulator, per packet**: the same with a 100 Gb/s rate limit (never reached), which makes
+  the link decide per packet and so keep one packet per read (docs/emulator.md "Segmentation
+  offload": only delay-only links take GSO super-packets whole) — what links with a loss,
+  rate or queue discipline can carry;
 * **veth floor**: two namespaces this script creates, joined by a plain veth pair with every
   offload off (``ethtool -K`` tso, gso, gro, lro, tx/rx checksumming, sg off), no delay: what
   the kernel alone forwards when every packet is one MTU, as on the emulator's TUNs.
@@ -155,8 +159,13 @@ def rss_kib(pid: int) -> int | None:
     return None
 
 
-def emulator_bulk(one_way_s: float, duration_s: float) -> dict:
-    spec = TestbedSpec.dumbbell(1, 1, link=LinkSpec.symmetric(delay_s=one_way_s), tcp=TCP)
+PER_PACKET_RATE_BPS = 100e9
+
+
+def emulator_bulk(one_way_s: float, duration_s: float, per_packet: bool = False) -> dict:
+    """``per_packet``: with a rate limit no flow reaches, so the link keeps one packet per read."""
+    rate = {"rate_bps": PER_PACKET_RATE_BPS} if per_packet else {}
+    spec = TestbedSpec.dumbbell(1, 1, link=LinkSpec.symmetric(delay_s=one_way_s, **rate), tcp=TCP)
     with Testbed(spec) as tb:
         left, right = tb.hosts["left0"], tb.hosts["right0"]
         rx = right.spawn(bulk_transfer.receive, PORT)
@@ -218,12 +227,16 @@ def error_ms(rtt_s: list[float], target_s: float) -> dict:
 # -- the run -------------------------------------------------------------------------------------
 
 def run(a: argparse.Namespace, con: Console) -> dict:
-    emu_runs, veth_runs = [], []
+    emu_runs, per_packet_runs, veth_runs = [], [], []
     with VethPair() as veth:
         for r in range(a.rounds):
             con.print(f"[dim]round {r + 1}/{a.rounds}: emulator ({a.one_way_s * 1e3:g} ms each way), "
                       f"{a.duration_s:g} s ...[/dim]")
             emu_runs.append(emulator_bulk(a.one_way_s, a.duration_s))
+            if a.per_packet:
+                con.print(f"[dim]round {r + 1}/{a.rounds}: emulator, one packet per read "
+                          f"({PER_PACKET_RATE_BPS / 1e9:g} Gb/s rate), {a.duration_s:g} s ...[/dim]")
+                per_packet_runs.append(emulator_bulk(a.one_way_s, a.duration_s, per_packet=True))
             con.print(f"[dim]round {r + 1}/{a.rounds}: veth pair without offloads, {a.duration_s:g} s ...[/dim]")
             veth_runs.append(veth.bulk(a.duration_s))
         precision = None
@@ -246,13 +259,16 @@ def run(a: argparse.Namespace, con: Console) -> dict:
         soak = emulator_bulk(a.one_way_s, a.soak_s)
     emu = statistics.median(r["goodput_bps"] for r in emu_runs)
     floor = statistics.median(r["goodput_bps"] for r in veth_runs)
+    per_packet = statistics.median(r["goodput_bps"] for r in per_packet_runs) if per_packet_runs else None
     return {
         "one_way_delay_s": a.one_way_s, "duration_s": a.duration_s, "rounds": a.rounds,
         "emulator_goodput_bps": emu, "veth_goodput_bps": floor, "ratio": emu / floor if floor > 0 else None,
         "target_ratio": 0.8,
+        "per_packet_goodput_bps": per_packet,
+        "per_packet_ratio": per_packet / floor if per_packet is not None and floor > 0 else None,
         "emulator_cpu_share": statistics.median(r["emulator_cpu_share"] for r in emu_runs),
         "veth_offloads_left_on": offloads_on,
-        "emulator_runs": emu_runs, "veth_runs": veth_runs, "delay_precision": precision, "soak": soak,
+        "emulator_runs": emu_runs, "per_packet_runs": per_packet_runs, "veth_runs": veth_runs, "delay_precision": precision, "soak": soak,
     }
 
 
@@ -266,10 +282,17 @@ def print_table(res: dict) -> None:
                     "alternating", title_justify="left")
     for col in ("path", "goodput", "per round", "retransmitted", "emulator CPU share"):
         t.add_column(col, justify="right")
-    t.add_row(f"emulator, {res['one_way_delay_s'] * 1e3:g} ms each way", f"{res['emulator_goodput_bps'] / 1e9:.2f} Gb/s",
+    t.add_row(f"emulator, {res['one_way_delay_s'] * 1e3:g} ms each way (delay only: super-packets whole)", f"{res['emulator_goodput_bps'] / 1e9:.2f} Gb/s",
               " ".join(f"{r['goodput_bps'] / 1e9:.2f}" for r in res["emulator_runs"]),
               str(sum(r["retransmitted_segments"] for r in res["emulator_runs"])),
               f"{res['emulator_cpu_share'] * 100:.0f} % of a core")
+    if res["per_packet_runs"]:
+        pp = res["per_packet_runs"]
+        t.add_row(f"emulator, one packet per read ({PER_PACKET_RATE_BPS / 1e9:g} Gb/s rate)",
+                  f"{res['per_packet_goodput_bps'] / 1e9:.2f} Gb/s",
+                  " ".join(f"{r['goodput_bps'] / 1e9:.2f}" for r in pp),
+                  str(sum(r["retransmitted_segments"] for r in pp)),
+                  f"{statistics.median(r['emulator_cpu_share'] for r in pp) * 100:.0f} % of a core")
     t.add_row("veth pair, no offloads, no delay", f"{res['veth_goodput_bps'] / 1e9:.2f} Gb/s",
               " ".join(f"{r['goodput_bps'] / 1e9:.2f}" for r in res["veth_runs"]),
               str(sum(r["retransmitted_segments"] for r in res["veth_runs"])), "-")
@@ -277,6 +300,8 @@ def print_table(res: dict) -> None:
     ratio = res["ratio"]
     con.print(f"ratio emulator / veth floor: [bold]{ratio:.2f}[/bold] (target >= {res['target_ratio']:g})"
               if ratio is not None else "ratio: - (the floor measured 0)")
+    if res["per_packet_ratio"] is not None:
+        con.print(f"ratio with one packet per read: {res['per_packet_ratio']:.2f}")
     if res["veth_offloads_left_on"] and any(res["veth_offloads_left_on"].values()):
         con.print(f"[yellow]offloads ethtool could not turn off: {res['veth_offloads_left_on']}[/yellow]")
     p = res["delay_precision"]
@@ -308,6 +333,8 @@ def main() -> int:
     ap.add_argument("--duration-s", type=float, default=8.0, help="length of each bulk transfer")
     ap.add_argument("--rounds", type=int, default=3, help="transfers per path, alternating")
     ap.add_argument("--one-way-s", type=float, default=0.001, help="the emulator's one-way delay")
+    ap.add_argument("--no-per-packet", dest="per_packet", action="store_false",
+                    help="leave out the emulator run that keeps one packet per read")
     ap.add_argument("--probes", type=int, default=1000, help="delay probes per path (0: no precision run)")
     ap.add_argument("--probe-one-way-s", type=float, default=0.050)
     ap.add_argument("--probe-interval-s", type=float, default=0.005)
