@@ -170,3 +170,20 @@ def test_an_unmappable_discipline_is_one_line_at_plan_time(tmp_path):
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert "a_to_b.aqm codel with outages" in p.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_loss_beside_a_discipline_is_said_once_per_run():
+    """ns-3 draws a direction's loss after its queue disc (the emulator before its queue): the
+    run says so in its approximations, only for a direction with both."""
+    from tcpdelay.experiments.backends.ns3 import Ns3Backend
+    from tcpdelay.experiments.plan import plan_run
+
+    def notes(forward: dict) -> list[str]:
+        sc = parse_scenario({"duration_s": 5, "path": {"rtt_s": 0.02, "rate_bps": RATE_BPS, "forward": forward},
+                             "flows": [{"profile": "voip"}]})
+        return [n for n in Ns3Backend().notes(plan_run(sc, 1)) if "queue disc" in n]
+
+    lossy = notes({"aqm": {"discipline": "pie"}, "loss": {"model": "bernoulli", "p": 0.01}})
+    assert len(lossy) == 1 and lossy[0].startswith("link a_to_b: bernoulli loss is drawn after ns-3's queue disc")
+    assert notes({"aqm": {"discipline": "pie"}}) == []
+    assert notes({"loss": {"model": "bernoulli", "p": 0.01}}) == []
