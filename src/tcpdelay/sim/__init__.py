@@ -3,6 +3,8 @@
 * :mod:`tcpdelay.sim.job` — the *simulation job*: what a simulation is given (hosts, the link,
   media and bulk flows, times, seed, output directory), plain JSON, validated; and what ns-3
   cannot do, named at plan time (:func:`tcpdelay.sim.job.unsupported`);
+* :mod:`tcpdelay.sim.aqm` — a link direction's queue discipline (CoDel, FQ-CoDel, PIE) as ns-3's
+  queue disc and its attributes, and what of it does not map;
 * :mod:`tcpdelay.sim.ns3_runtime` — builds and runs one job in ns-3 (imported only inside a
   worker: ns-3's Python bindings take seconds to import and abort the process on a fatal error);
 * :mod:`tcpdelay.sim.worker` — a worker process that imports ns-3 once and forks a child per
