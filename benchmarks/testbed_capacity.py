@@ -354,7 +354,11 @@ def main() -> int:
     # SIGTERM unwinds like Ctrl-C, so the namespaces go either way.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     con = Console(stderr=True)
-    res = run(a, con)
+    try:
+        res = run(a, con)
+    except KeyboardInterrupt:
+        con.print("interrupted: the namespaces it created are removed")
+        return 130
     if a.json:
         print(json.dumps(res, indent=2))
     else:
