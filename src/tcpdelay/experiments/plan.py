@@ -234,9 +234,14 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
             if transport == "udp":
                 port = CROSS_UDP_PORT + udp_index
                 udp_index += 1
+            client = sink_host(rx_side)
+            if tcp is not None and tcp.ecn == 1:
+                # the client opens the connection, and ECN is asked for in the SYN (RFC 3168 §6.1.1):
+                # the data's sender asking (tcp_ecn = 1) is not enough, its client must ask too
+                next(h for h in hosts if h["name"] == client)["tcp"]["ecn"] = 1
             plan.cross.append(CrossPlan(
                 flow_id=flow_id, name=f"cross{j}-{c.kind}" + (f"#{k}" if c.count > 1 else ""), kind=c.kind,
-                cross=c, server=server, client=sink_host(rx_side), port=port,
+                cross=c, server=server, client=client, port=port,
                 start_s=c.start_s + offset, stop_s=c.stop_s if c.stop_s is not None else scenario.duration_s,
                 seed=derive_seed(seed, "cross", j, k)))
             flow_id += 1
