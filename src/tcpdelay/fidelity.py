@@ -52,10 +52,11 @@ def nearby_error(*, stack: str, rtt_s: float, loss: float, profile: str | None =
     """The model's measured error near a query.
 
     Returns ``{"stack", "source", "like_profile", "points": [{"profile", "rtt_s", "loss",
-    "mean_error", "p95_error", "origin"}], "max_abs_mean_error", "max_abs_p95_error",
-    "in_validated_range", "warnings"}``: the :data:`NEAREST` measured points of the same stack
+    "mean_error", "p95_error", "origin", "measured_mean_rel_se"}], "max_abs_mean_error",
+    "max_abs_p95_error", "max_measured_mean_rel_se", "in_validated_range", "warnings"}``: the :data:`NEAREST` measured points of the same stack
     and profile closest in log RTT and log loss, their relative errors ((model − measured) /
-    measured) and the largest of them; ``warnings`` say why the query is outside what was
+    measured) and the largest of them, with the relative standard error of each measured mean
+    (from the spread of its runs; None for a single run) and the largest; ``warnings`` say why the query is outside what was
     measured (RTT, loss, packet rate, split/parallel connections, no table)."""
     doc = load_table() if table is None else table
     source = SOURCE_OF.get(stack, "testbed")
@@ -78,14 +79,21 @@ def nearby_error(*, stack: str, rtt_s: float, loss: float, profile: str | None =
         warnings.append(f"no measured points for stack {stack!r} in the fidelity table")
     lrtt, lloss = math.log(rtt_s), math.log(max(loss, 1e-6))
     pts.sort(key=lambda p: abs(math.log(p["rtt_s"]) - lrtt) + abs(math.log(p["loss"]) - lloss))
-    near = [{k: p.get(k) for k in ("profile", "rtt_s", "loss", "mean_error", "p95_error", "origin")}
+    near = [{k: p.get(k) for k in ("profile", "rtt_s", "loss", "mean_error", "p95_error", "origin",
+                                   "measured_mean_rel_se")}
             for p in pts[:NEAREST]]
     means = [abs(p["mean_error"]) for p in near if p["mean_error"] is not None]
     p95s = [abs(p["p95_error"]) for p in near if p["p95_error"] is not None]
+    ses = [p["measured_mean_rel_se"] for p in near if p.get("measured_mean_rel_se") is not None]
     return {"stack": stack, "source": source, "like_profile": like, "points": near,
             "max_abs_mean_error": max(means) if means else None,
             "max_abs_p95_error": max(p95s) if p95s else None,
+            "max_measured_mean_rel_se": max(ses) if ses else None,
             "in_validated_range": not warnings, "warnings": warnings}
+
+
+#: A measured mean less certain than this (one standard error, relative) is named in the summary.
+NOTABLE_MEASUREMENT_SE = 0.03
 
 
 def summary_text(err: dict) -> str:
@@ -96,6 +104,9 @@ def summary_text(err: dict) -> str:
     text = (f"model error near this query ({err['stack']} vs {err['source']}, {len(err['points'])} nearest "
             f"measured points): mean within {err['max_abs_mean_error'] * 100:.0f} %"
             + ("" if p95 is None else f", p95 within {p95 * 100:.0f} %"))
+    se = err.get("max_measured_mean_rel_se")
+    if se is not None and se >= NOTABLE_MEASUREMENT_SE:
+        text += f" (the measured means there are themselves uncertain by up to {se * 100:.0f} %, one standard error)"
     if err["warnings"]:
         text += "; outside the measured range: " + "; ".join(err["warnings"])
     return text

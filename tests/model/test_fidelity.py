@@ -36,12 +36,30 @@ def test_outside_the_measured_range_warns():
     assert none["max_abs_mean_error"] is None and "not measured" in summary_text(none)
 
 
+def test_the_measurements_own_uncertainty_is_reported_and_named_when_large():
+    table = _table()
+    for p, se in zip(table["results"][0]["points"], (0.004, 0.05, 0.1, None, 0.2)):
+        p["measured_mean_rel_se"] = se
+    err = nearby_error(stack="linux", rtt_s=0.1, loss=0.015, profile="voip", rate_pps=50, table=table)
+    got = {(p["rtt_s"], p["loss"]): p["measured_mean_rel_se"] for p in err["points"]}
+    assert got[(0.1, 0.01)] == 0.004 and got[(0.1, 0.02)] == 0.05
+    assert err["max_measured_mean_rel_se"] == max(v for v in got.values() if v is not None)
+    assert f"uncertain by up to {err['max_measured_mean_rel_se'] * 100:.0f} %" in summary_text(err)
+    # small uncertainties are not worth a word
+    for p in table["results"][0]["points"]:
+        p["measured_mean_rel_se"] = 0.01
+    quiet = nearby_error(stack="linux", rtt_s=0.1, loss=0.015, profile="voip", rate_pps=50, table=table)
+    assert quiet["max_measured_mean_rel_se"] == 0.01 and "uncertain" not in summary_text(quiet)
+
+
 def test_committed_table_has_both_stacks_against_their_sources():
     doc = load_table()
     have = {(r["stack"], r["source"]) for r in doc["results"]}
     assert {("linux", "testbed"), ("classic", "ns3"), ("paper", "testbed"), ("paper", "ns3")} <= have
     for r in doc["results"]:
         assert r["points"] and all({"profile", "rtt_s", "loss", "mean_error", "p95_error"} <= set(p) for p in r["points"])
+        # pooled runs give each measured mean its standard error
+        assert any((p.get("measured_mean_rel_se") or 0) > 0 for p in r["points"])
 
 
 def test_delay_and_advise_json_carry_the_error():
