@@ -101,6 +101,8 @@ def advise_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, playout_s, late_bud
         console.print(("[bold red]" if not res["fit"]["fits"] else "") + res["fit"]["message"], highlight=False)
         if res.get("ranking_note"):
             console.print(res["ranking_note"], highlight=False)
+        if res.get("queue_note"):
+            console.print(res["queue_note"], highlight=False)
         console.print(summary_text(res["model_error"]), highlight=False, markup=False)
 
     emit(res, as_json, human)

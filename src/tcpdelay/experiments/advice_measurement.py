@@ -51,6 +51,22 @@ _TCP_SETTINGS = (
 )
 
 
+#: "AQM at the bottleneck": the bottleneck's queue disciplines a measurement runs in place of its
+#: drop-tail queue, with their RFCs' defaults (docs/emulator.md, docs/ns3.md "Queue disciplines and
+#: ECN"): (discipline shown, the link's aqm table, reference).
+AQM_OPTIONS = (
+    ("FQ-CoDel", {"discipline": "fq_codel"}, "RFC 8290; docs/experiments/aqm.md"),
+    ("CoDel", {"discipline": "codel"}, "RFC 8289; docs/experiments/aqm.md"),
+)
+#: The queue is where the delay comes from when an AQM at the bottleneck cuts the media's measured
+#: p95 delay to at most this share of the as-is run's (and below every change to the sender measured).
+QUEUE_DELAY_SHARE = 0.5
+
+
+def aqm_option_name(shown: str) -> str:
+    return f"AQM at the bottleneck ({shown})"
+
+
 def measurement_only_options(budget: Budget, connections=advice_ranking.DEFAULT_CONNECTIONS) -> list[dict]:
     """Every option the model cannot quantify, shaped like the model's (``predicted`` None)."""
     from tcpdelay.testbed.congestion import VARIANTS
@@ -69,6 +85,15 @@ def measurement_only_options(budget: Budget, connections=advice_ranking.DEFAULT_
     for name, kind, what, change, extra, ref in _TCP_SETTINGS:
         out.append(option(name, kind, what=what, predicted=None, budget=budget, source=MEASUREMENT_ONLY,
                           settings=copy.deepcopy(change), cost_=cost(**extra), reference=ref))
+    for shown, aqm, ref in AQM_OPTIONS:
+        out.append(option(aqm_option_name(shown), "aqm",
+                          what=f"the bottleneck router runs {shown} (its RFC's defaults) instead of a drop-tail "
+                               "queue; a change to the path, not to TCP: measured with --bottleneck-bps (the model "
+                               "has no AQM)", predicted=None, budget=budget, source=MEASUREMENT_ONLY,
+                          settings={"aqm": dict(aqm)},
+                          cost_=cost(note="the path's owner must run it at the bottleneck; bulk flows then see "
+                                          "drops (or ECN marks) early instead of a full buffer"),
+                          reference=ref))
     for v in VARIANTS.values():
         out.append(option(f"TCP variant {v.name}", "variant", what=f"congestion control {v.name}: {v.description}",
                           predicted=None, budget=budget, source=MEASUREMENT_ONLY,
@@ -98,8 +123,10 @@ def _loss_spec(loss: float, loss_model: str) -> dict:
 
 def measurable(opt: dict) -> bool:
     """An option a run can show: what it changes is a scenario key (not a playout delay, which
-    is read off the as-is run, nor a router's queue discipline or Linux's fixed limited transmit)."""
-    return opt["kind"] in ("as-is", "split", "connections", "tcp", "variant", "udp") and opt["name"] != "limited transmit"
+    is read off the as-is run, nor the model's byte-limited queue or Linux's fixed limited
+    transmit); "AQM at the bottleneck" is (the link's ``aqm``), on a path with a bottleneck."""
+    return (opt["kind"] in ("as-is", "split", "connections", "tcp", "variant", "udp", "aqm")
+            and opt["name"] != "limited transmit")
 
 
 def option_scenario(opt: dict, advice: dict, *, duration_s: float, seed: int = 1, backend: str = "testbed",
@@ -114,6 +141,9 @@ def option_scenario(opt: dict, advice: dict, *, duration_s: float, seed: int = 1
         fwd["rate_bps"] = path["bottleneck_bps"]
     if queue_size is not None:
         fwd["queue_bytes" if path["queue"] == "bytes" else "queue_packets"] = int(queue_size)
+    s = opt["settings"]
+    if "aqm" in s:
+        fwd["aqm"] = dict(s["aqm"])
     tcp: dict = {"preset": preset}
     if backend == "ns3":
         tcp.update(rack=False, tlp=False)   # ns-3 3.44 has no RACK/TLP
@@ -122,7 +152,6 @@ def option_scenario(opt: dict, advice: dict, *, duration_s: float, seed: int = 1
         flow.update(packet_size_bytes=int(round(src["packet_bytes"])), interval_s=1.0 / src["rate_pps"])
     else:
         flow["profile"] = src["profile"]
-    s = opt["settings"]
     tcp.update(s.get("tcp", {}))
     flow["tcp"] = tcp
     heur = {k: s[k] for k in ("split", "connections", "scheduler") if k in s}
@@ -135,7 +164,8 @@ def option_scenario(opt: dict, advice: dict, *, duration_s: float, seed: int = 1
             "seed": seed, "metrics": ["delay", "late", "loss"],
             "path": {"forward": fwd, "reverse": {"delay_s": max(path["rtt_s"] - L, 0.0)}}, "flows": [flow]}
     if cross_bulk:
-        data["cross"] = [{"kind": "bulk", "count": int(cross_bulk), "tcp": {"preset": preset}}]
+        cross_tcp = {"preset": preset, **({"rack": False, "tlp": False} if backend == "ns3" else {})}
+        data["cross"] = [{"kind": "bulk", "count": int(cross_bulk), "tcp": cross_tcp}]
     return data
 
 
@@ -176,10 +206,16 @@ def measure(advice: dict, *, backend: str = "testbed", duration_s: float = DEFAU
     chosen = [o for o in opts if o["kind"] == "as-is"]
     chosen += [o for o in opts if measurable(o) and o["kind"] != "as-is" and o["predicted"] is not None][:top]
     chosen += [o for o in opts if o["name"] in also and o not in chosen]
+    bottleneck = advice["path"].get("bottleneck_bps") is not None
+    if bottleneck and cross_bulk:   # a queue forms: the AQM options say how much of the delay it is
+        chosen += [o for o in opts if o["kind"] == "aqm" and o not in chosen]
     for o in chosen:
+        if o["kind"] == "aqm" and not bottleneck:
+            raise ParameterError(f"measure_option: {o['name']!r} needs --bottleneck-bps (without a bottleneck "
+                                 "rate no queue forms for a discipline to manage)")
         if not measurable(o):
             raise ParameterError(f"measure_option: {o['name']!r} cannot be measured by a run "
-                                 "(a playout delay is read off the as-is run; a queue discipline or limited "
+                                 "(a playout delay is read off the as-is run; the queue-limit option or limited "
                                  "transmit is not a setting of the testbed's Linux)")
     model_order = [o["name"] for o in opts if o in chosen]
     source = advice_ranking.NS3 if backend == "ns3" else advice_ranking.MEASURED
@@ -213,7 +249,33 @@ def measure(advice: dict, *, backend: str = "testbed", duration_s: float = DEFAU
     advice["measurement"] = {"backend": backend, "duration_s": duration_s, "seed": seed, "preset": preset,
                              "measured": [o["name"] for o in chosen if "measured" in o], "failed": failed}
     advice["ranking_note"] = _ranking_note(model_order, measured_order)
+    advice["queue_note"] = _queue_note(chosen)
     return advice
+
+
+def _queue_note(chosen: list[dict]) -> str | None:
+    """Whether the bottleneck's queue, not TCP, is where the media's delay comes from: the best
+    measured "AQM at the bottleneck" against the as-is run and the TCP changes measured (None when
+    no AQM option was measured)."""
+    def p95(o):
+        return (o.get("measured") or {}).get("p95_s")
+
+    as_is = next((o for o in chosen if o["kind"] == "as-is" and p95(o) is not None), None)
+    aqm = [o for o in chosen if o["kind"] == "aqm" and p95(o) is not None]
+    if as_is is None or not aqm:
+        return None
+    best = min(aqm, key=p95)
+    a, b = p95(as_is), p95(best)
+    others = [o for o in chosen if o["kind"] not in ("as-is", "aqm", "playout") and p95(o) is not None]
+    best_tcp = min(others, key=p95) if others else None
+    if b <= QUEUE_DELAY_SHARE * a and (best_tcp is None or b < p95(best_tcp)):
+        text = (f"the path's queue, not TCP, is where the delay comes from: with {best['name']} the media's p95 "
+                f"delay falls from {a * 1e3:.0f} ms to {b * 1e3:.0f} ms")
+        if best_tcp is not None:
+            text += f", below every change to the sender measured ({best_tcp['name']}: {p95(best_tcp) * 1e3:.0f} ms)"
+        return text + "; an AQM at the bottleneck (or keeping the media out of the bulk flows' queue) helps more"
+    return (f"the bottleneck's queue is not the main source of the delay: with {best['name']} the media's p95 "
+            f"delay is {b * 1e3:.0f} ms against {a * 1e3:.0f} ms as is")
 
 
 def _set_measured(o: dict, got: dict, playout_s: float, budget: Budget, source: str) -> None:
