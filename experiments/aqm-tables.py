@@ -1,0 +1,157 @@
+"""The tables of docs/experiments/aqm.md, computed from the committed sweeps of results/.
+
+    .venv/bin/python experiments/aqm-tables.py            # print every table
+    .venv/bin/python experiments/aqm-tables.py --write    # rewrite the page's tables in place
+
+Each table follows a marker line on the page (``<!-- table aqm-5.3 ns3 -->``: the experiment and
+the backend) and joins the sweep run with ECN off and the one with ECN on
+(``results/<experiment>[-ecn]-<backend suffix>``). A row is one cell of the sweeps: the
+discipline, ECN, and the cell's other swept value (web flows, or the audio's transport). Figures:
+
+- media delay p50/p95/p99: every delivered media packet of the cell's runs pooled (one-way, whole
+  run), ms;
+- late: the fraction of media packets sent that arrived later than the deadline or never
+  (150 ms: ITU-T G.114's one-way bound for interactive voice; 400 ms);
+- media retransmissions: TCP retransmissions of the media flows, summed over them, mean per run;
+- bulk goodput: the bulk (FTP, download) flows' goodput summed, mean per run, Mb/s; web goodput:
+  the other cross flows' (web on/off), the same way;
+- bottleneck sojourn p50 / p99: the forward direction's queue sojourn percentiles (the link's
+  ``sojourn_ms``), mean per run ("–" where the backend's counters have none);
+- overflow drops / AQM drops / CE marks: the bottleneck's forward direction (``a_to_b``), mean
+  per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tcpdelay.reproductions.page_tables import rewrite_tables
+from tcpdelay.reproductions.sweep_data import REPO_ROOT, media_delays, run_json, runs
+
+PAGE = REPO_ROOT / "docs" / "experiments" / "aqm.md"
+RESULTS = REPO_ROOT / "results"
+DEADLINES_S = (0.15, 0.4)
+DISCIPLINES = ("drop_tail", "codel", "fq_codel", "pie")
+NAMES = {"drop_tail": "drop-tail", "codel": "CoDel", "fq_codel": "FQ-CoDel", "pie": "PIE"}
+
+#: marker -> (experiment, results suffix of the backend, the cells' other swept key and its column name)
+TABLES = {
+    "<!-- table aqm-5.3 ns3 -->": ("aqm-5.3", "-ns3", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3 testbed -->": ("aqm-5.3", "-reduced", "cross[1].count", "web flows"),
+    "<!-- table aqm-hspa-audio-bulk ns3 -->": ("aqm-hspa-audio-bulk", "-ns3", "flows[0].transport", "audio over"),
+    "<!-- table aqm-hspa-audio-bulk testbed -->": ("aqm-hspa-audio-bulk", "-reduced", "flows[0].transport", "audio over"),
+}
+
+
+def _sweep_dir(experiment: str, ecn: bool, suffix: str) -> Path:
+    return RESULTS / f"{experiment}{'-ecn' if ecn else ''}{suffix}"
+
+
+def _fixed_value(sweep: Path, key: str):
+    """The value of ``key`` in a sweep whose grid does not sweep it (the scenario as written)."""
+    import tomllib
+
+    data = tomllib.loads((sweep / "scenario.toml").read_text())
+    head, _, rest = key.partition(".")
+    name, _, index = head.partition("[")
+    return data[name][int(index.rstrip("]"))][rest]
+
+
+def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
+    """One row per cell of ``sweep``: its discipline, ECN, other value and figures."""
+    delays = media_delays(sweep)
+    d_cell = np.asarray(delays["cell_id"].to_pylist())
+    d_delay = delays["delay_s"].to_numpy(zero_copy_only=False)
+    by_cell: dict[str, list[dict]] = {}
+    for r in runs(sweep):
+        by_cell.setdefault(r["cell_id"], []).append(r)
+    rows = []
+    for cell_id, rs in by_cell.items():
+        ov = rs[0]["overrides"]
+        aqm = (ov.get("path.forward") or {}).get("aqm") or {}
+        other = ov.get(other_key, None)
+        if other is None:
+            other = _fixed_value(sweep, other_key)
+        d = d_delay[d_cell == cell_id]
+        got = d[np.isfinite(d)]
+        if not got.size:
+            raise SystemExit(f"{sweep.name}: cell {cell_id} has no delivered media packet (an unfinished run?)")
+        media_rtx, bulk_bps, web_bps, qdrops, adrops, marks, soj50, soj99 = [], [], [], [], [], [], [], []
+        for r in rs:
+            metrics = json.loads((r["dir"] / "metrics.json").read_text())
+            media_rtx.append(sum(f.get("tcp_retransmissions") or 0 for f in metrics["flows"]))
+            bulk_bps.append(sum(c.get("goodput_bps") or 0.0 for c in metrics["cross"] if c["kind"] == "bulk"))
+            web_bps.append(sum(c.get("goodput_bps") or 0.0 for c in metrics["cross"] if c["kind"] != "bulk"))
+            fwd = run_json(r["dir"])["run"]["link_counters"]["a_to_b"]
+            qdrops.append(fwd["drops"]["queue"])
+            adrops.append(fwd["drops"]["aqm"])
+            marks.append(fwd["ce_marks"])
+            sojourn = fwd.get("sojourn_ms") or {}
+            soj50.append(sojourn.get("p50", np.nan))
+            soj99.append(sojourn.get("p99", np.nan))
+        rows.append({
+            "discipline": aqm.get("discipline", "drop_tail"), "ecn": ecn, "other": other, "runs": len(rs),
+            "packets": int(d.size), "p50_ms": 1e3 * np.percentile(got, 50), "p95_ms": 1e3 * np.percentile(got, 95),
+            "p99_ms": 1e3 * np.percentile(got, 99),
+            "late": [float(np.mean(~(np.isfinite(d) & (np.nan_to_num(d, nan=np.inf) <= t)))) for t in DEADLINES_S],
+            "media_rtx": float(np.mean(media_rtx)), "bulk_mbps": float(np.mean(bulk_bps)) / 1e6,
+            "web_mbps": float(np.mean(web_bps)) / 1e6, "sojourn_p50_ms": float(np.mean(soj50)),
+            "sojourn_p99_ms": float(np.mean(soj99)),
+            "queue_drops": float(np.mean(qdrops)), "aqm_drops": float(np.mean(adrops)), "ce_marks": float(np.mean(marks)),
+        })
+    return rows
+
+
+def _ms(x: float) -> str:
+    return "–" if not np.isfinite(x) else f"{x:.1f}"
+
+
+def table(experiment: str, suffix: str, other_key: str, other_name: str) -> str:
+    rows = []
+    for ecn in (False, True):
+        sweep = _sweep_dir(experiment, ecn, suffix)
+        rows += cell_rows(sweep, ecn, other_key)
+    rows.sort(key=lambda r: (str(r["other"]), DISCIPLINES.index(r["discipline"]), r["ecn"]))
+    late_cols = " | ".join(f"late {int(t * 1e3)} ms" for t in DEADLINES_S)
+    out = [f"| {other_name} | discipline | ECN | runs | media p50 / p95 / p99 (ms) | {late_cols} | media retransmitted "
+           "| bulk goodput (Mb/s) | web goodput (Mb/s) | bottleneck sojourn p50 / p99 (ms) | overflow drops | AQM drops "
+           "| CE marks |",
+           "|" + "---|" * (13 + len(DEADLINES_S) - 1)]
+    for r in rows:
+        late = " | ".join(f"{100 * x:.2f} %" for x in r["late"])
+        out.append(f"| {r['other']} | {NAMES[r['discipline']]} | {'on' if r['ecn'] else 'off'} | {r['runs']} "
+                   f"| {r['p50_ms']:.0f} / {r['p95_ms']:.0f} / {r['p99_ms']:.0f} | {late} | {r['media_rtx']:.0f} "
+                   f"| {r['bulk_mbps']:.2f} | {r['web_mbps']:.2f} | {_ms(r['sojourn_p50_ms'])} / {_ms(r['sojourn_p99_ms'])} "
+                   f"| {r['queue_drops']:.0f} | {r['aqm_drops']:.0f} | {r['ce_marks']:.0f} |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="rewrite the tables of docs/experiments/aqm.md")
+    ap.add_argument("--only", metavar="TEXT", help="only the tables whose marker contains TEXT (e.g. testbed)")
+    args = ap.parse_args(argv)
+    tables = {}
+    for marker, spec in TABLES.items():
+        if args.only and args.only not in marker:
+            continue
+        if not all(_sweep_dir(spec[0], ecn, spec[1]).is_dir() for ecn in (False, True)):
+            print(f"{marker}: a sweep is missing, skipped", file=sys.stderr)
+            continue
+        tables[marker] = table(*spec)
+    if args.write:
+        changed = rewrite_tables(PAGE, tables)
+        print(f"{PAGE.relative_to(REPO_ROOT)}: {len(changed)} table(s) rewritten")
+    else:
+        for marker, text in tables.items():
+            print(marker, text, "", sep="\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
