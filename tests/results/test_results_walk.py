@@ -114,7 +114,10 @@ def test_report_reopens_every_committed_run(name, tmp_path):
                 assert f["delay"][key] == pytest.approx(m["delay"][key], abs=2e-6), (rd, f["flow_id"], key)
             assert f["received"] == m["packets"]["received"], (rd, f["flow_id"])
             mos = (m.get("emodel") or {}).get("best", {}).get("mos")
-            assert (f["mos"] is None and mos is None) or f["mos"] == pytest.approx(mos), rd
+            # recomputed from those 1-µs delays: the E-model moves MOS by at most ~7e-6 per µs of
+            # delay (ITU-T G.107: Id's slope is at most 0.134 R per ms, MOS's at most 0.053 per R),
+            # so the same 2 µs as the delays above (a testbed run's MOS moved 4.3e-6 when kept)
+            assert (f["mos"] is None and mos is None) or f["mos"] == pytest.approx(mos, abs=2e-5), rd
 
 
 VALIDATE = [d for d in SWEEPS if (RESULTS / d / "validation.json").is_file()]
