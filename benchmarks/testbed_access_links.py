@@ -43,9 +43,10 @@ def scenario(n: int, duration_s: float) -> dict:
 
 
 class RealtimeCpu:
-    """Samples, every second, the CPU time of the machine's real-time processes (scheduling
-    policy SCHED_FIFO or SCHED_RR in /proc/PID/stat) in a thread; ``cores`` holds, per 1-s
-    window in which at least ``min_procs`` of them ran, the cores they used."""
+    """Samples, every second, the CPU time of the machine's real-time threads (scheduling
+    policy SCHED_FIFO or SCHED_RR in /proc/PID/task/TID/stat: grouped endpoints are a thread per
+    flow end) in a thread; ``cores`` holds, per 1-s window in which at least ``min_procs`` of
+    them ran, the cores they used."""
 
     def __init__(self, min_procs: int):
         self.min_procs, self.cores = min_procs, []
@@ -56,13 +57,19 @@ class RealtimeCpu:
     def _snapshot() -> dict[str, int]:
         out = {}
         for pid in os.listdir("/proc"):
-            if pid.isdigit():
+            if not pid.isdigit():
+                continue
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
                 try:
-                    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                    fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
                 if int(fields[38]) in (1, 2):           # policy: SCHED_FIFO, SCHED_RR
-                    out[pid] = int(fields[11]) + int(fields[12])   # utime + stime, ticks
+                    out[tid] = int(fields[11]) + int(fields[12])   # utime + stime, ticks
         return out
 
     def _run(self) -> None:
@@ -120,7 +127,7 @@ def measure(n: int, duration_s: float) -> dict:
         links = [counters, *(counters.get("access") or {}).values()]
         lateness = [c[d]["lateness_us"] for c in links if c for d in ("a_to_b", "b_to_a") if d in c]
     cpu = env.get("emulator_cpu_s")
-    return {"flows": n, "links": 2 * n + 1, "build_s": build_s, "rss_mb_total": sum(rss) / 2**20,
+    return {"flows": n, "endpoints": env.get("media_endpoints", "per-flow"), "links": 2 * n + 1, "build_s": build_s, "rss_mb_total": sum(rss) / 2**20,
             "emulator_cpu_s": cpu, "delay_err_mean_ms": 1e3 * float(np.mean(err)),
             "delay_err_p99_ms": 1e3 * float(np.percentile(err, 99)), "delay_err_max_ms": 1e3 * float(np.max(err)),
             "delay_err_p99_after_2s_ms": 1e3 * float(np.percentile(err[late], 99)) if late.any() else float("nan"),
@@ -146,13 +153,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flows", type=int, nargs="+", default=[20, 40, 80])
     ap.add_argument("--duration-s", type=float, default=10.0)
+    ap.add_argument("--endpoints", choices=("auto", "grouped", "per-flow"), default="auto",
+                    help="media flow ends: a process each (per-flow), one process for the senders and one "
+                         "for the receivers (grouped), or the run's own choice (auto; "
+                         "tcpdelay.testbed.grouped_endpoints)")
     args = ap.parse_args()
-    print(f"{'flows':>5} {'links':>9} {'build s':>8} {'RSS MB':>7} {'delay - configured, ms: mean':>29} "
+    from tcpdelay.testbed.grouped_endpoints import ENDPOINTS_ENV
+
+    os.environ[ENDPOINTS_ENV] = args.endpoints
+    print(f"{'flows':>5} {'endpoints':>9} {'links':>9} {'build s':>8} {'RSS MB':>7} {'delay - configured, ms: mean':>29} "
           f"{'p99':>6} {'max':>7} {'p99 after 2 s':>13} {'emulator lateness us: p99':>25} {'max':>7}"
           f" {'real-time CPU, cores: mean':>26} {'max':>5}")
     for n in args.flows:
         r = measure(n, args.duration_s)
-        print(f"{r['flows']:>5} {r['links']:>9} {r['build_s']:>8.2f} {r['rss_mb_total']:>7.1f} "
+        print(f"{r['flows']:>5} {r['endpoints']:>9} {r['links']:>9} {r['build_s']:>8.2f} {r['rss_mb_total']:>7.1f} "
               f"{r['delay_err_mean_ms']:>29.3f} {r['delay_err_p99_ms']:>6.3f} {r['delay_err_max_ms']:>7.3f}"
               f" {r['delay_err_p99_after_2s_ms']:>13.3f} {r['lateness_p99_us']:>25.0f} {r['lateness_max_us']:>7.0f}"
               f" {r['realtime_cpu_cores_mean']:>26.2f} {r['realtime_cpu_cores_max']:>5.2f}"

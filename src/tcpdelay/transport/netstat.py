@@ -17,7 +17,8 @@ incremented in ``net/ipv4/tcp_input.c``, ``tcp_recovery.c``, ``tcp_timer.c``, ``
 
 The counters are the namespace's, so they describe one connection only where the namespace holds
 one (the testbed gives each media sender its own). :func:`tcp_counters` reads them from the
-calling process's namespace; :func:`counter_delta` subtracts two readings.
+calling thread's namespace (``/proc/thread-self/net``: a thread may have entered one of its own);
+:func:`counter_delta` subtracts two readings.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def _table(path: Path, prefix: str) -> dict[str, int]:
     return out
 
 
-def tcp_counters(proc_net: str | Path = "/proc/self/net") -> dict[str, int]:
-    """The calling process's namespace's recovery counters (names above; missing ones omitted,
+def tcp_counters(proc_net: str | Path = "/proc/thread-self/net") -> dict[str, int]:
+    """The calling thread's namespace's recovery counters (names above; missing ones omitted,
     an empty dict where /proc is unreadable)."""
     base = Path(proc_net)
     ext = _table(base / "netstat", "TcpExt")

@@ -68,6 +68,9 @@ class TestbedBackend(Backend):
 
         require_testbed_environment()
         find_binary()
+        from tcpdelay.testbed.grouped_endpoints import endpoints_mode
+
+        endpoints_mode(0)     # a bad TCPDELAY_MEDIA_ENDPOINTS: one line before any run
 
     #: Start-up time per program a run starts (a media flow's sender and receiver, a cross flow's
     #: two ends): 80 flows took 11.2 s from the emulator's start to their last sender's start on
@@ -246,12 +249,25 @@ def environment(tb, plan: RunPlan) -> dict:
         "testbed": tb.describe(),
         "link": json.loads(tb.spec.link.model_dump_json()),
         "hosts_requested": plan.hosts,
+        # a process per media flow end, or grouped (tcpdelay.testbed.grouped_endpoints)
+        "media_endpoints": "grouped" if _grouped_media(plan) else "per-flow",
     }
 
 
+def _grouped_media(plan: RunPlan) -> set[int]:
+    """The media flows whose ends run grouped (one process for the senders, one for the
+    receivers: :mod:`tcpdelay.testbed.grouped_endpoints`); QUIC flows keep a process each."""
+    from tcpdelay.testbed.grouped_endpoints import endpoints_mode
+
+    ids = {m.flow_id for m in plan.media if m.flow.transport in ("tcp", "udp")}
+    return ids if ids and endpoints_mode(len(ids)) == "grouped" else set()
+
+
 def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
+    from tcpdelay.testbed.grouped_endpoints import Member, start_group
     from tcpdelay.transport import ReceiverConfig, TcpOptions
 
+    grouped, members = _grouped_media(plan), []
     for m in plan.media:
         f = m.flow
         fd = rd / "flows" / str(m.flow_id)
@@ -260,7 +276,12 @@ def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
         cfg = ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
                              runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s), tcp=rx_opts,
                              handshake_timeout_s=10.0, udp_linger_s=1.0)
-        handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg, tb.spec.realtime)
+        if m.flow_id in grouped:
+            members.append(Member(f"rx:{m.flow_id}", tb.hosts[m.receiver].netns, cfg))
+        else:
+            handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg, tb.spec.realtime)
+    if members:
+        handles.update(start_group(tb.hosts[plan.media[0].receiver], members, tb.spec.realtime, "media receivers"))
 
 
 # Cross-traffic starters, one per kind: (testbed, the flow's plan, its start instant, its
@@ -366,7 +387,9 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -
     from tcpdelay.traffic import response_server, transfers, udp_background
     from tcpdelay.transport import RunParams, SenderConfig, TcpOptions
     from tcpdelay.transport.quic_config import QuicOptions
+    from tcpdelay.testbed.grouped_endpoints import Member, start_group
 
+    grouped, members = _grouped_media(plan), []
     starters = {c.kind: cross_starter(c.kind) for c in plan.cross}   # an unknown kind: before any start
     end = t0 + plan.duration_s
     # Servers and sinks first (clients retry connecting until they are up).
@@ -417,8 +440,13 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -
             quic=QuicOptions(congestion=f.quic.congestion_control, deadline_s=f.quic.deadline_s,
                              streams_per=f.quic.streams_per,
                              max_datagram_bytes=f.quic.max_datagram_bytes))
+        if m.flow_id in grouped:
+            members.append(Member(f"tx:{m.flow_id}", tb.hosts[m.sender].netns, cfg, sources[m.flow_id], t0 + m.start_s))
+            continue
         handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, sources[m.flow_id], t0 + m.start_s,
                                                                tb.spec.realtime)
+    if members:
+        handles.update(start_group(tb.hosts[plan.media[0].sender], members, tb.spec.realtime, "media senders"))
     for c in plan.cross:
         handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
 
