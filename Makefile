@@ -15,9 +15,21 @@ CARGO  ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 run: install native
 	$(BIN)/tcpdelay evaluate
 
+# pytest in two passes (docs/testing.md): the tests not marked `alone`, on PYTEST_WORKERS processes
+# side by side with pytest-xdist (0: in one process, the default until a parallel run is shown
+# green from a fresh clone under contention; the tests of one xdist_group share a process), then
+# the `alone` ones one after another with the machine to themselves. Both passes run even if the
+# first fails; each prints its 15 slowest tests. `make test PYTEST_WORKERS=4` runs side by side.
+PYTEST_WORKERS ?= 0
+
 test: install-dev native media-tools guest-tools
 	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet; fi
-	$(BIN)/python -m pytest
+	@status=0; \
+	echo "pytest, pass 1 of 2: every test not marked alone ($(PYTEST_WORKERS) workers; 0: in this process)"; \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" || status=$$?; \
+	echo "pytest, pass 2 of 2: the tests marked alone, one at a time"; \
+	$(BIN)/python -m pytest -m alone || status=$$?; \
+	exit $$status
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

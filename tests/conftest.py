@@ -59,13 +59,20 @@ def cli_exit():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _video_cache(tmp_path_factory):
+def _video_cache(tmp_path_factory, worker_id):
     """The videos tests make (traffic/video_file.py) go to a cache of the test session's own, not
-    the user's ~/.cache/tcpdelay."""
+    the user's ~/.cache/tcpdelay. Under pytest-xdist its workers share one (the session's base
+    temporary directory is per worker, its parent the run's): a video is made once, not once per
+    worker, and a file appears there whole (made under a temporary name, then renamed)."""
     import os
 
     old = os.environ.get("TCPDELAY_CACHE_DIR")
-    os.environ["TCPDELAY_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    if worker_id == "master":
+        cache = tmp_path_factory.mktemp("cache")
+    else:
+        cache = tmp_path_factory.getbasetemp().parent / "cache"
+        cache.mkdir(exist_ok=True)
+    os.environ["TCPDELAY_CACHE_DIR"] = str(cache)
     yield
     if old is None:
         os.environ.pop("TCPDELAY_CACHE_DIR", None)
@@ -104,3 +111,24 @@ class Tmpfs:
 def tmpfs() -> type[Tmpfs]:
     """:class:`Tmpfs`: ``with tmpfs.mounted(path, "64k") as disk: tmpfs.fill(disk)``."""
     return Tmpfs
+
+
+@pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """pytest-xdist's name of this worker (``gw0``, ...), ``master`` when the tests run in one
+    process (pytest-xdist's own fixture of that name, also when it is not loaded)."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that use a module-scoped fixture (a Ray cluster, a reference-kernel guest, a simulation
+    done once for the file) run in one pytest-xdist worker, so that it is made once
+    (``--dist loadgroup``; a test's own ``xdist_group`` marker wins)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        defs = getattr(item, "_fixtureinfo", None)
+        if defs is None:
+            continue
+        if any(fd[-1].scope == "module" for fd in defs.name2fixturedefs.values() if fd):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

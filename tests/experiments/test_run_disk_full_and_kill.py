@@ -152,6 +152,8 @@ def _alive_after(pids: set[int], timeout_s: float = 10.0) -> set[int]:
     return left
 
 
+@pytest.mark.alone  # `testbed clean` removes every run whose owner is dead, and this test's own killed run must
+# still be there for it: a clean run by another test (or a Ray testbed unit) side by side would take it first
 @pytest.mark.parametrize("command", [["run"], ["sweep", "--jobs", "2"]])
 def test_clean_after_sigkill_of_the_orchestrator_leaves_no_process(tmp_path, command):
     f = tmp_path / "kill.toml"
@@ -196,6 +198,8 @@ with Testbed(TestbedSpec.dumbbell(1, 1, link=LinkSpec.symmetric(delay_s=0.01))) 
 """
 
 
+@pytest.mark.alone  # `testbed clean` removes every run whose owner is dead, and this test's own killed run must
+# still be there for it: a clean run by another test (or a Ray testbed unit) side by side would take it first
 def test_clean_ends_a_recorded_process_that_left_the_run_s_namespaces():
     import shutil
 

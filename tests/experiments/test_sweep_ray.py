@@ -24,7 +24,9 @@ from tcpdelay.experiments.scenario import parse_scenario
 from tcpdelay.experiments.sweep import run_sweep
 from tcpdelay.results import markers
 
-pytestmark = pytest.mark.slow
+# One Ray cluster for the module (a module fixture): under pytest-xdist every test of the file goes
+# to one worker, so it starts once, and never two clusters side by side.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 VOIP = {
     "name": "ray-voip", "duration_s": 5, "repetitions": 2,

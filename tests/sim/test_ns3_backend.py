@@ -133,7 +133,8 @@ def test_report_reads_an_ns3_run(worker, tmp_path):
 
 def test_a_killed_sweep_resumes(tmp_path):
     sc = tmp_path / "s.toml"
-    sc.write_text('name = "k"\nduration_s = 60\nrepetitions = 3\n[path]\nrtt_s = 0.1\nloss = { model = "bernoulli", p = 0.01 }\n'
+    # 20 s runs: long enough that the kill lands between the first run's end and the sixth's
+    sc.write_text('name = "k"\nduration_s = 20\nrepetitions = 3\n[path]\nrtt_s = 0.1\nloss = { model = "bernoulli", p = 0.01 }\n'
                   '[[flows]]\nprofile = "voip"\n[sweep]\n"path.rtt_s" = [0.02, 0.1]\n')
     out = tmp_path / "o"
     proc = subprocess.Popen([sys.executable, "-m", "tcpdelay", "sweep", str(sc), "--backend", "ns3", "--out", str(out)],

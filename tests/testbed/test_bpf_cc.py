@@ -94,6 +94,8 @@ def test_sigkill_of_the_loading_process_unregisters():
             child.kill()
 
 
+@pytest.mark.alone  # a legacy registration is anybody's leftover: a `testbed clean` (or a Ray testbed unit's)
+# side by side would unregister it before this test's own clean, and this test's clean would take another's
 def test_a_legacy_registration_is_a_leftover_that_clean_removes():
     out = subprocess.run(["bpftool", "struct_ops", "register", str(bpf_cc.object_path("newreno"))],
                          capture_output=True, text=True)
@@ -232,7 +234,8 @@ def _goodput_bps(variant: str, seed: int, duration_s: float) -> float:
         tb.hosts["a"].call(bulk_transfer.send, tb.hosts["sink"].address, 5001, duration_s=duration_s,
                            congestion_control=kernel, timeout_s=60)
         got = rx.result(timeout_s=60)
-    assert kernel == ("reno" if variant == "reno" else "tdnewreno")
+    # the BPF clone under its plain name, or under its run's when another testbed holds that one
+    assert (kernel == "reno") if variant == "reno" else (kernel in ("tdnewreno", f"tdnewreno_{tb.run_id[:6]}"))
     return got["bytes"] * 8 / got["duration_s"]
 
 
@@ -259,6 +262,7 @@ def test_the_newreno_clone_matches_kernel_reno_at_one_percent_loss():
     assert abs(statistics.fmean(diffs)) <= max(0.05 * mean_reno, 4 * se), (newreno, reno)
 
 
+@pytest.mark.alone  # the first testbed must get the plain name: no other test may hold "tdvegas" meanwhile
 def test_two_testbeds_at_once_run_the_same_variant_each_under_its_own_name():
     """A sweep with --jobs 2 opens two testbeds that may name the same BPF variant: the kernel
     knows one congestion control per name, so the second registers its own, named after its run,
