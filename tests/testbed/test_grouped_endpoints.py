@@ -95,7 +95,11 @@ def test_a_grouped_flows_delays_are_those_of_its_path(tmp_path, monkeypatch):
     sender's access link and arrived through its receiver's (a thread outside its host's
     namespace would send from, or fail to listen in, another host); no packet arrives sooner
     than the path's 5 + 30 + 5 ms one way plus its serialization on the three 10-Mb/s links,
-    and each flow's median is the path's, not twice it."""
+    and each flow's median is the path's, not twice it. Each side in two groups (at most two
+    flow ends each)."""
+    from tcpdelay.testbed import grouped_endpoints
+
+    monkeypatch.setattr(grouped_endpoints, "MAX_GROUP_MEMBERS", 2)   # two groups of each side
     scenario = {**SCENARIO, "access": {"rate_bps": 10e6, "delay_s": 0.005}}
     rd = _run(tmp_path, "grouped", monkeypatch, scenario)
     sent, received = read_records(rd, "sent"), read_records(rd, "received")

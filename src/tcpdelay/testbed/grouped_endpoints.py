@@ -166,15 +166,24 @@ class MemberHandle:
         self.group.call.kill()
 
 
+#: Flow ends per group process at most: a run with more gets several groups of each side (one
+#: Python thread runs at a time in a process; two processes per side can use both cores).
+MAX_GROUP_MEMBERS = 40
+
+
 def start_group(host, members: list[Member], realtime: bool, label: str) -> dict[str, MemberHandle]:
-    """Fork one process (through ``host``: it dies with the testbed) serving ``members``; their
-    handles by key. ``label`` names the group in errors ("media senders")."""
-    call = host.spawn(serve_group, members, realtime)
-    call._what = f"the grouped {label} process"
-    group = GroupHandle(call, label, [m.key for m in members])
-    return {m.key: group.member(m.key) for m in members}
-
-
+    """Fork the processes (through ``host``: they die with the testbed) serving ``members``, at
+    most :data:`MAX_GROUP_MEMBERS` each, as evenly as that allows; their handles by key.
+    ``label`` names the group in errors ("media senders")."""
+    n = -(-len(members) // MAX_GROUP_MEMBERS)
+    out: dict[str, MemberHandle] = {}
+    for i in range(n):
+        chunk = members[i::n]
+        call = host.spawn(serve_group, chunk, realtime)
+        call._what = f"the grouped {label} process"
+        group = GroupHandle(call, label, [m.key for m in chunk])
+        out.update({m.key: group.member(m.key) for m in chunk})
+    return out
 
 
 #: The environment variable that chooses how a testbed run starts its TCP and UDP media flow
