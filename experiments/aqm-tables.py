@@ -19,6 +19,10 @@ discipline, ECN, and the cell's other swept value (web flows, or the audio's tra
   ``sojourn_ms``), mean per run ("–" where the backend's counters have none);
 - overflow drops / AQM drops / CE marks: the bottleneck's forward direction (``a_to_b``), mean
   per run.
+
+A discipline a sweep leaves out because its backend refuses it there (ns-3's FQ-CoDel with a limit
+in bytes) is a row of its own saying so: the reason is the backend's own plan-time check
+(:func:`tcpdelay.sim.aqm.unsupported`) asked of the sweep's bottleneck with that discipline.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 
 from tcpdelay.reproductions.page_tables import rewrite_tables
 from tcpdelay.reproductions.sweep_data import REPO_ROOT, media_delays, run_json, runs
+from tcpdelay.sim.aqm import unsupported
 
 PAGE = REPO_ROOT / "docs" / "experiments" / "aqm.md"
 RESULTS = REPO_ROOT / "results"
@@ -43,6 +48,8 @@ NAMES = {"drop_tail": "drop-tail", "codel": "CoDel", "fq_codel": "FQ-CoDel", "pi
 TABLES = {
     "<!-- table aqm-5.3 ns3 -->": ("aqm-5.3", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3 testbed -->": ("aqm-5.3", "-reduced", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-video ns3 -->": ("aqm-5.3-video", "-ns3", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-bytes ns3 -->": ("aqm-5.3-bytes", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-hspa-audio-bulk ns3 -->": ("aqm-hspa-audio-bulk", "-ns3", "flows[0].transport", "audio over"),
     "<!-- table aqm-hspa-audio-bulk testbed -->": ("aqm-hspa-audio-bulk", "-reduced", "flows[0].transport", "audio over"),
 }
@@ -52,14 +59,35 @@ def _sweep_dir(experiment: str, ecn: bool, suffix: str) -> Path:
     return RESULTS / f"{experiment}{'-ecn' if ecn else ''}{suffix}"
 
 
-def _fixed_value(sweep: Path, key: str):
-    """The value of ``key`` in a sweep whose grid does not sweep it (the scenario as written)."""
+def _scenario(sweep: Path) -> dict:
     import tomllib
 
-    data = tomllib.loads((sweep / "scenario.toml").read_text())
+    return tomllib.loads((sweep / "scenario.toml").read_text())
+
+
+def _fixed_value(sweep: Path, key: str):
+    """The value of ``key`` in a sweep whose grid does not sweep it (the scenario as written)."""
     head, _, rest = key.partition(".")
     name, _, index = head.partition("[")
-    return data[name][int(index.rstrip("]"))][rest]
+    return _scenario(sweep)[name][int(index.rstrip("]"))][rest]
+
+
+def refused_rows(sweep: Path, ecn: bool, other_key: str, present: set[str]) -> list[dict]:
+    """A row for each discipline the sweep does not run, with ns-3's reason for refusing it on the
+    sweep's bottleneck; a discipline left out that ns-3 would run is an error (a missing cell)."""
+    if not sweep.name.endswith("-ns3"):
+        return []
+    forward = dict(_scenario(sweep)["path"]["forward"])
+    rows = []
+    for name in DISCIPLINES:
+        if name in present or name == "drop_tail":
+            continue
+        reasons = unsupported({**forward, "aqm": {"discipline": name, "ecn": ecn}})
+        if not reasons:
+            raise SystemExit(f"{sweep.name}: no runs of {name}, which ns-3 runs on this bottleneck")
+        rows.append({"discipline": name, "ecn": ecn, "other": _fixed_value(sweep, other_key),
+                     "refused": "; ".join(reasons)})
+    return rows
 
 
 def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
@@ -115,14 +143,20 @@ def table(experiment: str, suffix: str, other_key: str, other_name: str) -> str:
     rows = []
     for ecn in (False, True):
         sweep = _sweep_dir(experiment, ecn, suffix)
-        rows += cell_rows(sweep, ecn, other_key)
+        got = cell_rows(sweep, ecn, other_key)
+        rows += got + refused_rows(sweep, ecn, other_key, {r["discipline"] for r in got})
     rows.sort(key=lambda r: (str(r["other"]), DISCIPLINES.index(r["discipline"]), r["ecn"]))
     late_cols = " | ".join(f"late {int(t * 1e3)} ms" for t in DEADLINES_S)
+    ncols = 12 + len(DEADLINES_S)
     out = [f"| {other_name} | discipline | ECN | runs | media p50 / p95 / p99 (ms) | {late_cols} | media retransmitted "
            "| bulk goodput (Mb/s) | web goodput (Mb/s) | bottleneck sojourn p50 / p99 (ms) | overflow drops | AQM drops "
            "| CE marks |",
-           "|" + "---|" * (13 + len(DEADLINES_S) - 1)]
+           "|" + "---|" * ncols]
     for r in rows:
+        if "refused" in r:
+            out.append(f"| {r['other']} | {NAMES[r['discipline']]} | {'on' if r['ecn'] else 'off'} | 0 "
+                       f"| refused by ns-3: {r['refused']} |" + " – |" * (ncols - 5))
+            continue
         late = " | ".join(f"{100 * x:.2f} %" for x in r["late"])
         out.append(f"| {r['other']} | {NAMES[r['discipline']]} | {'on' if r['ecn'] else 'off'} | {r['runs']} "
                    f"| {r['p50_ms']:.0f} / {r['p95_ms']:.0f} / {r['p99_ms']:.0f} | {late} | {r['media_rtx']:.0f} "
