@@ -402,8 +402,13 @@ def test_walk_agrees_with_stationary_solution(kw):
     chain_mean = L + pred.info["sender_wait_mean_s"]
     assert abs(chain_mean - mc.mean_s) <= half + 0.01 * chain_mean, (chain_mean, mc.mean_s, half)
     m = repair.grid_substeps(params.rate_pps)
-    R = repair.repair_time_pmf(RULES[params.stack], loss=params.loss, rate_pps=params.rate_pps,
-                               rtt_s=params.rtt_s, t0_s=params.t0_s, substeps=m)
+    # the repair law mixed over the windows the *walk* spent its time at (the prediction mixes
+    # over the stationary solution's)
+    windows = sorted(mc.window_time_s)
+    R = repair.repair_time_mixture(RULES[params.stack], np.array(windows),
+                                   np.array([mc.window_time_s[w] for w in windows]),
+                                   loss=params.loss, rate_pps=params.rate_pps,
+                                   rtt_s=params.rtt_s, t0_s=params.t0_s, substeps=m)
     H = repair.hol_pmf(R, loss=params.loss, substeps=m)
     FH = np.cumsum(H)
     step = 1 / (params.rate_pps * m)

@@ -166,15 +166,33 @@ def packet_distribution(chain, pi: np.ndarray):
     return support, pmf, min(max(share, 0.0), 1.0)
 
 
+def _time_weights(chain, pi: np.ndarray) -> np.ndarray:
+    """Each state's share of time (unnormalized): its stationary probability times its mean
+    holding time (``1/f`` application-limited, ``RTT`` a round, eq 5)."""
+    e = chain.edges
+    real = chain.packet_edge
+    tau = np.bincount(e.src[real], weights=(e.prob * e.time_s)[real], minlength=chain.space.n)
+    return pi * tau
+
+
+def window_time_shares(chain, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(windows in segments, their shares of time) of a solved chain, the windows with a
+    positive share; 0 is the timeout states."""
+    tw = _time_weights(chain, pi)
+    w, _, _ = chain.space.decode(np.arange(chain.space.n))
+    share = np.bincount(w, weights=tw)
+    windows = np.flatnonzero(share > 0)
+    return windows, share[windows] / share.sum()
+
+
 def chain_statistics(chain, pi: np.ndarray) -> dict:
     """Time-averaged window and backlog, timeout share of loss events, truncated mass."""
     e = chain.edges
     real = chain.packet_edge
     space = chain.space
     ew = pi[e.src] * e.prob
-    tau = np.bincount(e.src[real], weights=(e.prob * e.time_s)[real], minlength=space.n)
     w, B, _ = space.decode(np.arange(space.n))
-    tw = pi * tau
+    tw = _time_weights(chain, pi)
     T = tw.sum()
     fr = float(ew[real & (e.is_loss == 1)].sum())
     to = float(ew[real & (e.is_loss == 2)].sum())

@@ -299,6 +299,7 @@ class WalkResult:
     batch_means: list      # packet-weighted mean delay per batch
     packets: float
     steps: int
+    window_time_s: dict = None   # window (segments; 0 a timeout state) -> time the walk spent at it
 
     @property
     def mean_s(self) -> float:
@@ -327,6 +328,7 @@ def walk(params: DelayParams, steps: int = 200_000, batches: int = 40, seed: int
     batch_means = []
     total_packets = 0.0
     acc_d = acc_n = 0.0
+    window_time: dict = {}
     for step in range(burn_in + per_batch * batches):
         moves = wk.transitions(*state)
         u = rng.random()
@@ -339,6 +341,7 @@ def walk(params: DelayParams, steps: int = 200_000, batches: int = 40, seed: int
                 break
         mv, fresh = chosen
         if step >= burn_in:
+            window_time[state[0]] = window_time.get(state[0], 0.0) + mv.time_s
             for d in mv.delays:
                 key = round(d, 9)
                 delays[key] = delays.get(key, 0.0) + 1.0
@@ -358,4 +361,4 @@ def walk(params: DelayParams, steps: int = 200_000, batches: int = 40, seed: int
                 total_packets += acc_n
                 acc_d = acc_n = 0.0
         state = (mv.w, wk.round_backlog(mv.backlog, rng), mv.l)
-    return WalkResult(delays, batch_means, total_packets, per_batch * batches)
+    return WalkResult(delays, batch_means, total_packets, per_batch * batches, window_time)

@@ -16,7 +16,8 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.model.delay import repair
 from tcpdelay.model.delay.chain import build_chain
 from tcpdelay.model.delay.chain_states import segment_loss as chain_segment_loss
-from tcpdelay.model.delay.distribution import DelayPrediction, chain_statistics, packet_distribution
+from tcpdelay.model.delay.distribution import (DelayPrediction, chain_statistics, packet_distribution,
+                                              window_time_shares)
 from tcpdelay.model.delay.params import DelayParams
 from tcpdelay.model.delay.profiles import Profile, custom_profile, get_profile
 from tcpdelay.model.delay.solve import solve_chain
@@ -105,7 +106,8 @@ def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction
         warnings.append(f"inaccurate: the stationary solve's residual is {chain.residual:.2g}")
     support, pmf, share = packet_distribution(chain, pi)
     if params.stack != "paper":
-        support, pmf, share, hol_info = _with_head_of_line(params, support, pmf)
+        support, pmf, share, hol_info = _with_head_of_line(params, support, pmf,
+                                                           window_time_shares(chain, pi))
         info.update(hol_info)
     info.update(
         backlog_share=share,
@@ -123,15 +125,18 @@ def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction
     return DelayPrediction(support, pmf, unstable, params.one_way_s, info)
 
 
-def _with_head_of_line(params: DelayParams, support, pmf):
+def _with_head_of_line(params: DelayParams, support, pmf, windows):
     """The ``linux``/``classic`` stacks: the chain's sender-side delays plus the receiver's
-    head-of-line delay of the stack's repairs (:mod:`tcpdelay.model.delay.repair`)."""
+    head-of-line delay of the stack's repairs (:mod:`tcpdelay.model.delay.repair`), their
+    repair times mixed over the chain's windows (``windows``: segments and time shares; a
+    window below ``f·RTT`` spaces the transmissions that reveal a loss ``RTT/w`` apart,
+    :func:`.repair.repair_time_mixture`)."""
     rules_ = stack_rules(params.stack)
     m = repair.grid_substeps(params.rate_pps)
     step = 1.0 / (params.rate_pps * m)
     p_pkt = chain_segment_loss(params, params.packet_bytes)
-    R = repair.repair_time_pmf(rules_, loss=p_pkt, rate_pps=params.rate_pps, rtt_s=params.rtt_s,
-                               t0_s=params.t0_s, substeps=m)
+    R = repair.repair_time_mixture(rules_, *windows, loss=p_pkt, rate_pps=params.rate_pps,
+                                   rtt_s=params.rtt_s, t0_s=params.t0_s, substeps=m)
     H = repair.hol_pmf(R, loss=p_pkt, substeps=m)
     backlog_s = float(np.dot(support - params.one_way_s, pmf))
     support, pmf = repair.add_hol(support, pmf, params.one_way_s, H, step)

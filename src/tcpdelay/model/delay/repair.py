@@ -36,6 +36,10 @@ included — without a state per packet. The law of ``R`` follows the stack
   ``max(t, max(RTT − 1/f, 0) + T0)``, then
   ``2·T0``, ``4·T0`` … later (§5.5).
 
+"Later packets" are later *transmissions*: while a window of ``w`` segments below ``f·RTT``
+limits the sender, packets coalesce and segments leave ``RTT/w`` apart, and the law is taken at
+that spacing and mixed over the chain's windows (:func:`repair_time_mixture`).
+
 Approximations, stated: the ``X_n`` of neighbouring lost packets are not independent (a burst
 shares one detection), which matters at ``p²``; packets leave the sender ``1/f`` apart (a
 backlogged sender sends in bursts; its wait is the chain's part, added independently by
@@ -54,7 +58,7 @@ import numpy as np
 from scipy.signal import fftconvolve
 from scipy.special import gammaln
 
-from tcpdelay.model.delay.stacks import StackRules
+from tcpdelay.model.delay.stacks import StackRules, window_after_loss
 
 GRID_MAX_STEP_S = 1e-3
 """The time grid's coarsest step (s)."""
@@ -172,25 +176,40 @@ def tail_probe_s(*, rtt_s: float, rate_pps: float, t0_s: float) -> float:
 
 
 def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: float, t0_s: float,
-                    min_rtt_s: float | None = None, substeps: int | None = None) -> np.ndarray:
+                    min_rtt_s: float | None = None, substeps: int | None = None,
+                    send_rate_pps: float | None = None,
+                    recovery_send_rate_pps: float | None = None) -> np.ndarray:
     """P(R = i·Δ) for i = 0, 1, …: a lost packet's repair time on the grid (module docstring).
 
     ``loss`` is the probability that a packet (first transmission or retransmission) is lost;
     ``min_rtt_s`` sets RACK's reordering window [default ``rtt_s``]. Sums to 1 up to the cut
-    tails (< 1e-12)."""
+    tails (< 1e-12).
+
+    ``send_rate_pps`` is how many transmissions (segments) per second follow the lost one
+    [default ``rate_pps``], ``recovery_send_rate_pps`` the same after a retransmission [default
+    ``send_rate_pps``]. Both stacks find a loss by what they learn of *later transmissions*
+    (RACK: a later-sent segment SACKed, ``tcp_rack_detect_loss``; RFC 6675: segments SACKed
+    above the hole), not by later writes. While each packet leaves as its own segment these
+    come ``1/f`` apart; while a window of ``w`` segments below ``f·RTT`` limits the sender, the
+    packets written meanwhile coalesce (``tcp_sendmsg`` appends to the unsent tail) and leave
+    one segment per ACK, ``RTT/w`` apart (:func:`transmission_rate_pps`)."""
     p, f = float(loss), float(rate_pps)
     m = substeps or grid_substeps(f)
     dt = 1.0 / (f * m)
     if not p > 0:
         return np.ones(1)          # nothing is lost: no repair (R = 0, never used)
-    u_i = m                                   # one packet interval, in grid steps
+    send = float(send_rate_pps or f)
+    again = float(recovery_send_rate_pps or send)
+    u0_i = max(1, int(round(1.0 / (send * dt))))   # transmissions after the loss, in grid steps
+    u_i = max(1, int(round(1.0 / (again * dt))))   # transmissions after a retransmission
     rtt_i = int(round(rtt_s / dt))
     start = np.zeros(0)
 
     t0_i = int(round(t0_s / dt))
-    # the RTO timer was restarted by the last ACK that advanced (the previous packet's, RTT − 1/f
-    # after the loss) or, if that came before it, started when the lost packet was sent
-    rto_first = max(0, rtt_i - u_i) + t0_i
+    # the RTO timer was restarted by the last ACK that advanced (the previous transmission's,
+    # RTT − 1/f after the loss when each packet is a segment) or, if that came before it,
+    # started when the lost packet was sent
+    rto_first = max(0, rtt_i - u0_i) + t0_i
 
     def add(pmf: np.ndarray, offsets_s: np.ndarray, probs: np.ndarray, weight: float) -> np.ndarray:
         # the RTO repairs a loss that nothing later detects first (RFC 6298 §5.4)
@@ -207,15 +226,15 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
         start = add(start, np.array([tail_probe_s(rtt_s=rtt_s, rate_pps=f, t0_s=t0_s) - rtt_s]), np.ones(1), 1.0)
     elif rules.detection == "rack":
         reo = rules.reo_wnd_fraction * (rtt_s if min_rtt_s is None else min_rtt_s)
-        off0, pr0 = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=reo)
-        off1, pr1 = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=0.0)
-        typical = min(max(1.0 / f, reo), rules.dupthresh / f)
-        n_before = int(round(f * (rtt_s + typical)))
+        off0, pr0 = detection_offsets(rules, loss=p, rate_pps=send, reo_wnd_s=reo)
+        off1, pr1 = detection_offsets(rules, loss=p, rate_pps=send, reo_wnd_s=0.0)
+        typical = min(max(1.0 / send, reo), rules.dupthresh / send)
+        n_before = int(round(send * (rtt_s + typical)))
         in_recovery = -math.expm1(n_before * math.log1p(-p)) if p > 0 else 0.0
         start = add(start, off0, pr0, 1.0 - in_recovery)
         start = add(start, off1, pr1, in_recovery)
     else:
-        off, pr = detection_offsets(rules, loss=p, rate_pps=f, reo_wnd_s=0.0)
+        off, pr = detection_offsets(rules, loss=p, rate_pps=send, reo_wnd_s=0.0)
         start = add(start, off, pr, 1.0)
 
     # Retransmission rounds: ``pending`` is the law of the time of the current retransmission,
@@ -251,7 +270,7 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
                 nxt_rto[k + 1] = put(nxt_rto[k + 1], i + t0_i * 2 ** (k + 1), a[i])
         idx = np.flatnonzero(lost > _NEGLIGIBLE)
         if idx.size and rules.lost_retransmission == "rack":
-            # RACK finds it when a packet written after it is SACKed: j* = floor(t/u) + 1, then
+            # RACK finds it when a segment sent after it is SACKed: j* = floor(t/u) + 1, then
             # geometric — unless PRR holds every new packet back (:func:`_ack_clock_stalls`)
             stall = _ack_clock_stalls(idx, rtt_i=rtt_i, u_i=u_i, loss=p)
             jstar = idx // u_i + 1
@@ -268,6 +287,49 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
         if rules.lost_retransmission != "rack":
             after_rto = []
     return out
+
+
+def transmission_rate_pps(window_segments, *, rate_pps: float, rtt_s: float):
+    """Segments a sender transmits per second at a window of ``w`` segments, vectorized:
+    ``min(f, w/RTT)``. An application-limited sender (``w ≥ f·RTT``) sends each packet as it
+    is written; a window below that sends ``w`` segments a round trip, one per ACK, the packets
+    written meanwhile coalesced into them. A window of 0 (the chain's timeout states) is the
+    RTO's window of one segment (RFC 5681 §3.1)."""
+    w = np.maximum(np.asarray(window_segments, dtype=float), 1.0)
+    return np.minimum(float(rate_pps), w / float(rtt_s))
+
+
+def repair_time_mixture(rules: StackRules, windows, shares, *, loss: float, rate_pps: float,
+                        rtt_s: float, t0_s: float, substeps: int | None = None) -> np.ndarray:
+    """The repair-time law of a lost packet over the windows the sender spends its time at.
+
+    ``windows`` (segments) and ``shares`` (their time shares, the chain's stationary law:
+    :func:`tcpdelay.model.delay.distribution.window_time_shares`): a packet is lost with the
+    same probability at every window, so a lost packet meets window ``w`` with its time share.
+    At ``w`` the transmissions after the loss come at :func:`transmission_rate_pps` of ``w``,
+    and after its retransmission at that of the window the loss leaves
+    (:func:`tcpdelay.model.delay.stacks.window_after_loss`: PRR brings the flight down to it
+    within the recovery round, RFC 6937). Windows at or above ``f·RTT`` share one law, the
+    packet-by-packet one. The mixture of :func:`repair_time_pmf`'s."""
+    f, rtt = float(rate_pps), float(rtt_s)
+    w = np.maximum(np.asarray(windows, dtype=np.int64), 1)
+    share = np.asarray(shares, dtype=float)
+    if w.shape != share.shape or not share.sum() > 0:
+        raise ValueError("windows and shares must be arrays of one shape with a positive sum")
+    send = transmission_rate_pps(w, rate_pps=f, rtt_s=rtt)
+    after = transmission_rate_pps([window_after_loss(rules, int(x)) for x in w], rate_pps=f, rtt_s=rtt)
+    laws: dict[tuple[float, float], float] = {}
+    for a, b, s in zip(send, after, share):
+        if s > 0:
+            laws[(float(a), float(b))] = laws.get((float(a), float(b)), 0.0) + float(s)
+    out = np.zeros(0)
+    for (a, b), s in laws.items():
+        R = repair_time_pmf(rules, loss=loss, rate_pps=f, rtt_s=rtt, t0_s=t0_s, substeps=substeps,
+                            send_rate_pps=a, recovery_send_rate_pps=b)
+        if out.size < R.size:
+            out = np.concatenate([out, np.zeros(R.size - out.size)])
+        out[: R.size] += s * R
+    return out / sum(laws.values())
 
 
 def _ack_clock_stalls(t_idx: np.ndarray, *, rtt_i: int, u_i: int, loss: float) -> np.ndarray:
