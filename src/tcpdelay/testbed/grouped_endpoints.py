@@ -53,24 +53,35 @@ class Member:
     start_at: float | None = None
 
 
-def _sender(m: Member, realtime: bool, stop: threading.Event) -> dict:
+def media_sender(config, source, start_at: float, realtime: bool, stop: threading.Event | None = None) -> dict:
+    """One flow's media sender, in a process of its own (``stop`` None) or a group's thread:
+    real-time once set up, waits for its start instant, then :func:`tcpdelay.transport.run_sender`."""
     from tcpdelay.testbed.testbed import become_realtime
     from tcpdelay.transport import run_sender
 
     if realtime:
         realtime = become_realtime()
-    while (left := m.start_at - time.monotonic()) > 0 and not stop.is_set():
+    while (left := start_at - time.monotonic()) > 0 and not (stop is not None and stop.is_set()):
         time.sleep(min(left, 0.5))
-    return {**run_sender(m.config, m.source, stop=stop).to_dict(), "realtime": realtime}
+    return {**run_sender(config, source, stop=stop).to_dict(), "realtime": realtime}
 
 
-def _receiver(m: Member, realtime: bool, stop: threading.Event) -> list[dict]:
+def media_receiver(config, realtime: bool, stop: threading.Event | None = None) -> list[dict]:
+    """One flow's media receiver, in a process of its own (``stop`` None) or a group's thread."""
     from tcpdelay.testbed.testbed import become_realtime
     from tcpdelay.transport import run_receiver
 
     if realtime:
         realtime = become_realtime()
-    return [{**r.to_dict(), "realtime": realtime} for r in run_receiver(m.config, stop=stop)]
+    return [{**r.to_dict(), "realtime": realtime} for r in run_receiver(config, stop=stop)]
+
+
+def _sender(m: Member, realtime: bool, stop: threading.Event) -> dict:
+    return media_sender(m.config, m.source, m.start_at, realtime, stop)
+
+
+def _receiver(m: Member, realtime: bool, stop: threading.Event) -> list[dict]:
+    return media_receiver(m.config, realtime, stop)
 
 
 def serve_group(members: list[Member], realtime: bool) -> dict[str, tuple[bool, Any]]:

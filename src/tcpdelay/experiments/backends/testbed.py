@@ -194,25 +194,15 @@ def _queue_records(csv: Path, rd) -> None:
 
 
 def _media_sender(config, source, start_at: float, realtime: bool):
-    from tcpdelay.transport import run_sender
+    from tcpdelay.testbed.grouped_endpoints import media_sender
 
-    if realtime:
-        from tcpdelay.testbed.testbed import become_realtime
-
-        realtime = become_realtime()
-    while (left := start_at - time.monotonic()) > 0:
-        time.sleep(min(left, 0.5))
-    return {**run_sender(config, source).to_dict(), "realtime": realtime}
+    return media_sender(config, source, start_at, realtime)
 
 
 def _media_receiver(config, realtime: bool):
-    from tcpdelay.transport import run_receiver
+    from tcpdelay.testbed.grouped_endpoints import media_receiver
 
-    if realtime:
-        from tcpdelay.testbed.testbed import become_realtime
-
-        realtime = become_realtime()
-    return [{**r.to_dict(), "realtime": realtime} for r in run_receiver(config)]
+    return media_receiver(config, realtime)
 
 
 # --------------------------------------------------------------------------- setting up
