@@ -14,6 +14,7 @@ import errno as _errno
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -23,9 +24,12 @@ _ERRNO = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)
 
 
 def temporary_name(path: str | os.PathLike) -> Path:
-    """The hidden temporary name ``path`` is written under before the rename."""
+    """The hidden temporary name ``path`` is written under before the rename: the writer's own
+    (process and thread id in it), so two writers of one file — two test workers filling the same
+    cache, say — never write into, rename or remove each other's temporary file; the last rename
+    wins, and either file is whole."""
     p = Path(path)
-    return p.with_name(f".{p.name}.tmp")
+    return p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}.tmp")
 
 
 def _errno_of(err: BaseException) -> int | None:

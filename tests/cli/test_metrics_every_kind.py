@@ -146,7 +146,9 @@ def recorded_run(tmp_path):
     return tmp_path
 
 
-def test_an_unreadable_flows_parquet_is_said(capsys, recorded_run):
+def test_an_unreadable_flows_parquet_is_said(capsys, monkeypatch, recorded_run):
+    # wide enough that the warning's path is not folded (an xdist worker's tmp path is long)
+    monkeypatch.setenv("COLUMNS", "400")
     assert _json(capsys, recorded_run)["flows"][0]["name"] == "voip#0"
     whole = (recorded_run / "flows.parquet").read_bytes()
     (recorded_run / "flows.parquet").write_bytes(whole[: len(whole) // 2])   # a write cut short
