@@ -2,7 +2,6 @@
 name TCP_CONGESTION takes, its source, its status here and its parameters."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -12,8 +11,7 @@ NAMES = {"reno", "cubic", "bbr", "newreno", "vegas", "westwood", "westwood+", "c
 
 
 def _tcpdelay(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tcpdelay", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    return subprocess.run([sys.executable, "-m", "tcpdelay", *args], capture_output=True, text=True)
 
 
 def test_cc_list_json_names_every_variant_with_its_parameters():
