@@ -278,11 +278,29 @@ def test_the_testbed_starts_many_flows_later_after_a_timed_links_start_and_shift
                                "flows": [{"profile": "voip", "transport": "udp", "count": n}]})
 
     tb = TestbedBackend()
-    assert tb.lead_s(plan_run(scenario(2), 1)) == LEAD_S             # few programs: as before
+    assert tb.programs_lead_s(plan_run(scenario(2), 1)) == LEAD_S             # few programs: as before
     few, many = plan_run(scenario(10), 1), plan_run(scenario(80), 1)
-    assert tb.lead_s(few) == LEAD_S
-    lead = tb.lead_s(many)
+    assert tb.programs_lead_s(few) == LEAD_S
+    lead = tb.programs_lead_s(many)
     assert lead == pytest.approx(80 * 2 * TestbedBackend.LEAD_PER_PROGRAM_S) and lead > 11.2
+    assert lead <= tb.lead_s(many) <= 5 * lead                                # longer on a busy machine
     later = plan_run(scenario(80), 1, lead_s=lead)
     sink = next(h for h in later.hosts if h["side"] == "right")
     assert later.lead_s == lead and sink["access"]["b_to_a"]["outages"] == [{"at_s": 2.0 + lead, "duration_s": 1.0}]
+
+
+def test_a_busy_machine_stretches_the_start_margin_by_its_load_per_cpu(monkeypatch):
+    """A run's programs must all be up before its start instant; on a machine with more runnable
+    work than CPUs the margin grows with the load per CPU, from 1 (idle) to at most 5."""
+    import os
+
+    from tcpdelay.experiments.backends import testbed
+
+    cpus = os.cpu_count()
+    for load, factor in ((0.1, 1.0), (cpus * 1.0, 1.0), (cpus * 3.5, 3.5), (cpus * 40.0, 5.0)):
+        monkeypatch.setattr(testbed.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert testbed.busy_factor() == pytest.approx(factor)
+    monkeypatch.setattr(testbed.os, "getloadavg", lambda load=cpus * 3.5: (load, 0.0, 0.0))
+    plan = plan_run(parse_scenario({"name": "a", "duration_s": 10, "path": {"rtt_s": 0.05},
+                                    "flows": [{"profile": "voip", "transport": "udp"}]}), 1)
+    assert testbed.TestbedBackend().lead_s(plan) == pytest.approx(3.5 * LEAD_S)

@@ -9,7 +9,7 @@ testbed changes) but gives up its address to the guest and becomes a one-hop rou
 
 so every packet to and from the host's address crosses the emulator exactly as before, plus one
 forwarding hop (no emulation) inside the namespace. The guest is ``qemu-system-x86_64`` started
-inside the namespace (``nice -n 19``; TCG, or KVM when asked and it works) by the testbed's own
+inside the namespace (at niceness 0; TCG, or KVM when asked and it works) by the testbed's own
 :meth:`Host.popen`: it is recorded in the run's state and killed when the testbed closes, when its
 owner dies (``PR_SET_PDEATHSIG``) and by ``tcpdelay testbed clean`` (a process inside the run's
 namespaces); its TAP device goes with the namespace.
@@ -229,7 +229,10 @@ def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSett
                                         sysctls=sysctls, route_metrics=metrics))
     log_path = os.path.join(tb.state_dir, f"guest-{host.name}.console")
     mac = "52:54:00:%02x:%02x:%02x" % tuple(int(x) for x in host.address.split(".")[1:])
-    argv = ["nice", "-n", "19", qemu, "-name", f"tdguest-{tb.run_id}-{host.name}", "-nodefaults",
+    # At the ordinary niceness (0), above the cross-traffic programs (10): the guest runs the
+    # measured sender or receiver. At niceness 19 it once starved beside two busy loops and four
+    # test workers on two cores (no answer in 300 s, the guest kernel's RCU stalled).
+    argv = [qemu, "-name", f"tdguest-{tb.run_id}-{host.name}", "-nodefaults",
             "-machine", "q35", "-accel", accel, *(["-cpu", "host"] if accel == "kvm" else []),
             "-smp", "1", "-m", str(memory_mib), "-display", "none", "-monitor", "none", "-no-reboot",
             "-kernel", fetched.vmlinuz, "-initrd", initrd,

@@ -56,6 +56,25 @@ WATCH_EVERY_S = 0.5
 _SENDER_LOST = ("interrupted", "receiver-disconnected", "connection-lost")
 
 
+#: The most :func:`busy_factor` stretches a run's start margin.
+MAX_BUSY_FACTOR = 5.0
+
+
+def busy_factor() -> float:
+    """How much longer than on an idle machine starting a run's programs may take now: the
+    1-minute load average per CPU, between 1 and :data:`MAX_BUSY_FACTOR`. Every program must be
+    up before the run's start instant ``t0`` (a sender that starts late sends its first packets
+    late and in a burst), and on a machine with more runnable work than CPUs each start takes
+    about that much longer (measured: four test workers and two busy loops on two cores, load
+    7-9, took runs 0.5-3.4 s to start against margins of 0.5-2.6 s). A later start costs a run
+    only its wait, never a measurement."""
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        return 1.0
+    return min(MAX_BUSY_FACTOR, max(1.0, load))
+
+
 class TestbedBackend(Backend):
     """Runs a plan on the namespace testbed (see the module doc)."""
 
@@ -77,11 +96,17 @@ class TestbedBackend(Backend):
     #: this 2-core machine (papers/004 §4.2 on the testbed), past a fixed lead of 2 s.
     LEAD_PER_PROGRAM_S = 0.08
 
+    def programs_lead_s(self, plan: RunPlan) -> float:
+        """The lead an idle machine needs: :data:`LEAD_S`, or :attr:`LEAD_PER_PROGRAM_S` for each
+        program the run starts when it starts many."""
+        return max(LEAD_S, self.LEAD_PER_PROGRAM_S * 2 * (len(plan.media) + len(plan.cross)))
+
     def lead_s(self, plan: RunPlan) -> float:
         """A timed link's outage schedule starts with the emulator, before the hosts' programs:
-        the flows start :data:`LEAD_S` after it, or later when the run has many programs to
-        start (:attr:`LEAD_PER_PROGRAM_S` each)."""
-        return max(LEAD_S, self.LEAD_PER_PROGRAM_S * 2 * (len(plan.media) + len(plan.cross)))
+        the flows start :meth:`programs_lead_s` after it, times :func:`busy_factor` on a busy
+        machine (the schedule is fixed when the emulator starts, so the lead cannot stretch
+        later)."""
+        return self.programs_lead_s(plan) * busy_factor()
 
     def unsupported(self, plan: RunPlan) -> list[Unsupported]:
         """What of ``plan`` the testbed cannot set up: its hosts and link as a testbed (the
@@ -139,7 +164,8 @@ class TestbedBackend(Backend):
                     # the time that took measures this machine now: a busy machine gets a later start
                     # rather than a failed run.
                     now = time.monotonic()
-                    t0 = now + max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)), 2 * (now - t_recv))
+                    t0 = now + busy_factor() * max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)),
+                                                   2 * (now - t_recv))
                 _start_all(tb, plan, rd, t0, handles, sources)
                 testbed_streams.start_clients(tb, plan, rd, t0, handles, prepared, servers)
                 if time.monotonic() > t0:

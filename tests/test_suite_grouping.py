@@ -1,0 +1,36 @@
+"""The suite's parallel pass relies on pytest-xdist's ``--dist loadgroup``: every test of one
+``xdist_group`` (a module with a module-scoped fixture, the Ray tests) runs in one worker. A
+pytest and pytest-xdist pair that drops the groups does so silently (pytest-xdist#1386: pytest
+9.2 with xdist 3.8), and then two Ray clusters or two module fixtures run side by side. This runs
+a small grouped file on two workers, in a subprocess, with the installed pair."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+GROUPED = textwrap.dedent('''
+    import os
+    import pytest
+
+    pytestmark = pytest.mark.xdist_group("one")
+
+    @pytest.mark.parametrize("i", range(8))
+    def test_grouped(i):
+        with open(os.environ["WORKERS_FILE"], "a") as fh:
+            fh.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+''')
+
+
+def test_tests_of_one_xdist_group_run_in_one_worker(tmp_path):
+    (tmp_path / "test_grouped.py").write_text(GROUPED)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")       # not the project's configuration
+    workers = tmp_path / "workers.txt"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+                          "--dist", "loadgroup", "test_grouped.py"], cwd=tmp_path, capture_output=True,
+                         text=True, env={**os.environ, "WORKERS_FILE": str(workers)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    seen = workers.read_text().split()
+    assert len(seen) == 8 and len(set(seen)) == 1, seen
