@@ -16,11 +16,10 @@ run: install native
 	$(BIN)/tcpdelay evaluate
 
 # pytest in two passes (docs/testing.md): the tests not marked `alone`, on PYTEST_WORKERS processes
-# side by side with pytest-xdist (0: in one process, the default until a parallel run is shown
-# green from a fresh clone under contention; the tests of one xdist_group share a process), then
-# the `alone` ones one after another with the machine to themselves. Both passes run even if the
-# first fails; each prints its 15 slowest tests. `make test PYTEST_WORKERS=4` runs side by side.
-PYTEST_WORKERS ?= 0
+# side by side with pytest-xdist (the tests of one xdist_group share a process; 0: all in this
+# process, serially), then the `alone` ones one after another with the machine to themselves.
+# Both passes run even if the first fails; each prints its 15 slowest tests.
+PYTEST_WORKERS ?= 4
 
 test: install-dev native media-tools guest-tools
 	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet; fi

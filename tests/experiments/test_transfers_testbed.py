@@ -59,7 +59,10 @@ def test_loss_free_transfers_are_within_one_rtt_of_eq_15(tmp_path):
             assert model - RTT_S <= r["transfer_s"] <= model + limited + RTT_S, (d, r["transfer_s"], limited, model)
             if d <= 16:
                 assert limited == 0 and abs(r["transfer_s"] - model) <= RTT_S, (d, r["transfer_s"], model)
-            assert RTT_S * 0.98 <= r["handshake_s"] <= RTT_S * 1.5, r
+            # one round trip; the upper bound catches a lost or repeated SYN (the kernel's
+            # first SYN timeout is 1 s), not a client the machine's load held back a little
+            # (a transfer client runs at niceness 10: 168 ms at RTT 100 ms beside two busy loops)
+            assert RTT_S * 0.98 <= r["handshake_s"] <= RTT_S + 0.5, r
 
 
 @pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")
