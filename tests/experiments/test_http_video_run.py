@@ -46,6 +46,10 @@ def test_a_slow_link_freezes_the_video_and_a_fast_one_does_not(tmp_path, rate_bp
     assert totals["streams"] == 1
 
 
+# VLC decodes the 5.24 Mb/s H.264 in real time and counts a picture it could not decode in time as
+# lost: beside four workers on two cores it lost 14 of 336 at 40 Mb/s (a CI run), which judges the
+# machine, not the link. It runs in make test's second pass, with the machine to itself.
+@pytest.mark.alone
 def test_vlc_plays_the_same_stream_and_reports_its_own_counters(tmp_path):
     """VLC (headless, as nobody) in the client's host on the same kind of stream: at 40 Mb/s it
     shows (nearly) every picture and loses none; at 3 Mb/s for the 5.24 Mb/s video it cannot keep

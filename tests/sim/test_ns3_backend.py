@@ -283,18 +283,19 @@ def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path):
 
 
 def test_a_relative_output_directory_works_and_the_worker_leaves_nothing(tmp_path):
-    import glob
-    import tempfile
-
-    leftovers = set(glob.glob(os.path.join(tempfile.gettempdir(), "tcpdelay-ns3-*")))
+    # The run gets a temporary directory of its own (TMPDIR), so what it leaves there is its own,
+    # whatever other tests running beside it create in the machine's /tmp.
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
     sc = tmp_path / "s.toml"
     sc.write_text('duration_s = 5\n[path]\nrtt_s = 0.1\n[[flows]]\nprofile = "voip"\n')
     proc = subprocess.run([sys.executable, "-m", "tcpdelay", "run", "s.toml", "--backend", "ns3", "--out", "rel", "--json"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "TMPDIR": str(own_tmp)})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["runs"][0]["status"] == "complete"
     assert (tmp_path / "rel" / "seed-1" / "received").is_dir()
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "tcpdelay-ns3-*"))) <= leftovers
+    assert sorted(p.name for p in own_tmp.iterdir()) == []
 
 
 def test_parallel_connections_split_and_proactive_drop(worker, tmp_path):
