@@ -4,12 +4,14 @@ says whether the path's queue, not TCP, is where the media's delay comes from.""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
+from tcpdelay.cli import main
 from tcpdelay.experiments.advice_measurement import _queue_note, advise, aqm_option_name, option_scenario
 from tcpdelay.model.advice_ranking import Budget
 
@@ -19,6 +21,17 @@ CODEL = aqm_option_name("CoDel")
 
 def tcpdelay(*args, timeout=900):
     return subprocess.run([sys.executable, "-m", "tcpdelay", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def tcpdelay_here(capsys, *args) -> tuple[int, str, str]:
+    """``tcpdelay ARGS`` run in this process: (exit status, stdout, stderr). Its ns-3 runs go to
+    this process's ns-3 worker, started once for the test session (a subprocess of the command
+    would start its own: ~20 s of CPU to import ns-3 and compile tcpdelay's C++ parts, more
+    than the runs themselves). The command's exit status as a process: the test above."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    got = capsys.readouterr()
+    return exc.value.code, got.out, got.err
 
 
 def _advice(**kw):
@@ -71,16 +84,17 @@ def test_aqm_without_a_bottleneck_is_one_line_exit_2():
 
 
 @pytest.mark.ns3
-def test_measure_in_ns3_finds_the_queue_behind_voip_beside_bulk_flows():
+def test_measure_in_ns3_finds_the_queue_behind_voip_beside_bulk_flows(capsys):
     """VoIP over TCP beside five bulk flows through a 3 Mb/s, 100-packet drop-tail queue (Brosh et
     al. §5.3's path): the measurement runs both AQM options, FQ-CoDel keeps the VoIP flow out of
     the bulk flows' queue, and advise says the queue is where the delay comes from."""
-    pytest.importorskip("ns")
-    res = tcpdelay("advise", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--bottleneck-bps", "3e6",
-                   "--queue-size", "100", "--cross-bulk", "5", "--measure", "--backend", "ns3", "--measure-s", "10",
-                   "--json")
-    assert res.returncode == 0, res.stderr
-    doc = json.loads(res.stdout)
+    if importlib.util.find_spec("ns") is None:    # not imported here: seconds of CPU, the worker does it
+        pytest.skip("ns-3 (the [sim] extra) is not installed")
+    args = ("advise", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--bottleneck-bps", "3e6",
+            "--queue-size", "100", "--cross-bulk", "5", "--measure", "--backend", "ns3", "--measure-s", "10")
+    code, out, err = tcpdelay_here(capsys, *args, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
     assert doc["measurement"]["failed"] == []
     assert FQ in doc["measurement"]["measured"] and CODEL in doc["measurement"]["measured"]
     opts = {o["name"]: o for o in doc["options"]}
@@ -89,6 +103,5 @@ def test_measure_in_ns3_finds_the_queue_behind_voip_beside_bulk_flows():
     assert opts[FQ]["rank"] < opts["as-is"]["rank"]
     assert doc["queue_note"].startswith("the path's queue, not TCP, is where the delay comes from")
     # the human form says it too
-    text = tcpdelay("advise", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.01", "--bottleneck-bps", "3e6",
-                    "--queue-size", "100", "--cross-bulk", "5", "--measure", "--backend", "ns3", "--measure-s", "10")
-    assert text.returncode == 0 and "the path's queue, not TCP" in " ".join(text.stdout.split()), text.stderr
+    code, out, err = tcpdelay_here(capsys, *args)
+    assert code == 0 and "the path's queue, not TCP" in " ".join(out.split()), err
