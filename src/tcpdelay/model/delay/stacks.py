@@ -39,7 +39,10 @@ others describe how a stack recovers *today*, each rule from its source:
   (:func:`next_window`); one round from ``w`` then gives ``W_max + C(s + RTT)³`` with
   ``s = ∛((w − W_max)/C)`` (the cubic depends on the time since the reduction only through the
   window reached). At RTT 300 ms the cubic term regains most of a 30 % cut from ``⌈r⌉`` in
-  three rounds; at 20 ms the Reno-friendly term rules.
+  three rounds; at 20 ms the Reno-friendly term rules. The kernel computes the target in
+  integers (``bictcp_update``: ``W_max − ⌊C(K − t)³⌋``), so a window just cut gains a whole
+  segment in its first round trip, not 0.53; the chain keeps the continuous law, because adding
+  the rounding alone over-corrects video at RTT 100 ms (docs/experiments/model-fidelity.md).
 
 ``classic`` — SACK loss recovery before RACK, as ns-3 (3.44) and Linux before 4.4 did it:
 
