@@ -50,6 +50,8 @@ TABLES = {
     "<!-- table aqm-5.3 testbed -->": ("aqm-5.3", "-reduced", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video ns3 -->": ("aqm-5.3-video", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-bytes ns3 -->": ("aqm-5.3-bytes", "-ns3", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-bytes testbed -->": ("aqm-5.3-bytes", "-reduced", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-video-bytes ns3 -->": ("aqm-5.3-video-bytes", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-hspa-audio-bulk ns3 -->": ("aqm-hspa-audio-bulk", "-ns3", "flows[0].transport", "audio over"),
     "<!-- table aqm-hspa-audio-bulk testbed -->": ("aqm-hspa-audio-bulk", "-reduced", "flows[0].transport", "audio over"),
 }
