@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tcpdelay.cli import main
 from tcpdelay.experiments.run import run_scenario
 from tcpdelay.experiments.scenario import parse_scenario
 from tcpdelay.records import read_records
@@ -112,6 +113,17 @@ def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=ROOT)
 
 
+def _cli_here(capsys, *args: str) -> tuple[int, str, str]:
+    """``tcpdelay ARGS`` in this process: (exit status, stdout, stderr). Its simulations go to the
+    session's ns-3 worker; a command run as a process starts one of its own, ~20 s of CPU to
+    import ns-3 and compile tcpdelay's C++ parts, more than a short run. The tests that need a
+    process of their own (a kill, an exit status, the worker's own temporary files) use _cli."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    got = capsys.readouterr()
+    return exc.value.code, got.out, got.err
+
+
 @pytest.mark.parametrize("cc, what", [("compound", "'compound' is not in ns-3 3.44"),
                                       ("westwood", "'westwood' is not in ns-3 3.44")])
 def test_a_variant_ns3_lacks_is_one_line_and_exit_2(tmp_path, cc, what):
@@ -131,7 +143,7 @@ def test_report_reads_an_ns3_run(worker, tmp_path):
     assert (tmp_path / "r.html").stat().st_size > 1000
 
 
-def test_a_killed_sweep_resumes(tmp_path):
+def test_a_killed_sweep_resumes(tmp_path, worker, capsys):
     sc = tmp_path / "s.toml"
     # 20 s runs: long enough that the kill lands between the first run's end and the sixth's
     sc.write_text('name = "k"\nduration_s = 20\nrepetitions = 3\n[path]\nrtt_s = 0.1\nloss = { model = "bernoulli", p = 0.01 }\n'
@@ -149,9 +161,9 @@ def test_a_killed_sweep_resumes(tmp_path):
     time.sleep(1)      # the worker and its simulation die with the sweep (PR_SET_PDEATHSIG)
     ps = subprocess.run(["pgrep", "-f", "tcpdelay.sim.worker"], capture_output=True, text=True)
     assert str(proc.pid) not in ps.stdout
-    again = _cli("sweep", str(sc), "--backend", "ns3", "--out", str(out), "--json")
-    assert again.returncode == 0, again.stderr
-    doc = json.loads(again.stdout)
+    code, stdout, stderr = _cli_here(capsys, "sweep", str(sc), "--backend", "ns3", "--out", str(out), "--json")
+    assert code == 0, stderr
+    doc = json.loads(stdout)
     assert doc["skipped"] == done_before and doc["ran"] == 6 - done_before
     assert all(r["status"] == "complete" for r in doc["runs"])
 
@@ -265,12 +277,12 @@ def test_a_window_clamp_is_eq_15s_w_max(worker, tmp_path):
         assert r["transfer_s"] > 3 * f["transfer_s"], (r["transfer_s"], f["transfer_s"])
 
 
-def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path):
+def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path, worker, capsys):
     out = tmp_path / "v"
-    proc = _cli("validate", "--backend", "ns3", "--duration-s", "20", "--loss", "0.01", "--profile", "voip",
-                "--out", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    code, stdout, stderr = _cli_here(capsys, "validate", "--backend", "ns3", "--duration-s", "20", "--loss", "0.01",
+                                     "--profile", "voip", "--out", str(out), "--json")
+    assert code == 0, stderr
+    doc = json.loads(stdout)
     (point,) = doc["points"]
     assert point["stack"] == "newreno-2008"         # ns-3's only stack: no RACK/TLP for linux-default
     # Brosh et al. §5.1: the model's mean within 10 % for VoIP at RTT 100 ms, 1 %
