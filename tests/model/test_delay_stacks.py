@@ -34,17 +34,29 @@ def test_window_reductions_are_the_kernels_integer_arithmetic():
 
 
 def test_cubic_growth_by_hand():
-    # W_max = min(floor(r) + 2, w / beta) (the application-limited window a loss cuts): from
-    # w = 10 at r = 15, 10 * 1024/717 = 14.2817; C = 0.4, RTT 300 ms:
-    # s = cbrt((10 - 14.2817)/0.4) = -2.2036, W_max + C (s + RTT)^3 = 11.521;
-    # Reno-friendly 10 + 0.5294
-    assert next_window(LINUX, 10, r=15, rtt_s=0.3) == pytest.approx(11.521, abs=1e-3)
-    # from w = 12 (12/beta = 17.138) the plateau is floor(r) + 2 = 17: s = cbrt(-5/0.4) = -2.3208,
-    # 17 + 0.4 (-2.0208)^3 = 13.699
-    assert next_window(LINUX, 12, r=15, rtt_s=0.3) == pytest.approx(13.699, abs=1e-3)
-    # at RTT 20 ms the cubic term gives 10.17: the Reno-friendly alpha = 3(1-b)/(1+b) rules
+    # W_max = min(floor(r) + 2, w / beta) (the application-limited window a loss cuts), and the
+    # kernel's integer target (bictcp_update): W_max - floor(C (K - t)^3) below W_max, the cubic
+    # rounded up. From w = 10 at r = 15, 10 * 1024/717 = 14.2817 < 17: just cut, at the epoch's
+    # start; C = 0.4, RTT 300 ms: s = cbrt((10 - 14.2817)/0.4) = -2.2036,
+    # W_max + C (s + RTT)^3 = 11.521, rounded up: 12 (the continuous cubic: 11.521;
+    # Reno-friendly 10 + 0.5294)
+    assert next_window(LINUX, 10, r=15, rtt_s=0.3) == 12
+    # at RTT 20 ms the cubic moves only to 10.117 in the round, but the target is still its
+    # ceiling, 11: a window just cut gains a whole segment in its first round trip
+    assert next_window(LINUX, 10, r=15, rtt_s=0.02) == 11
+    # from w = 12 (12/beta = 17.138) regrowing toward floor(r) + 2 = 17: the window is the ceiling
+    # of W(tau) for W(tau) in (11, 12]; one round on, W(tau + RTT) > 13 (ceiling 14) where
+    # 17 + 0.4 (s + 0.3)^3 > 13, s > -2.4544, W(tau) > 17 + 0.4 s^3 = 11.0855: 15 of the 16
+    # midpoints (i + 0.5)/16 give 14, the first 13: 13.9375
+    assert next_window(LINUX, 12, r=15, rtt_s=0.3) == pytest.approx(13.9375)
+    # ... and at RTT 20 ms the ceiling stays 12 (W moves < 0.2): the Reno-friendly alpha rules
     alpha = 3 * (1 - 717 / 1024) / (1 + 717 / 1024)
-    assert next_window(LINUX, 10, r=15, rtt_s=0.02) == pytest.approx(10 + alpha)
+    assert next_window(LINUX, 12, r=15, rtt_s=0.02) == pytest.approx(12 + alpha)
+    # above W_max (w = 18 > 17) the target rounds down: floor(W(tau + RTT)) for W(tau) in
+    # [18, 19). It reaches 19 where (s + 0.3)^3 >= 2/0.4, s >= 1.4100, W(tau) >= 18.121, and 20
+    # where (s + 0.3)^3 >= 3/0.4, s >= 1.6572, W(tau) >= 18.820: of the 16 midpoints 2 give 18,
+    # 11 give 19, 3 give 20 — 305/16, above the Reno line's 18.53
+    assert next_window(LINUX, 18, r=15, rtt_s=0.3) == pytest.approx(305 / 16)
     assert next_window(CLASSIC, 4, r=15, rtt_s=0.3) == 5
 
 
@@ -272,6 +284,24 @@ def test_recovery_round_writes_wait_for_prrs_ack_clock_by_hand(stack, share):
     waited = fr & (e.j0 == 1.0) & (e.jb == 1.0)
     assert (e.prob[waited] * e.n[waited]).sum() == pytest.approx(5 * share, rel=1e-12)
     assert (e.prob[fr] * e.n[fr]).sum() == pytest.approx(5.0, rel=1e-12)     # every write counted once
+
+
+@pytest.mark.parametrize("stack", ["linux", "classic"])
+def test_the_retransmission_takes_one_segment_of_the_recovery_round(stack):
+    # video, RTT 100 ms, f = 50: r = 5 packets a round trip, one a segment. In the recovery round
+    # at window 4 with 10 packets waiting, PRR lets 4 segments out and one of them is the
+    # retransmission (prr_out counts it; the lost segment held its slot until it was marked
+    # lost): 3 of the waiting packets leave, and 10 + 5 - 3 = 12 wait after the round
+    from tcpdelay.model.delay.chain import build_chain
+
+    chain = build_chain(DelayParams(rate_pps=50, packet_bytes=1448, rtt_s=0.1, loss=0.02, stack=stack))
+    e = chain.edges
+    w, B, l = chain.space.decode(e.src)
+    fr = (w == 4) & (B == 10) & (l == 1) & (e.time_s > 0) & (e.w2 > 0)   # classic's RTO adds its wait
+    assert fr.any()
+    assert set(e.Bf[fr]) == {12.0} and set(e.n[fr]) == {3.0}
+    nl = (w == 4) & (B == 10) & (l == 0) & (e.time_s > 0) & (e.w2 > 0)   # outside recovery: 4 leave
+    assert set(e.Bf[nl]) == {11.0} and set(e.n[nl]) == {4.0}
 
 
 def test_a_loss_in_the_recovery_round_is_a_new_event_only_beyond_high_seq():

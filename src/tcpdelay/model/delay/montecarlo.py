@@ -149,10 +149,25 @@ class Walker:
             return w + 1.0
         beta = 717 / 1024
         alpha = 3 * (1 - beta) / (1 + beta)
-        w_max = min(float(self._linux_cap()), w / beta)
-        x = (w - w_max) / 0.4
-        s_ = math.copysign(abs(x) ** (1 / 3), x)
-        return max(w_max + 0.4 * (s_ + self.p.rtt_s) ** 3, w + alpha)
+        cap = float(self._linux_cap())
+        w_max = min(cap, w / beta)
+
+        def ahead(x: float) -> float:      # W one RTT after the instant W equals x
+            y = (x - w_max) / 0.4
+            return w_max + 0.4 * (math.copysign(abs(y) ** (1 / 3), y) + self.p.rtt_s) ** 3
+
+        # bictcp_update's integer target: the cubic rounded up below W_max, down above it, for
+        # a window anywhere within its whole segment (16 midpoints); at the epoch's start just
+        # after a cut
+        outs = []
+        for i in range(16):
+            u = (i + 0.5) / 16
+            if w < w_max - 1e-9:
+                x = float(w) if w / beta < cap - 1e-9 else min(w - 1 + u, w_max)
+                outs.append(max(float(w), math.ceil(ahead(x) - 1e-9)))
+            else:
+                outs.append(max(float(w), math.floor(ahead(w + u * (1 - 1e-9)) + 1e-9)))
+        return max(sum(outs) / len(outs), w + alpha)
 
     def _stack_next(self, w: int) -> list:
         """[(next window, share)] after a loss-free network-limited round."""
@@ -166,12 +181,13 @@ class Walker:
             return [(lo, 1.0)]
         return [(lo, 1 - frac), (min(lo + 1, self.W), frac)]
 
-    def _stack_round(self, w2: int, l2: int, B: int, w_now: int, prob: float):
-        """A round at window ``w_now``: backlogged packets at ``L + B/f``; the packets written
-        in it leave one segment per ACK, ``RTT/w_now`` apart, so with ``g`` of them per segment
-        (``g >= 2``) they wait ``(g-1)/f … 0`` in every gap (the ACK clock)."""
+    def _stack_round(self, w2: int, l2: int, B: int, w_now: int, prob: float, retransmissions: int = 0):
+        """A round at window ``w_now``, ``retransmissions`` of its segments old data: backlogged
+        packets at ``L + B/f``; the packets written in it leave one segment per ACK, ``RTT/w_now``
+        apart, so with ``g`` of them per segment (``g >= 2``) they wait ``(g-1)/f … 0`` in every
+        gap (the ACK clock)."""
         P, f = self.p, self.p.rate_pps
-        cap = w_now * self.k
+        cap = (w_now - retransmissions) * self.k
         n = math.floor(min(B, cap) + EPS)
         fresh = max(0.0, min(B + self.r, cap) - min(B, cap))
         delays = [P.one_way_s + B / f] * n
@@ -200,10 +216,12 @@ class Walker:
             p = self.p_nl
             ok = (1 - p) ** (w * self._new_share)   # only segments beyond high_seq start an event
             pto = p if rto else 0.0
-            rounds = [self._stack_round(w, 0, B, w, ok),
-                      self._stack_round(min(self._stack_window_after(w), self.W), 1, B, w, (1 - ok) * (1 - pto))]
+            # the retransmission is one of the round's w segments
+            rounds = [self._stack_round(w, 0, B, w, ok, retransmissions=1),
+                      self._stack_round(min(self._stack_window_after(w), self.W), 1, B, w, (1 - ok) * (1 - pto),
+                                        retransmissions=1)]
             if pto > 0:
-                mv, fresh = self._stack_round(0, 1, B, w, (1 - ok) * pto)
+                mv, fresh = self._stack_round(0, 1, B, w, (1 - ok) * pto, retransmissions=1)
                 rounds.append((Move(mv.prob, 0, mv.backlog + max(0.0, P.t0_s - P.rtt_s) * f, 1, mv.time_s,
                                     mv.delays, mv.backlog_parts), fresh))
             for mv, fresh in rounds:

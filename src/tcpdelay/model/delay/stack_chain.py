@@ -16,9 +16,9 @@ writes is counted once, with delay ``L + B/f`` (``count_fresh_packets``).
 | NL ``(w, B, 0)`` | none, ``(1−p)^w`` | ``(next(w) or 2w, (B+r−wk)⁺, 0)`` | ``RTT`` | ``min(B, wk)`` at ``L+B/f``, fresh at ``L`` |
 | | loss, ``(1−(1−p)^w)(1−p_to)`` | ``(max(⌊βw⌋,2), (B+r−wk)⁺, 1)`` | ``RTT`` | the same |
 | | loss, RTO, ``(1−(1−p)^w)·p_to`` | ``(0, (B+r−wk)⁺ + (T0−RTT)f, 1)`` | ``RTT`` | the same |
-| FR ``(w, B, 1)`` | none among its ``s·w`` segments sent after the loss was found, ``(1−p)^{sw}`` | ``(w, (B+r−wk)⁺, 0)`` | ``RTT`` | as a loss-free round, no growth; ``linux``: half the fresh packets at ``L + 1/f`` (PRR) |
-| | loss among them, ``(1−(1−p)^{sw})(1−p_to)`` | ``(max(⌊βw⌋,2), (B+r−wk)⁺, 1)``: a new loss event | ``RTT`` | the same |
-| | loss, RTO, ``(1−(1−p)^{sw})·p_to`` | ``(0, (B+r−wk)⁺ + (T0−RTT)f, 1)`` | ``RTT`` | the same |
+| FR ``(w, B, 1)`` | none among its ``s·w`` segments sent after the loss was found, ``(1−p)^{sw}`` | ``(w, (B+r−(w−1)k)⁺, 0)`` | ``RTT`` | as a loss-free round with ``w − 1`` new segments (one is the retransmission), no growth; ``linux``: half the fresh packets at ``L + 1/f`` (PRR) |
+| | loss among them, ``(1−(1−p)^{sw})(1−p_to)`` | ``(max(⌊βw⌋,2), (B+r−(w−1)k)⁺, 1)``: a new loss event | ``RTT`` | the same |
+| | loss, RTO, ``(1−(1−p)^{sw})·p_to`` | ``(0, (B+r−(w−1)k)⁺ + (T0−RTT)f, 1)`` | ``RTT`` | the same |
 | TO ``(0, B, l)`` | as Table 6 | | | |
 
 ``p_to`` is 0 for ``linux`` (RACK finds a lost retransmission while the source writes) and the
@@ -26,7 +26,10 @@ retransmission's loss ``p`` for ``classic`` (RFC 6675 cannot see it; the RTO rep
 window is reduced once per loss event (once per recovery episode, as both stacks do: further
 losses of the same round change nothing); a loss among the share ``s`` of the recovery round's
 segments sent after the loss was found (:func:`.repair.recovery_round_new_share`) is the next
-episode. ``next(w)``
+episode. The recovery round's window carries the retransmission: PRR (RFC 6937;
+``tcp_cwnd_reduction``, ns-3's ``TcpPrrRecovery``) counts it among the segments it lets out
+(``prr_out``), and the lost segment held its slot until it was marked lost, so ``w − 1`` of the
+round's segments carry new data. ``next(w)``
 (:func:`.stacks.next_window`: Reno's ``w+1``, CUBIC's window function) is fractional: the
 window moves to its two neighbouring integers with probabilities that keep its mean. Slow start (``2w``) only for ``classic`` below ``⌈r⌉``, where its timeouts
 restart (``ssthresh``, half a window that grew while application-limited, is above ``r``);
@@ -78,15 +81,16 @@ def edge_builder(params: DelayParams, space: "_states.StateSpace"):
         parts = _states.EdgeParts()
         add = parts.add
 
-        def round_(src, w2, l2, B, w_now, prob, is_loss=0, b_extra=0.0, wait_share=0.0):
-            """One round of RTT at window ``w_now``: the backlogged packets that fit leave at
+        def round_(src, w2, l2, B, w_now, prob, is_loss=0, b_extra=0.0, wait_share=0.0, new_segments=None):
+            """One round of RTT at window ``w_now`` (of which ``new_segments`` carry new data,
+            all by default): the backlogged packets that fit leave at
             ``L + B/f``; the packets written during it that fit (zero-time twin edges) wait for
             the ACK clock — ``w_now`` segments a round trip leave one per ACK, ``RTT/w_now``
             apart, each carrying the ``g = fresh/w_now`` packets written since the last (small
             packets coalesce, ``tcp_sendmsg`` appends to the unsent tail): delays
             ``L + (g−1)/f, …, L + 1/f, L`` in every gap; none when a segment goes out per packet."""
             w_now = np.asarray(w_now, dtype=float)
-            cap = w_now * k
+            cap = (w_now if new_segments is None else np.asarray(new_segments, dtype=float)) * k
             b_next = np.maximum(0.0, B + r - cap) + b_extra
             n_b = np.floor(np.minimum(B, cap) + _EPS)
             add(src, w2, b_next, l2, prob, rtt, n=n_b, j0=B, jb=B, is_loss=is_loss)
@@ -153,11 +157,14 @@ def edge_builder(params: DelayParams, space: "_states.StateSpace"):
         n_new = w1 * new_share                        # of its segments, those beyond high_seq
         ok1 = np.exp(n_new * np.log1p(-p_nl)) if p_nl > 0 else np.ones(w1.size)
         loss1 = 1.0 - ok1
-        round_(src1, w1, 0, B1, w1, ok1, wait_share=wait)
-        round_(src1, w_after[w1 - 1], 1, B1, w1, loss1 * (1.0 - pto_nl), is_loss=1, wait_share=wait)
+        # one of the round's w segments is the retransmission: w − 1 carry new data
+        fresh1 = w1 - 1.0
+        round_(src1, w1, 0, B1, w1, ok1, wait_share=wait, new_segments=fresh1)
+        round_(src1, w_after[w1 - 1], 1, B1, w1, loss1 * (1.0 - pto_nl), is_loss=1, wait_share=wait,
+               new_segments=fresh1)
         if pto_nl > 0:
             round_(src1, 0, 1, B1, w1, loss1 * pto_nl, is_loss=2, b_extra=max(0.0, params.t0_s - rtt) * f,
-                   wait_share=wait)
+                   wait_share=wait, new_segments=fresh1)
 
         # (d) timeout stages (classic only reaches them): Table 6's recovery
         for l in range(1, MAX_BACKOFF_STAGE + 1):
