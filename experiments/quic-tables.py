@@ -1,0 +1,229 @@
+"""The tables of docs/experiments/media-over-quic.md, computed from the committed sweeps of results/.
+
+    .venv/bin/python experiments/quic-tables.py            # print every table
+    .venv/bin/python experiments/quic-tables.py --write    # rewrite the page's tables in place
+
+Each table follows a marker line on the page (``<!-- table quic-voip-reduced -->``: the sweep,
+``results/<sweep>``). A row is one cell: the path's RTT and random loss (the drop-tail table has
+one path) and the media's transport. Figures, every media packet of the cell's runs pooled:
+
+- sent: media packets the source produced (a packet ``quic-frame-streams`` skipped after its
+  stream's reset counts, as one never delivered);
+- lost: the fraction of them never delivered;
+- delay p50 / p95 / p99: one-way delay of the delivered packets, ms (a transport that loses
+  packets has its percentiles over fewer packets: read them with "lost");
+- late 150 ms / 400 ms: the fraction of packets sent that arrived later than the playout delay or
+  never (150 ms: ITU-T G.114's one-way bound for interactive voice; 400 ms, beyond which G.114 calls
+  delay unacceptable for general network planning). The CBR profiles send one packet a frame, so for video this is the
+  fraction of frames that miss their playout deadline;
+- goodput: the media flows' goodput (metrics.json), kb/s, mean per flow;
+- forward packets per media packet (random-drop tables): the packets that entered the emulated
+  link in the media's direction (``run.json`` link counters: the media's own packets, TCP's or
+  QUIC's retransmissions and QUIC's ACK-only packets; a QUIC packet holds at most 1200 bytes, so a
+  1448-byte video packet takes two), per media packet sent;
+- emulator lateness p99: how far behind schedule the emulator delivered packets (``run.json``
+  link counters, the worst direction), ms: large values mean the shared machine disturbed the run.
+
+The random-loss tables put the delay model's prediction for today's Linux TCP
+(:func:`tcpdelay.model.delay.predict.predict` with ``stack="linux"``; Brosh et al.'s model with
+RACK-TLP recovery) in a row of its own beside ``quic-stream``: one ordered byte stream whose loss
+recovery (RFC 9002) is close to RACK-TLP's. The drop-tail table adds the cross traffic's goodput
+(bulk = the five FTP flows, web = the on/off web flows, Mb/s summed) and the bottleneck's overflow
+drops. The remedies table sets TCP with Brosh et al.'s §7 remedies (split-2, two parallel
+connections with the intelligent scheduler) beside the VoIP sweep's TCP and QUIC rows of the same
+paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from tcpdelay.reproductions.page_tables import rewrite_tables
+from tcpdelay.reproductions.sweep_data import REPO_ROOT, emulator_lateness_us, media_delays, run_json, runs
+
+PAGE = REPO_ROOT / "docs" / "experiments" / "media-over-quic.md"
+RESULTS = REPO_ROOT / "results"
+DEADLINES_S = (0.15, 0.4)
+TRANSPORTS = ("tcp", "quic-stream", "quic-frame-streams", "quic-datagram", "udp")
+MODEL = "model (`--stack linux`)"
+SPLIT2 = "tcp split-2"
+CONN2 = "tcp 2 connections (intelligent)"
+#: the rows' order within a path: TCP, its remedies, the model beside quic-stream, the rest
+ORDER = ("tcp", SPLIT2, CONN2, "quic-stream", MODEL, "quic-frame-streams", "quic-datagram", "udp")
+
+#: marker -> (sweep directory under results/, kind of table)
+TABLES = {
+    "<!-- table quic-voip-reduced -->": ("quic-voip-reduced", "loss"),
+    "<!-- table quic-video-reduced -->": ("quic-video-reduced", "loss"),
+    "<!-- table quic-droptail-5.3-reduced -->": ("quic-droptail-5.3-reduced", "droptail"),
+    "<!-- table quic-voip-remedies-reduced -->": ("quic-voip-remedies-reduced", "remedies"),
+}
+#: the remedies table: the TCP remedies' sweep beside these rows of the VoIP sweep at its paths
+REMEDIES_BESIDE = ("quic-voip-reduced", ("tcp", "quic-stream", "quic-frame-streams", "quic-datagram"))
+
+
+def label(flow: dict) -> str:
+    """A row's name for the media flow: its transport, or TCP with its remedy (split-N, parallel
+    connections)."""
+    h = flow.get("heuristics") or {}
+    if h.get("split", 1) > 1:
+        return f"tcp split-{h['split']}"
+    if h.get("connections", 1) > 1:
+        return f"tcp {h['connections']} connections ({h.get('scheduler', 'blind')})"
+    return flow["transport"]
+
+
+def _scenario(sweep: Path) -> dict:
+    import tomllib
+
+    return tomllib.loads((sweep / "scenario.toml").read_text())
+
+
+def _late(d: np.ndarray) -> list[float]:
+    return [float(np.mean(~(np.nan_to_num(d, nan=np.inf) <= t))) for t in DEADLINES_S]
+
+
+def cell_rows(sweep: Path) -> list[dict]:
+    """One row per cell of ``sweep``: transport, RTT, loss, profile and the figures above."""
+    scenario = _scenario(sweep)
+    delays = media_delays(sweep)
+    d_cell = np.asarray(delays["cell_id"].to_pylist())
+    d_delay = delays["delay_s"].to_numpy(zero_copy_only=False)
+    by_cell: dict[str, list[dict]] = {}
+    for r in runs(sweep):
+        by_cell.setdefault(r["cell_id"], []).append(r)
+    rows = []
+    for cell_id, rs in by_cell.items():
+        ov = rs[0]["overrides"]
+        flow = dict(ov.get("flows[0]") or scenario["flows"][0])
+        if "flows[0].heuristics" in ov:
+            flow["heuristics"] = ov["flows[0].heuristics"]
+        rtt_s = ov.get("path.rtt_s", scenario["path"]["rtt_s"])
+        loss = ov.get("path.forward.loss.p", ((scenario["path"].get("forward") or {}).get("loss") or {}).get("p", 0.0))
+        d = d_delay[d_cell == cell_id]
+        got = d[np.isfinite(d)]
+        if not got.size:
+            raise SystemExit(f"{sweep.name}: cell {cell_id} has no delivered media packet (an unfinished run?)")
+        goodput, bulk, web, qdrops, lateness, wire = [], [], [], [], [], []
+        for r in rs:
+            metrics = json.loads((r["dir"] / "metrics.json").read_text())
+            goodput += [f.get("goodput_bps") or 0.0 for f in metrics["flows"]]
+            bulk.append(sum(c.get("goodput_bps") or 0.0 for c in metrics.get("cross", []) if c["kind"] == "bulk"))
+            web.append(sum(c.get("goodput_bps") or 0.0 for c in metrics.get("cross", []) if c["kind"] != "bulk"))
+            forward = run_json(r["dir"])["run"]["link_counters"]["a_to_b"]
+            qdrops.append(forward["drops"]["queue"])
+            wire.append(forward["packets_in"])
+            lateness.append(emulator_lateness_us(r["dir"])[0])
+        rows.append({
+            "transport": label(flow), "profile": flow["profile"], "rtt_s": float(rtt_s), "loss": float(loss),
+            "runs": len(rs), "packets": int(d.size), "lost": float(np.mean(~np.isfinite(d))),
+            "p50_ms": 1e3 * np.percentile(got, 50), "p95_ms": 1e3 * np.percentile(got, 95),
+            "p99_ms": 1e3 * np.percentile(got, 99), "late": _late(d),
+            "goodput_kbps": float(np.mean(goodput)) / 1e3, "bulk_mbps": float(np.mean(bulk)) / 1e6,
+            "web_mbps": float(np.mean(web)) / 1e6, "queue_drops": float(np.mean(qdrops)),
+            "lateness_ms": float(max(lateness)) / 1e3, "wire_per_packet": float(sum(wire)) / d.size,
+        })
+    return rows
+
+
+@lru_cache(maxsize=None)
+def model_row(profile: str, rtt_s: float, loss: float) -> dict:
+    """The delay model's prediction for Linux TCP (``--stack linux``) of ``profile`` on this path."""
+    from tcpdelay.model.delay.predict import predict
+
+    p = predict(profile, rtt_s=rtt_s, loss=loss, stack="linux")
+    row = {"transport": MODEL, "profile": profile, "rtt_s": rtt_s, "loss": loss, "unstable": bool(p.unstable)}
+    if not p.unstable:
+        row.update({"p50_ms": 1e3 * float(p.quantile(0.5)), "p95_ms": 1e3 * float(p.quantile(0.95)),
+                    "p99_ms": 1e3 * float(p.quantile(0.99)),
+                    "late": [float(p.late_fraction(t)) for t in DEADLINES_S]})
+    return row
+
+
+def _order(r: dict) -> tuple:
+    t = r["transport"]
+    return (r["rtt_s"], r["loss"], ORDER.index(t))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f} %"
+
+
+def loss_table(sweep_name: str, kind: str = "loss") -> str:
+    rows = cell_rows(RESULTS / sweep_name)
+    if kind == "remedies":
+        paths = {(r["rtt_s"], r["loss"]) for r in rows}
+        beside, transports = REMEDIES_BESIDE
+        rows += [r for r in cell_rows(RESULTS / beside)
+                 if r["transport"] in transports and (r["rtt_s"], r["loss"]) in paths]
+    else:
+        rows += [model_row(r["profile"], r["rtt_s"], r["loss"]) for r in rows if r["transport"] == "quic-stream"]
+    rows.sort(key=_order)
+    late_cols = " | ".join(f"late {int(t * 1e3)} ms" for t in DEADLINES_S)
+    out = [f"| RTT (ms) | loss | transport | sent | lost | delay p50 / p95 / p99 (ms) | {late_cols} | goodput (kb/s) "
+           "| forward packets per media packet | emulator lateness p99 (ms) |",
+           "|" + "---|" * (9 + len(DEADLINES_S))]
+    for r in rows:
+        head = f"| {1e3 * r['rtt_s']:.0f} | {100 * r['loss']:g} % | {r['transport']} "
+        if r["transport"] == MODEL:
+            if r["unstable"]:
+                out.append(head + "| – | – | unstable: the source's rate exceeds TCP's throughput |"
+                           + " – |" * (len(DEADLINES_S) + 3))
+            else:
+                late = " | ".join(_pct(x) for x in r["late"])
+                out.append(head + f"| – | – | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} / {r['p99_ms']:.0f} | {late} | – | – | – |")
+            continue
+        late = " | ".join(_pct(x) for x in r["late"])
+        out.append(head + f"| {r['packets']} | {_pct(r['lost'])} | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} / "
+                   f"{r['p99_ms']:.0f} | {late} | {r['goodput_kbps']:.1f} | {r['wire_per_packet']:.2f} | {r['lateness_ms']:.2f} |")
+    return "\n".join(out)
+
+
+def droptail_table(sweep_name: str) -> str:
+    rows = sorted(cell_rows(RESULTS / sweep_name), key=_order)
+    late_cols = " | ".join(f"late {int(t * 1e3)} ms" for t in DEADLINES_S)
+    out = [f"| transport | runs | sent | lost | delay p50 / p95 / p99 (ms) | {late_cols} | media goodput per flow (kb/s) "
+           "| bulk goodput (Mb/s) | web goodput (Mb/s) | overflow drops | emulator lateness p99 (ms) |",
+           "|" + "---|" * (10 + len(DEADLINES_S))]
+    for r in rows:
+        late = " | ".join(_pct(x) for x in r["late"])
+        out.append(f"| {r['transport']} | {r['runs']} | {r['packets']} | {_pct(r['lost'])} | {r['p50_ms']:.0f} / "
+                   f"{r['p95_ms']:.0f} / {r['p99_ms']:.0f} | {late} | {r['goodput_kbps']:.1f} | {r['bulk_mbps']:.2f} "
+                   f"| {r['web_mbps']:.2f} | {r['queue_drops']:.0f} | {r['lateness_ms']:.2f} |")
+    return "\n".join(out)
+
+
+def table(sweep_name: str, kind: str) -> str:
+    return droptail_table(sweep_name) if kind == "droptail" else loss_table(sweep_name, kind)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="rewrite the tables of docs/experiments/media-over-quic.md")
+    ap.add_argument("--only", metavar="TEXT", help="only the tables whose marker contains TEXT (e.g. voip)")
+    args = ap.parse_args(argv)
+    tables = {}
+    for marker, spec in TABLES.items():
+        if args.only and args.only not in marker:
+            continue
+        if not (RESULTS / spec[0] / "sweep.json").is_file():
+            print(f"{marker}: results/{spec[0]} is missing, skipped", file=sys.stderr)
+            continue
+        tables[marker] = table(*spec)
+    if args.write:
+        changed = rewrite_tables(PAGE, tables)
+        print(f"{PAGE.relative_to(REPO_ROOT)}: {len(changed)} table(s) rewritten")
+    else:
+        for marker, text in tables.items():
+            print(marker, text, "", sep="\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
