@@ -203,11 +203,38 @@ def table(sweep_name: str, kind: str) -> str:
     return droptail_table(sweep_name) if kind == "droptail" else loss_table(sweep_name, kind)
 
 
+def window_reading(sweep_name: str = "quic-voip-reduced", transport: str = "quic-datagram", rtt_s: float = 0.3,
+                   loss: float = 0.05) -> dict:
+    """What the page's claim 2 reads from one run's ``quic_state`` records (its sender's samples every
+    10 ms): CUBIC's window (minimum, p5), the bytes in flight (p50) and the share of samples with the
+    bytes in flight within 300 bytes of the window. The records are the run's own (``flows/<id>/
+    quic_state``), kept on the machine that measured and not committed (results/.gitignore), so
+    this runs only there, or after the cell is run again."""
+    from tcpdelay.records import read_records
+
+    for r in runs(RESULTS / sweep_name):
+        ov = r["overrides"]
+        if ((ov.get("flows[0]") or {}).get("transport") == transport and ov.get("path.rtt_s") == rtt_s
+                and ov.get("path.forward.loss.p") == loss):
+            state = read_records(r["dir"] / "flows" / "0", "quic_state")
+            cwnd = state["cwnd_bytes"].to_numpy()
+            flight = state["bytes_in_flight"].to_numpy()
+            return {"samples": int(cwnd.size), "cwnd_min_bytes": float(cwnd.min()),
+                    "cwnd_p5_bytes": float(np.percentile(cwnd, 5)), "in_flight_p50_bytes": float(np.median(flight)),
+                    "window_bound_share": float(np.mean(flight >= cwnd - 300))}
+    raise SystemExit(f"{sweep_name}: no run of {transport} at RTT {rtt_s} s, loss {loss}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="rewrite the tables of docs/experiments/media-over-quic.md")
     ap.add_argument("--only", metavar="TEXT", help="only the tables whose marker contains TEXT (e.g. voip)")
+    ap.add_argument("--quic-state", action="store_true",
+                    help="print claim 2's reading of the window from the run's quic_state records (the measuring machine only)")
     args = ap.parse_args(argv)
+    if args.quic_state:
+        print(json.dumps(window_reading(), indent=1))
+        return 0
     tables = {}
     for marker, spec in TABLES.items():
         if args.only and args.only not in marker:
