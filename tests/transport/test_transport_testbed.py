@@ -138,13 +138,16 @@ def test_parallel_connections_end_to_end_with_loss(tmp_path, scheduler):
     assert delay.min() >= L_S - 0.0005 and abs(np.median(delay) - L_S) < 0.01
 
 
-def test_split_n_end_to_end(tmp_path):
+@pytest.mark.parametrize("source, split", [(CbrSource(1446, 0.02), 2), (VOIP, 2)], ids=["video", "voip"])
+def test_split_n_end_to_end(tmp_path, source, split):
     link = LinkSpec.symmetric(delay_s=L_S)
-    s, r, table, delay, _ = media_run(tmp_path, link, source=CbrSource(1446, 0.02),
-                                      duration_s=2.0, split=2)
+    s, r, table, delay, counters = media_run(tmp_path, link, source=source, duration_s=2.0, split=split)
     assert r.received_packets == s.packets == 100
-    assert r.rtp_packets == 200 and set(table.column("size_bytes").to_pylist()) == {1446}
+    assert r.rtp_packets == split * 100 and set(table.column("size_bytes").to_pylist()) == {source.packet_bytes}
     assert abs(np.median(delay) - L_S) < 0.01
+    # each piece is a segment of its own on the wire (Brosh et al. §7.1: N packets for one):
+    # the data direction carries at least N segments a packet (plus the handshake's few)
+    assert counters["a_to_b"]["packets_in"] >= split * s.packets, counters["a_to_b"]
 
 
 def test_proactive_drop_bounds_the_backlog_of_an_overloaded_path(tmp_path):

@@ -498,12 +498,17 @@ class _SendRun:
                                            send_time_ns=now, piece=k, pieces=n, size_bytes=s)
                 self.rtp_seq += 1
                 c.enqueue(pkt)
+                # each piece its own write: with TCP_NODELAY the kernel sends a write that finds
+                # the window open as its own segment, so split-N puts N packets on the wire, as
+                # Brosh et al. §7.1's application does (one write of all N pieces is one segment
+                # when they fit in an MSS: split-N would be plain TCP). Pieces the socket cannot
+                # take now wait in the queue and leave together, as a window-limited TCP's do.
+                self._flush(c)
             result.rtp_packets += n
             c.packets += 1
             result.per_connection_packets[ci] += 1
             c.last_tx = now
             self.last_media_ns = now
-            self._flush(c)
         finally:     # the record is written after the packet is handed to the socket
             if writer is not None:
                 writer.append(**row)
