@@ -113,16 +113,20 @@ def test_quic_stream_lies_where_the_model_puts_linux_tcp(mod):
             assert got["late"][deadline] == pytest.approx(model["late"][deadline], rel=0.15, abs=0.0025), (rtt, p)
 
 
-def test_a_frame_per_stream_beats_tcps_remedies_and_split_2_puts_no_packet_more_on_the_wire(mod):
+def test_a_frame_per_stream_beats_tcps_remedies_and_split_2_is_later_than_plain_tcp(mod):
     """Claims 8 and 9: on every remedies path with 2 or 5 % loss quic-frame-streams is late for
-    less than TCP with two connections (intelligent) and with split-2; split-2's forward packets
-    per media packet are plain TCP's (its pieces leave in one segment)."""
+    less than TCP with two connections (intelligent) and with split-2; split-2 puts two segments
+    on the wire for a packet while the window is open (0.5 %: well above plain TCP's one), and
+    at RTT 100 ms it is late more often than plain TCP."""
     voip = _rows(mod, "quic-voip-reduced")
     remedies = _rows(mod, "quic-voip-remedies-reduced")
+    for rtt in (0.1, 0.3):
+        assert (remedies[(rtt, 0.005, mod.SPLIT2)]["wire_per_packet"]
+                > voip[(rtt, 0.005, "tcp")]["wire_per_packet"] + 0.5), rtt
+    for p in (0.005, 0.02, 0.05):
+        assert remedies[(0.1, p, mod.SPLIT2)]["late"][0] > voip[(0.1, p, "tcp")]["late"][0], p
     for rtt, deadline in ((0.1, 0), (0.3, 1)):
         for p in (0.005, 0.02, 0.05):
-            split = remedies[(rtt, p, mod.SPLIT2)]
-            assert split["wire_per_packet"] == pytest.approx(voip[(rtt, p, "tcp")]["wire_per_packet"], abs=0.03)
             if p == 0.005:
                 continue
             frames = voip[(rtt, p, "quic-frame-streams")]["late"][deadline]
