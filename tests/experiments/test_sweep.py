@@ -358,3 +358,28 @@ def test_the_wall_time_estimate_schedules_whole_runs():
     assert estimate_wall_s([], 4) == 0.0
     with pytest.raises(ParameterError):
         estimate_wall_s([1.0], 0)
+
+
+def test_a_sweep_resumed_in_place_keeps_the_format_version_it_was_written_in(tmp_path):
+    """An index of format 1 (no version recorded, as every sweep committed before format 2) stays
+    1 when the sweep is prepared again over it — its runs are version 1, and a rerun that
+    measures nothing must not stamp the index newer than them; a new sweep is the current
+    version."""
+    from tcpdelay.experiments.sweep import prepare
+    from tcpdelay.results.version import FORMAT_VERSION, VERSION_KEY
+
+    sc = parse_scenario({"name": "v", "duration_s": 1, "flows": [{"profile": "voip"}],
+                         "sweep": {"path.rtt_s": [0.1, 0.2]}})
+    cells = expand(sc)
+    new, old = tmp_path / "new", tmp_path / "old"
+    new.mkdir()
+    old.mkdir()
+    prepare(sc, new, cells)
+    assert json.loads((new / "sweep.json").read_text())[VERSION_KEY] == FORMAT_VERSION
+    (old / "sweep.json").write_text(json.dumps({"name": "v", "seeds": [1], "cells": []}))
+    prepare(sc, old, cells)
+    doc = json.loads((old / "sweep.json").read_text())
+    assert VERSION_KEY not in doc and [c["id"] for c in doc["cells"]] == [c.id for c in cells]
+    prepare(sc, new, cells)                     # a current-version sweep resumed stays current
+    assert json.loads((new / "sweep.json").read_text())[VERSION_KEY] == FORMAT_VERSION
+

@@ -49,7 +49,7 @@ from tcpdelay.experiments.unit import CellRunner, run_unit
 from tcpdelay.atomic_file import write_text_atomic
 from tcpdelay.jsonio import write_json
 from tcpdelay.results import layout, markers
-from tcpdelay.results.version import stamp
+from tcpdelay.results.version import stamp, version_of
 
 # Keys of a scenario that do not change what a run measures.
 _NOT_HASHED = ("name", "description", "metrics", "repetitions", "seed", "seeds", "sweep", "tcp_state_period_s")
@@ -187,16 +187,29 @@ def prepare(scenario: Scenario, out_dir: str | os.PathLike, cells: list[Cell], *
     if flat:
         return
     (out / layout.CELLS_DIR).mkdir(parents=True, exist_ok=True)
-    write_json(out / layout.SWEEP_INDEX, stamp({
+    index = {
         "name": scenario.name, "seeds": list(scenario.seed_list),
         "sweep": scenario.sweep,
         "cells": [{"id": c.id, "index": c.index, "overrides": c.overrides, "label": c.label} for c in cells],
-    }))
+    }
+    # A sweep resumed in place keeps the format version it was written in: its runs carry that
+    # version, and an index stamped newer than its runs would misdescribe them (a rerun of the
+    # README's command over committed version-1 results measures nothing and must leave them 1).
+    write_json(out / layout.SWEEP_INDEX, index if _written_version(out / layout.SWEEP_INDEX) == 1 else stamp(index))
     for c in cells:
         d = layout.cell_dir(out, c.id)
         d.mkdir(exist_ok=True)
         write_json(d / layout.CELL_INDEX, {"id": c.id, "index": c.index, "overrides": c.overrides})
         write_text_atomic(d / layout.SCENARIO_FILE, dump_scenario(c.scenario))
+
+
+def _written_version(index_path: Path) -> int | None:
+    """The format version of the sweep index already at ``index_path`` (None: there is none, or
+    it cannot be read, and the index is written anew in the current version)."""
+    try:
+        return version_of(json.loads(index_path.read_text()), str(index_path))
+    except (OSError, ValueError, ParameterError):
+        return None
 
 
 ORDERS = ("grid", "random")
