@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tcpdelay.reproductions.page_tables import rewrite_tables
+from tcpdelay.reproductions.page_tables import write_or_print
 from tcpdelay.reproductions.sweep_data import REPO_ROOT, emulator_lateness_us, media_delays, run_json, runs
 
 PAGE = REPO_ROOT / "docs" / "experiments" / "media-over-quic.md"
@@ -243,12 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{marker}: results/{spec[0]} is missing, skipped", file=sys.stderr)
             continue
         tables[marker] = table(*spec)
-    if args.write:
-        changed = rewrite_tables(PAGE, tables)
-        print(f"{PAGE.relative_to(REPO_ROOT)}: {len(changed)} table(s) rewritten")
-    else:
-        for marker, text in tables.items():
-            print(marker, text, "", sep="\n")
+    write_or_print(PAGE, tables, write=args.write, root=REPO_ROOT)
     return 0
 
 

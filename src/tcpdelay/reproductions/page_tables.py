@@ -32,3 +32,16 @@ def rewrite_tables(page: Path, tables: dict[str, str]) -> list[str]:
     if new != text:
         page.write_text(new)
     return changed
+
+
+def write_or_print(page: Path, tables: dict[str, str], *, write: bool, root: Path) -> None:
+    """What a page's table script does with its tables: with ``write``, rewrite them in ``page``
+    and say how many changed (``page`` named relative to ``root``); else print each under its
+    marker."""
+    if write:
+        changed = rewrite_tables(page, tables)
+        print(f"{page.relative_to(root)}: {len(changed)} table(s) rewritten")
+    else:
+        for marker, text in tables.items():
+            print(marker, text, "", sep="\n")
+
