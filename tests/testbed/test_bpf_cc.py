@@ -245,21 +245,20 @@ def test_the_newreno_clone_matches_kernel_reno_at_one_percent_loss():
     emulator per run, losses drawn per packet in order), so the runs pair up while the two senders
     send the same packets; a clone that reduced differently would not.
 
-    The bound is 5 % or four standard errors of the paired differences, whichever is larger. On an
-    idle machine the pairs hold (per-seed differences of 1-2 %, the 5 % decides); on a busy one
-    a timing difference early in a run lets the two loss patterns part, and one pair can differ
-    by 15 % with nothing wrong. The spread of the differences says which case it is. So that the
-    test can still fail, their standard error must stay under 7.5 % of the goodput (a clone
-    cutting to 0.7 instead of 0.5 would be about 37 % faster, a clone that never cut far more)."""
+    Judged by the median of the five paired relative differences, within 10 %. On an idle machine
+    the pairs hold (per-seed differences of 1-2 %); on a busy one a timing difference early in a
+    run lets the two loss patterns part, and a pair can differ by anything in either direction
+    (CI beside three other workers: +56 % on one seed, the other four within 1 %). A mean or its
+    standard error follows that one pair; the median of five ignores up to two. A clone that
+    reduced wrongly moves every pair the same way (cutting to 0.7 instead of 0.5 is about 37 %
+    faster, a clone that never cut far more), and so moves the median."""
     reno, newreno = [], []
     for seed in range(1, 6):
         reno.append(_goodput_bps("reno", seed, 6.0))
         newreno.append(_goodput_bps("newreno", seed, 6.0))
-    mean_reno = statistics.fmean(reno)
-    diffs = [n - r for n, r in zip(newreno, reno)]
-    se = statistics.stdev(diffs) / len(diffs) ** 0.5
-    assert mean_reno > 0 and 4 * se <= 0.30 * mean_reno, (newreno, reno)
-    assert abs(statistics.fmean(diffs)) <= max(0.05 * mean_reno, 4 * se), (newreno, reno)
+    assert min(reno) > 0 and min(newreno) > 0, (newreno, reno)
+    relative = [n / r - 1.0 for n, r in zip(newreno, reno)]
+    assert abs(statistics.median(relative)) <= 0.10, (relative, newreno, reno)
 
 
 @pytest.mark.alone  # the first testbed must get the plain name: no other test may hold "tdvegas" meanwhile
