@@ -20,6 +20,11 @@ discipline, ECN, and the cell's other swept value (web flows, or the audio's tra
 - overflow drops / AQM drops / CE marks: the bottleneck's forward direction (``a_to_b``), mean
   per run.
 
+A table whose marker ends in ``by seed`` (``<!-- table aqm-5.3-video ns3 by seed -->``) shows the
+same cells' runs one by one, seed by seed (``a / b / c`` for seeds 1, 2, 3): each run's media
+delay p95 and p99 (its own delivered media packets), late at 150 ms, media retransmissions and CE
+marks, so a claim resting on a few runs shows how far apart they were.
+
 A discipline a sweep leaves out because its backend refuses it there (ns-3's FQ-CoDel with a limit
 in bytes) is a row of its own saying so: the reason is the backend's own plan-time check
 (:func:`tcpdelay.sim.aqm.unsupported`) asked of the sweep's bottleneck with that discipline.
@@ -44,14 +49,18 @@ DEADLINES_S = (0.15, 0.4)
 DISCIPLINES = ("drop_tail", "codel", "fq_codel", "pie")
 NAMES = {"drop_tail": "drop-tail", "codel": "CoDel", "fq_codel": "FQ-CoDel", "pie": "PIE"}
 
-#: marker -> (experiment, results suffix of the backend, the cells' other swept key and its column name)
+#: marker -> (experiment, results suffix of the backend, the cells' other swept key and its column name[,
+#: True: the runs seed by seed])
 TABLES = {
     "<!-- table aqm-5.3 ns3 -->": ("aqm-5.3", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3 testbed -->": ("aqm-5.3", "-reduced", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video ns3 -->": ("aqm-5.3-video", "-ns3", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-video ns3 by seed -->": ("aqm-5.3-video", "-ns3", "cross[1].count", "web flows", True),
     "<!-- table aqm-5.3-bytes ns3 -->": ("aqm-5.3-bytes", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-bytes testbed -->": ("aqm-5.3-bytes", "-reduced", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video-bytes ns3 -->": ("aqm-5.3-video-bytes", "-ns3", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-video-bytes ns3 by seed -->": ("aqm-5.3-video-bytes", "-ns3", "cross[1].count", "web flows",
+                                                        True),
     "<!-- table aqm-hspa-audio-bulk ns3 -->": ("aqm-hspa-audio-bulk", "-ns3", "flows[0].transport", "audio over"),
     "<!-- table aqm-hspa-audio-bulk testbed -->": ("aqm-hspa-audio-bulk", "-reduced", "flows[0].transport", "audio over"),
 }
@@ -96,6 +105,7 @@ def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
     """One row per cell of ``sweep``: its discipline, ECN, other value and figures."""
     delays = media_delays(sweep)
     d_cell = np.asarray(delays["cell_id"].to_pylist())
+    d_seed = delays["seed"].to_numpy(zero_copy_only=False)
     d_delay = delays["delay_s"].to_numpy(zero_copy_only=False)
     by_cell: dict[str, list[dict]] = {}
     for r in runs(sweep):
@@ -112,7 +122,8 @@ def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
         if not got.size:
             raise SystemExit(f"{sweep.name}: cell {cell_id} has no delivered media packet (an unfinished run?)")
         media_rtx, bulk_bps, web_bps, qdrops, adrops, marks, soj50, soj99 = [], [], [], [], [], [], [], []
-        for r in rs:
+        per_run = []
+        for r in sorted(rs, key=lambda r: r["seed"]):
             metrics = json.loads((r["dir"] / "metrics.json").read_text())
             media_rtx.append(sum(f.get("tcp_retransmissions") or 0 for f in metrics["flows"]))
             bulk_bps.append(sum(c.get("goodput_bps") or 0.0 for c in metrics["cross"] if c["kind"] == "bulk"))
@@ -124,6 +135,14 @@ def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
             sojourn = fwd.get("sojourn_ms") or {}
             soj50.append(sojourn.get("p50", np.nan))
             soj99.append(sojourn.get("p99", np.nan))
+            mine = d[d_seed[d_cell == cell_id] == r["seed"]]
+            mine_got = mine[np.isfinite(mine)]
+            if not mine_got.size:
+                raise SystemExit(f"{sweep.name}: cell {cell_id} seed {r['seed']} has no delivered media packet")
+            per_run.append({"seed": r["seed"], "p95_ms": 1e3 * np.percentile(mine_got, 95),
+                            "p99_ms": 1e3 * np.percentile(mine_got, 99),
+                            "late150": float(np.mean(~(np.nan_to_num(mine, nan=np.inf) <= DEADLINES_S[0]))),
+                            "media_rtx": media_rtx[-1], "ce_marks": marks[-1]})
         rows.append({
             "discipline": aqm.get("discipline", "drop_tail"), "ecn": ecn, "other": other, "runs": len(rs),
             "packets": int(d.size), "p50_ms": 1e3 * np.percentile(got, 50), "p95_ms": 1e3 * np.percentile(got, 95),
@@ -133,6 +152,7 @@ def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
             "web_mbps": float(np.mean(web_bps)) / 1e6, "sojourn_p50_ms": float(np.mean(soj50)),
             "sojourn_p99_ms": float(np.mean(soj99)),
             "queue_drops": float(np.mean(qdrops)), "aqm_drops": float(np.mean(adrops)), "ce_marks": float(np.mean(marks)),
+            "per_run": per_run,
         })
     return rows
 
@@ -141,13 +161,31 @@ def _ms(x: float) -> str:
     return "–" if not np.isfinite(x) else f"{x:.1f}"
 
 
-def table(experiment: str, suffix: str, other_key: str, other_name: str) -> str:
+def _by_seed(rows: list[dict], other_name: str) -> str:
+    """The runs of each cell seed by seed (refused disciplines have none: the main table says why)."""
+    columns = (("p95_ms", 1, "{:.0f}"), ("p99_ms", 1, "{:.0f}"), ("late150", 100, "{:.2f}"),
+               ("media_rtx", 1, "{:.0f}"), ("ce_marks", 1, "{:.0f}"))
+    out = [f"| {other_name} | discipline | ECN | seeds | media p95 (ms) | media p99 (ms) | late 150 ms (%) "
+           "| media retransmitted | CE marks |", "|" + "---|" * 9]
+    for r in rows:
+        if "refused" in r:
+            continue
+        cells = [" / ".join(str(x["seed"]) for x in r["per_run"])]
+        cells += [" / ".join(fmt.format(scale * x[key]) for x in r["per_run"]) for key, scale, fmt in columns]
+        out.append(f"| {r['other']} | {NAMES[r['discipline']]} | {'on' if r['ecn'] else 'off'} | "
+                   + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def table(experiment: str, suffix: str, other_key: str, other_name: str, by_seed: bool = False) -> str:
     rows = []
     for ecn in (False, True):
         sweep = _sweep_dir(experiment, ecn, suffix)
         got = cell_rows(sweep, ecn, other_key)
         rows += got + refused_rows(sweep, ecn, other_key, {r["discipline"] for r in got})
     rows.sort(key=lambda r: (str(r["other"]), DISCIPLINES.index(r["discipline"]), r["ecn"]))
+    if by_seed:
+        return _by_seed(rows, other_name)
     late_cols = " | ".join(f"late {int(t * 1e3)} ms" for t in DEADLINES_S)
     ncols = 12 + len(DEADLINES_S)
     out = [f"| {other_name} | discipline | ECN | runs | media p50 / p95 / p99 (ms) | {late_cols} | media retransmitted "
