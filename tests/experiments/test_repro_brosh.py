@@ -81,6 +81,25 @@ def test_split_parallel_tables_are_the_committed_summary():
             assert r["model_p95_s"] is None     # the model has no intelligent scheduler
 
 
+def test_split_n_left_most_pieces_coalesced_and_gained_nothing_steady():
+    """split-parallel-7.md, "Split-N hardly splits here" / "Splitting did not reduce the tail":
+    every split run's forward link took in fewer extra packets (against the plain run of the same
+    seed and web load) than half of what sending each piece as its own segment would add, and at
+    each web load some split run is later than plain at the 95th percentile."""
+    sweep = ROOT / "results" / "split-parallel-7"
+    rows = json.loads((sweep / "summary.json").read_text())
+    plain = {(r["web_flows"], r["seed"]): r for r in rows if r["heuristic"] == "plain"}
+    split = [r for r in rows if r["split"] > 1]
+    assert len(split) == 8
+    for r in split:
+        sent = json.loads((sweep / "cells" / r["cell_id"] / f"seed-{r['seed']}" / "complete.json")
+                          .read_text())["summary"]["packets_sent"]
+        extra = r["link_packets"] - plain[(r["web_flows"], r["seed"])]["link_packets"]
+        assert extra < 0.5 * (r["split"] - 1) * sent, (r["cell_id"], r["seed"], extra, sent)
+    for web in (0, 10):
+        assert any(r["p95_reduction"] < 0 for r in split if r["web_flows"] == web)
+
+
 def test_playout_tables_are_the_committed_json():
     results = [ROOT / "results" / n for n in ("validate-reduced", "validate-wide")]
     pts = brosh.playout_points(results, "newreno-2008")

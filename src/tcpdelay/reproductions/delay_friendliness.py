@@ -35,9 +35,10 @@ Traffic" (SIGMETRICS 2008 / ToN 2010): the analysis of its reproductions on the 
   one-way delay (packets sent after the warm-up; a packet split into N pieces counts when its
   last piece arrives), its reduction against the plain flow of the same web load and seed (Figs
   26a, 28a), the mean goodput of the five FTP flows and its change (Figs 26b, 28b), the loss the
-  video's connections saw (retransmitted bytes / acknowledged bytes, TCP_INFO) and the model's
-  95th percentile at that loss and RTT with the same split / blind connections (``predict(...,
-  split=N, connections=N)``; the model has no 'intelligent' scheduler).
+  video's connections saw (retransmitted bytes / acknowledged bytes, TCP_INFO), the packets the
+  forward link took in (every flow's; beside the plain run's: the extra segments of split-N) and
+  the model's 95th percentile at that loss and RTT with the same split / blind connections
+  (``predict(..., split=N, connections=N)``; the model has no 'intelligent' scheduler).
 """
 
 from __future__ import annotations
@@ -261,6 +262,15 @@ def _heuristic(h: dict) -> tuple[str, int, int, str]:
     return ("plain" if split == 1 else f"split-{split}"), split, conns, sched
 
 
+def _forward_packets(run_dir: Path) -> int | None:
+    """The packets the emulator took in on the data direction (``a_to_b``) over the run, every
+    flow's: set beside the plain run of the same seed, it shows how many more segments split-N
+    put on the wire (a 1448-byte packet sent as N segments adds N - 1)."""
+    link = run_json(run_dir)["run"].get("link_counters") or {}
+    n = (link.get("a_to_b") or {}).get("packets_in")
+    return None if n is None else int(n)
+
+
 def split_rows(sweep_dir: Path, warmup_s: float = WARMUP_S) -> list[dict]:
     """§7: one row per run of a split / parallel sweep, with its change against the plain flow."""
     delays = media_delays(sweep_dir)
@@ -298,7 +308,8 @@ def split_rows(sweep_dir: Path, warmup_s: float = WARMUP_S) -> list[dict]:
                      "ftp_goodput_bps": float(np.mean([f["goodput_bps"] for f in bulk])),
                      "model_p95_s": model,
                      "lateness_p99_us": emulator_lateness_us(r["dir"])[0],
-                     "lateness_max_us": emulator_lateness_us(r["dir"])[1]})
+                     "lateness_max_us": emulator_lateness_us(r["dir"])[1],
+                     "link_packets": _forward_packets(r["dir"])})
     base = {(r["web_flows"], r["seed"]): r for r in rows if r["heuristic"] == "plain"}
     for r in rows:
         b = base.get((r["web_flows"], r["seed"]))
