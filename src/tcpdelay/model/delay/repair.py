@@ -53,6 +53,7 @@ rounded to it (≤ 0.5 ms).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.signal import fftconvolve
@@ -193,23 +194,74 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
     come ``1/f`` apart; while a window of ``w`` segments below ``f·RTT`` limits the sender, the
     packets written meanwhile coalesce (``tcp_sendmsg`` appends to the unsent tail) and leave
     one segment per ACK, ``RTT/w`` apart (:func:`transmission_rate_pps`)."""
-    p, f = float(loss), float(rate_pps)
-    m = substeps or grid_substeps(f)
-    dt = 1.0 / (f * m)
-    if not p > 0:
-        return np.ones(1)          # nothing is lost: no repair (R = 0, never used)
-    send = float(send_rate_pps or f)
-    again = float(recovery_send_rate_pps or send)
-    u0_i = max(1, int(round(1.0 / (send * dt))))   # transmissions after the loss, in grid steps
-    u_i = max(1, int(round(1.0 / (again * dt))))   # transmissions after a retransmission
-    rtt_i = int(round(rtt_s / dt))
-    start = np.zeros(0)
+    return _assemble(_repair_pieces(rules, loss=loss, rate_pps=rate_pps, rtt_s=rtt_s, t0_s=t0_s,
+                                    min_rtt_s=min_rtt_s, substeps=substeps, send_rate_pps=send_rate_pps,
+                                    recovery_send_rate_pps=recovery_send_rate_pps))
 
-    t0_i = int(round(t0_s / dt))
-    # the RTO timer was restarted by the last ACK that advanced (the previous transmission's,
-    # RTT − 1/f after the loss when each packet is a segment) or, if that came before it,
-    # started when the lost packet was sent
-    rto_first = max(0, rtt_i - u0_i) + t0_i
+
+def _assemble(pieces: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """A law on the grid from ``(first grid index, masses)`` pieces, added up."""
+    top = max((off + arr.size for off, arr in pieces), default=0)
+    out = np.zeros(top)
+    for off, arr in pieces:
+        out[off: off + arr.size] += arr
+    return out
+
+
+def _repair_pieces(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: float, t0_s: float,
+                   min_rtt_s: float | None, substeps: int | None, send_rate_pps: float | None,
+                   recovery_send_rate_pps: float | None) -> list[tuple[int, np.ndarray]]:
+    """:func:`repair_time_pmf`'s law as ``(first grid index, masses)`` pieces, not yet added up
+    (a backed-off RTO puts a piece minutes out; :func:`repair_time_mixture` adds every window's
+    pieces into one array)."""
+    p, f = float(loss), float(rate_pps)
+    if not p > 0:
+        return [(0, np.ones(1))]   # nothing is lost: no repair (R = 0, never used)
+    g = _Grid.of(rules, loss=p, rate_pps=f, rtt_s=rtt_s, t0_s=t0_s, substeps=substeps,
+                 send_rate_pps=send_rate_pps, recovery_send_rate_pps=recovery_send_rate_pps)
+    return _retransmission_rounds(rules, _first_repair(rules, g, min_rtt_s=min_rtt_s), g)
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """One law's quantities in grid steps of ``dt = 1/(f·m)`` seconds."""
+    p: float
+    f: float
+    dt: float
+    rtt_s: float
+    t0_s: float
+    send: float        # transmissions per second after the loss
+    u0_i: int          # … their spacing in grid steps
+    u_i: int           # the spacing of transmissions after a retransmission
+    rtt_i: int
+    t0_i: int
+    rto_first: int     # when the RTO first fires after the loss
+
+    @classmethod
+    def of(cls, rules: StackRules, *, loss: float, rate_pps: float, rtt_s: float, t0_s: float,
+           substeps: int | None, send_rate_pps: float | None, recovery_send_rate_pps: float | None) -> "_Grid":
+        f = float(rate_pps)
+        m = substeps or grid_substeps(f)
+        dt = 1.0 / (f * m)
+        send = float(send_rate_pps or f)
+        again = float(recovery_send_rate_pps or send)
+        u0_i = max(1, int(round(1.0 / (send * dt))))
+        rtt_i = int(round(rtt_s / dt))
+        t0_i = int(round(t0_s / dt))
+        # the RTO timer was restarted by the last ACK that advanced (the previous transmission's,
+        # RTT − 1/f after the loss when each packet is a segment) or, if that came before it,
+        # started when the lost packet was sent
+        return cls(p=float(loss), f=f, dt=dt, rtt_s=float(rtt_s), t0_s=float(t0_s), send=send, u0_i=u0_i,
+                   u_i=max(1, int(round(1.0 / (again * dt)))), rtt_i=rtt_i, t0_i=t0_i,
+                   rto_first=max(0, rtt_i - u0_i) + t0_i)
+
+
+def _first_repair(rules: StackRules, g: _Grid, *, min_rtt_s: float | None) -> np.ndarray:
+    """The law of the first retransmission's time (grid steps from the loss): detection
+    (RACK, the tail loss probe or three duplicate ACKs), or the RTO if that comes first."""
+    p, f, dt, rtt_s, t0_s, send = g.p, g.f, g.dt, g.rtt_s, g.t0_s, g.send
+    rtt_i, rto_first = g.rtt_i, g.rto_first
+    start = np.zeros(0)
 
     def add(pmf: np.ndarray, offsets_s: np.ndarray, probs: np.ndarray, weight: float) -> np.ndarray:
         # the RTO repairs a loss that nothing later detects first (RFC 6298 §5.4)
@@ -236,57 +288,68 @@ def repair_time_pmf(rules: StackRules, *, loss: float, rate_pps: float, rtt_s: f
     else:
         off, pr = detection_offsets(rules, loss=p, rate_pps=send, reo_wnd_s=0.0)
         start = add(start, off, pr, 1.0)
+    return start
 
+
+def _retransmission_rounds(rules: StackRules, start: np.ndarray, g: _Grid) -> list[tuple[int, np.ndarray]]:
+    """The repair-time law, as pieces, from the first retransmission's law ``start``: each
+    retransmission is lost with ``p`` and found again by RACK or the RTO (module docstring).
+    For ``rack`` it depends on ``start`` and the spacing after a retransmission only (``u_i``),
+    not on how the first loss was found, so laws with one ``u_i`` can share one run."""
+    p, u_i, rtt_i, t0_i, rto_first = g.p, g.u_i, g.rtt_i, g.t0_i, g.rto_first
     # Retransmission rounds: ``pending`` is the law of the time of the current retransmission,
     # ``after_rto`` the same for retransmissions the RTO sent (back-off ``backoffs`` times).
-    out = np.zeros(start.size)
-    pending = start
-    after_rto: list[np.ndarray] = []
+    # Each law is a ``(first grid index, masses)`` pair: a backed-off RTO shifts a law by
+    # ``T0·2^k`` (256 s at k = 9), and dense arrays from 0 would be mostly zeros. ``out``
+    # collects the delivered pieces and is added up once at the end.
+    pieces: list[tuple[int, np.ndarray]] = []
+    pending = (0, start)
+    after_rto: list[tuple[int, np.ndarray]] = []
     geo_len = _tail_length(p)
     geo = (1 - p) * p ** np.arange(geo_len)   # first delivered among packets written after
+    steps = np.arange(geo_len)[None, :]
 
-    def put(dst: np.ndarray, tgt: np.ndarray, w: np.ndarray) -> np.ndarray:
-        add = np.bincount(np.asarray(tgt).ravel(), weights=np.broadcast_to(w, np.shape(tgt)).ravel())
-        if dst.size < add.size:
-            dst = np.concatenate([dst, np.zeros(add.size - dst.size)])
-        dst[: add.size] += add
-        return dst
+    def law_of(tgt: np.ndarray, w: np.ndarray) -> tuple[int, np.ndarray]:
+        # the masses ``w`` at grid indices ``tgt`` (same shape), as a law from its first index
+        lo = int(tgt.min())
+        return lo, np.bincount((tgt - lo).ravel(), weights=np.asarray(w).ravel())
 
+    empty = (0, np.zeros(0))
     for r_round in range(MAX_RETRANSMISSIONS):
-        for arr in [pending] + after_rto:
-            if out.size < arr.size:
-                out = np.concatenate([out, np.zeros(arr.size - out.size)])
-            out[: arr.size] += (1 - p) * arr
-        lost = p * pending
-        lost_rto = [p * a for a in after_rto]
-        if lost.sum() + sum(a.sum() for a in lost_rto) < TAIL_TOL:
+        for off, arr in [pending] + after_rto:
+            if arr.size:
+                pieces.append((off, (1 - p) * arr))
+        if p * (pending[1].sum() + sum(a.sum() for _, a in after_rto)) < TAIL_TOL:
             break
-        nxt = np.zeros(0)
-        nxt_rto: list[np.ndarray] = [np.zeros(0) for _ in range(len(after_rto) + 1)]
+        nxt = empty
+        nxt_rto: list[tuple[int, np.ndarray]] = [empty for _ in range(len(after_rto) + 1)]
         # a retransmission the RTO sent, lost again: the RTO once more, backed off (RFC 6298 §5.5)
-        for k, a in enumerate(lost_rto):
-            i = np.flatnonzero(a > _NEGLIGIBLE)
+        for k, (off, a) in enumerate(after_rto):
+            lost_again = np.where(p * a > _NEGLIGIBLE, p * a, 0.0)
+            i = np.flatnonzero(lost_again)
             if i.size:
-                nxt_rto[k + 1] = put(nxt_rto[k + 1], i + t0_i * 2 ** (k + 1), a[i])
-        idx = np.flatnonzero(lost > _NEGLIGIBLE)
+                nxt_rto[k + 1] = (off + int(i[0]) + t0_i * 2 ** (k + 1), lost_again[i[0]: i[-1] + 1])
+        off, lost = pending[0], p * pending[1]
+        rel = np.flatnonzero(lost > _NEGLIGIBLE)
+        idx = rel + off
         if idx.size and rules.lost_retransmission == "rack":
             # RACK finds it when a segment sent after it is SACKed: j* = floor(t/u) + 1, then
             # geometric — unless PRR holds every new packet back (:func:`_ack_clock_stalls`)
             stall = _ack_clock_stalls(idx, rtt_i=rtt_i, u_i=u_i, loss=p)
             jstar = idx // u_i + 1
-            tgt = (jstar[:, None] + np.arange(geo_len)[None, :]) * u_i + rtt_i
-            nxt = put(nxt, tgt, (lost[idx] * (1 - stall))[:, None] * geo[None, :])
-            nxt_rto[0] = put(nxt_rto[0], idx + t0_i, lost[idx] * stall)
+            tgt = (jstar[:, None] + steps) * u_i + rtt_i
+            nxt = law_of(tgt, (lost[rel] * (1 - stall))[:, None] * geo[None, :])
+            nxt_rto[0] = law_of(idx + t0_i, lost[rel] * stall)
         elif idx.size:
             back = t0_i * (2 ** r_round)
             first = (np.where(idx < rto_first, rto_first, idx + t0_i) if r_round == 0
                      else idx + back)
-            nxt = put(nxt, first, lost[idx])
+            nxt = law_of(first, lost[rel])
         pending = nxt
-        after_rto = [a for a in nxt_rto if a.size]
+        after_rto = [x for x in nxt_rto if x[1].size]
         if rules.lost_retransmission != "rack":
             after_rto = []
-    return out
+    return pieces
 
 
 def transmission_rate_pps(window_segments, *, rate_pps: float, rtt_s: float):
@@ -322,14 +385,29 @@ def repair_time_mixture(rules: StackRules, windows, shares, *, loss: float, rate
     for a, b, s in zip(send, after, share):
         if s > 0:
             laws[(float(a), float(b))] = laws.get((float(a), float(b)), 0.0) + float(s)
-    out = np.zeros(0)
+    if not float(loss) > 0:
+        return np.ones(1)
+    total = sum(laws.values())
+    # The first retransmission's law per (a, b), weighted; then the rounds after it, once per
+    # group that shares them: for RACK every law of one ``b`` (one spacing after a
+    # retransmission), for the RTO's rounds each law (its first RTO depends on ``a`` too).
+    groups: dict[object, tuple[_Grid, np.ndarray]] = {}
     for (a, b), s in laws.items():
-        R = repair_time_pmf(rules, loss=loss, rate_pps=f, rtt_s=rtt, t0_s=t0_s, substeps=substeps,
-                            send_rate_pps=a, recovery_send_rate_pps=b)
-        if out.size < R.size:
-            out = np.concatenate([out, np.zeros(R.size - out.size)])
-        out[: R.size] += s * R
-    return out / sum(laws.values())
+        g = _Grid.of(rules, loss=loss, rate_pps=f, rtt_s=rtt, t0_s=t0_s, substeps=substeps,
+                     send_rate_pps=a, recovery_send_rate_pps=b)
+        first = (s / total) * _first_repair(rules, g, min_rtt_s=None)
+        key = g.u_i if rules.lost_retransmission == "rack" else (a, b)
+        if key in groups:
+            first = _assemble([(0, groups[key][1]), (0, first)])
+        groups[key] = (groups.get(key, (g,))[0], first)
+    out = _assemble([piece for g, first in groups.values()
+                     for piece in _retransmission_rounds(rules, first, g)])
+    # cut the tail holding less than TAIL_TOL of the mass, as the geometric tails are cut: a
+    # window of one or two segments backs its lost retransmissions off to ``T0·2^k`` (256 s at
+    # k = 9, mass ~p^9), which would make every later step work over minutes of 1-ms grid
+    survival = np.cumsum(out[::-1])[::-1]
+    keep = np.flatnonzero(survival >= TAIL_TOL)
+    return out[: keep[-1] + 1] if keep.size else out
 
 
 def _ack_clock_stalls(t_idx: np.ndarray, *, rtt_i: int, u_i: int, loss: float) -> np.ndarray:
