@@ -78,39 +78,41 @@ def segment_loss(params: DelayParams, segment_bytes: float) -> float:
 class EdgeParts:
     """The edges out of a batch of states, part by part (one ``add`` call per event kind, in a
     fixed order), as :class:`Edges` with each edge's part number; shared by Table 6's builder
-    and the stacks' (:mod:`.stack_chain`)."""
+    and the stacks' (:mod:`.stack_chain`).
+
+    ``add`` keeps its arguments as given (arrays or scalars) and ``edges`` makes each column
+    once, a scalar column over all parts by one ``np.repeat``: a build calls ``add`` about a
+    thousand times, and making twelve small arrays a call cost more than the chain's solve.
+    Zero-probability edges are dropped from the whole, which keeps the same edges in the same
+    order as dropping them part by part."""
 
     def __init__(self) -> None:
-        self._parts: list[dict] = []
-        self._ids: list[np.ndarray] = []
+        self._parts: list[tuple] = []
+        self._sizes: list[int] = []
 
     def add(self, src, w2, Bf, l2, prob, t, n=0.0, c=0, j0=0.0, jstep=0, jb=0.0, is_loss=0) -> None:
-        pid = len(self._ids)
-        m = np.size(src)
-        if m == 0:
-            self._ids.append(np.zeros(0, np.int16))
-            return
-        part = dict(
-            src=np.asarray(src, np.int64), w2=_column(w2, np.int64, m), Bf=_column(Bf, float, m),
-            l2=_column(l2, np.int64, m), prob=_column(prob, float, m), time_s=_column(t, float, m),
-            n=_column(n, float, m), c=_column(c, np.int8, m), j0=_column(j0, float, m),
-            jstep=_column(jstep, np.int8, m), jb=_column(jb, float, m), is_loss=_column(is_loss, np.int8, m),
-        )
-        # Zero-probability edges are dropped here, part by part, rather than after
-        # concatenating every part: the same edges in the same order, one copy less.
-        keep = part["prob"] > 0
-        if not keep.all():
-            part = {key: v[keep] for key, v in part.items()}
-        self._parts.append(part)
-        self._ids.append(np.full(part["src"].size, pid, np.int16))
+        self._parts.append((src, w2, Bf, l2, prob, t, n, c, j0, jstep, jb, is_loss))
+        self._sizes.append(int(np.size(src)))
 
     def edges(self) -> tuple["Edges", np.ndarray]:
-        if not self._parts:
+        sizes = np.asarray(self._sizes, dtype=np.int64)
+        if not self._parts or not sizes.sum():
             empty = {key: np.zeros(0, dt) for key, dt in _EDGE_DTYPES.items()}
             return Edges(**empty), np.zeros(0, np.int16)
-        edges = Edges(**{key: np.concatenate([np.asarray(pt[key]) for pt in self._parts])
-                         for key in self._parts[0]})
-        return edges, np.concatenate(self._ids)
+        live = [(m, part) for m, part in zip(self._sizes, self._parts) if m]
+        columns = {}
+        for k, (key, dtype) in enumerate(_EDGE_DTYPES.items()):
+            values = [part[k] for _, part in live]
+            if all(np.ndim(v) == 0 for v in values):
+                columns[key] = np.repeat(np.asarray(values, dtype=dtype), [m for m, _ in live])
+            else:
+                columns[key] = np.concatenate([_column(v, dtype, m) for (m, _), v in zip(live, values)])
+        ids = np.repeat(np.arange(len(self._parts), dtype=np.int16), sizes)
+        keep = columns["prob"] > 0
+        if not keep.all():
+            columns = {key: v[keep] for key, v in columns.items()}
+            ids = ids[keep]
+        return Edges(**columns), ids
 
 
 def _column(x, dtype, m: int) -> np.ndarray:
