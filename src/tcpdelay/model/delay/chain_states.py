@@ -103,7 +103,7 @@ class EdgeParts:
         columns = {}
         for k, (key, dtype) in enumerate(_EDGE_DTYPES.items()):
             values = [part[k] for _, part in live]
-            if all(np.ndim(v) == 0 for v in values):
+            if not any(isinstance(v, np.ndarray) and v.ndim for v in values):
                 columns[key] = np.repeat(np.asarray(values, dtype=dtype), [m for m, _ in live])
             else:
                 columns[key] = np.concatenate([_column(v, dtype, m) for (m, _), v in zip(live, values)])
