@@ -24,6 +24,12 @@ one path) and the media's transport. Figures, every media packet of the cell's r
 - emulator lateness p99: how far behind schedule the emulator delivered packets (``run.json``
   link counters, the worst direction), ms: large values mean the shared machine disturbed the run.
 
+Every late fraction is :func:`tcpdelay.metrics.delay.miss_fraction` of the cell's packets (late
+or never delivered, over the packets sent; Brosh et al. §6.6's fixed playout delay measured from
+the send time), the ``late.miss_fraction`` that metrics.json keeps per flow. The *late against the
+playout delay* tables give it at more playout delays (:data:`CURVE_S`: 100 ms to 2 s), per
+transport and path, and the delay model's ``late_fraction`` beside ``quic-stream``.
+
 The random-loss tables put the delay model's prediction for today's Linux TCP
 (:func:`tcpdelay.model.delay.predict.predict` with ``stack="linux"``; Brosh et al.'s model with
 RACK-TLP recovery) in a row of its own beside ``quic-stream``: one ordered byte stream whose loss
@@ -44,12 +50,16 @@ from pathlib import Path
 
 import numpy as np
 
+from tcpdelay.metrics.delay import miss_fraction
 from tcpdelay.reproductions.page_tables import write_or_print
 from tcpdelay.reproductions.sweep_data import REPO_ROOT, emulator_lateness_us, media_delays, run_json, runs
 
 PAGE = REPO_ROOT / "docs" / "experiments" / "media-over-quic.md"
 RESULTS = REPO_ROOT / "results"
 DEADLINES_S = (0.15, 0.4)
+#: the playout delays of the late-against-playout-delay tables (s): G.114's 150 and 400 ms, and
+#: around them, to the 1-2 s a streamed (non-interactive) video can wait
+CURVE_S = (0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 1.0, 2.0)
 TRANSPORTS = ("tcp", "quic-stream", "quic-frame-streams", "quic-datagram", "udp")
 MODEL = "model (`--stack linux`)"
 SPLIT2 = "tcp split-2"
@@ -63,6 +73,9 @@ TABLES = {
     "<!-- table quic-video-reduced -->": ("quic-video-reduced", "loss"),
     "<!-- table quic-droptail-5.3-reduced -->": ("quic-droptail-5.3-reduced", "droptail"),
     "<!-- table quic-voip-remedies-reduced -->": ("quic-voip-remedies-reduced", "remedies"),
+    "<!-- table quic-voip-reduced late -->": ("quic-voip-reduced", "late"),
+    "<!-- table quic-video-reduced late -->": ("quic-video-reduced", "late"),
+    "<!-- table quic-droptail-5.3-reduced late -->": ("quic-droptail-5.3-reduced", "droptail-late"),
 }
 #: the remedies table: the TCP remedies' sweep beside these rows of the VoIP sweep at its paths
 REMEDIES_BESIDE = ("quic-voip-reduced", ("tcp", "quic-stream", "quic-frame-streams", "quic-datagram"))
@@ -85,8 +98,12 @@ def _scenario(sweep: Path) -> dict:
     return tomllib.loads((sweep / "scenario.toml").read_text())
 
 
-def _late(d: np.ndarray) -> list[float]:
-    return [float(np.mean(~(np.nan_to_num(d, nan=np.inf) <= t))) for t in DEADLINES_S]
+def _late(d: np.ndarray, deadlines_s=DEADLINES_S) -> list[float]:
+    """The fraction of the packets sent that missed each playout delay: late, or never delivered
+    (NaN) — :func:`tcpdelay.metrics.delay.miss_fraction`."""
+    return [float(x) for x in miss_fraction(d, deadlines_s)]
+
+
 
 
 def cell_rows(sweep: Path) -> list[dict]:
@@ -122,9 +139,9 @@ def cell_rows(sweep: Path) -> list[dict]:
             lateness.append(emulator_lateness_us(r["dir"])[0])
         rows.append({
             "transport": label(flow), "profile": flow["profile"], "rtt_s": float(rtt_s), "loss": float(loss),
-            "runs": len(rs), "packets": int(d.size), "lost": float(np.mean(~np.isfinite(d))),
+            "runs": len(rs), "packets": int(d.size), "lost": np.count_nonzero(~np.isfinite(d)) / d.size,
             "p50_ms": 1e3 * np.percentile(got, 50), "p95_ms": 1e3 * np.percentile(got, 95),
-            "p99_ms": 1e3 * np.percentile(got, 99), "late": _late(d),
+            "p99_ms": 1e3 * np.percentile(got, 99), "late": _late(d), "curve": _late(d, CURVE_S),
             "goodput_kbps": float(np.mean(goodput)) / 1e3, "bulk_mbps": float(np.mean(bulk)) / 1e6,
             "web_mbps": float(np.mean(web)) / 1e6, "queue_drops": float(np.mean(qdrops)),
             "lateness_ms": float(max(lateness)) / 1e3, "wire_per_packet": float(sum(wire)) / d.size,
@@ -142,7 +159,8 @@ def model_row(profile: str, rtt_s: float, loss: float) -> dict:
     if not p.unstable:
         row.update({"p50_ms": 1e3 * float(p.quantile(0.5)), "p95_ms": 1e3 * float(p.quantile(0.95)),
                     "p99_ms": 1e3 * float(p.quantile(0.99)),
-                    "late": [float(p.late_fraction(t)) for t in DEADLINES_S]})
+                    "late": [float(p.late_fraction(t)) for t in DEADLINES_S],
+                    "curve": [float(p.late_fraction(t)) for t in CURVE_S]})
     return row
 
 
@@ -199,7 +217,29 @@ def droptail_table(sweep_name: str) -> str:
     return "\n".join(out)
 
 
+def late_table(sweep_name: str, droptail: bool = False) -> str:
+    """The late fraction of each cell at every playout delay of :data:`CURVE_S` (the random-drop
+    sweeps with the delay model beside ``quic-stream``; the drop-tail sweep one row a transport)."""
+    rows = cell_rows(RESULTS / sweep_name)
+    if not droptail:
+        rows += [model_row(r["profile"], r["rtt_s"], r["loss"]) for r in rows if r["transport"] == "quic-stream"]
+    rows.sort(key=_order)
+    cols = " | ".join(f"{t * 1e3:.0f} ms" for t in CURVE_S)
+    head = "| transport |" if droptail else "| RTT (ms) | loss | transport |"
+    out = [f"{head} late at {cols} |", "|" + "---|" * (head.count("|") - 1 + len(CURVE_S))]
+    for r in rows:
+        key = f"| {r['transport']} " if droptail else \
+            f"| {1e3 * r['rtt_s']:.0f} | {100 * r['loss']:g} % | {r['transport']} "
+        if r.get("unstable"):
+            out.append(key + "| unstable: the source's rate exceeds TCP's throughput |" + " – |" * (len(CURVE_S) - 1))
+        else:
+            out.append(key + "| " + " | ".join(_pct(x) for x in r["curve"]) + " |")
+    return "\n".join(out)
+
+
 def table(sweep_name: str, kind: str) -> str:
+    if kind in ("late", "droptail-late"):
+        return late_table(sweep_name, droptail=kind == "droptail-late")
     return droptail_table(sweep_name) if kind == "droptail" else loss_table(sweep_name, kind)
 
 
