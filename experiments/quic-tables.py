@@ -30,6 +30,16 @@ the send time), the ``late.miss_fraction`` that metrics.json keeps per flow. The
 playout delay* tables give it at more playout delays (:data:`CURVE_S`: 100 ms to 2 s), per
 transport and path, and the delay model's ``late_fraction`` beside ``quic-stream``.
 
+The *loss recovery* table reads what the committed runs keep of each sender's transport state:
+the end-of-run counters in ``run.json`` (``media[].sender``). QUIC (RFC 9002): the packets its
+loss detection declared lost (§6.1, ``quic.lost_packets``), its probe timeouts (§6.2,
+``quic.ptos``) and, for ``quic-frame-streams``, the streams reset at the deadline
+(``quic.streams_reset``); TCP: the segments it retransmitted (TCP_INFO's ``tcpi_total_retrans``,
+``tcp_info_end``), its tail loss probes (RFC 8985 §7, the namespace's ``TCPLossProbes``; each
+random-drop run's sender has a namespace of its own) and its retransmission timeouts
+(``tcpi_total_rto``). The state over time (``quic_state``/``tcp_state`` records: window, smoothed
+RTT, bytes in flight) is not committed (results/.gitignore), so no table is made of it here.
+
 The random-loss tables put the delay model's prediction for today's Linux TCP
 (:func:`tcpdelay.model.delay.predict.predict` with ``stack="linux"``; Brosh et al.'s model with
 RACK-TLP recovery) in a row of its own beside ``quic-stream``: one ordered byte stream whose loss
@@ -76,7 +86,10 @@ TABLES = {
     "<!-- table quic-voip-reduced late -->": ("quic-voip-reduced", "late"),
     "<!-- table quic-video-reduced late -->": ("quic-video-reduced", "late"),
     "<!-- table quic-droptail-5.3-reduced late -->": ("quic-droptail-5.3-reduced", "droptail-late"),
+    "<!-- table quic-recovery -->": ("quic-voip-reduced", "recovery"),
 }
+#: the loss-recovery table: these random-drop sweeps' cells, the transports that keep state
+RECOVERY_SWEEPS = ("quic-voip-reduced", "quic-video-reduced")
 #: the remedies table: the TCP remedies' sweep beside these rows of the VoIP sweep at its paths
 REMEDIES_BESIDE = ("quic-voip-reduced", ("tcp", "quic-stream", "quic-frame-streams", "quic-datagram"))
 
@@ -104,6 +117,20 @@ def _late(d: np.ndarray, deadlines_s=DEADLINES_S) -> list[float]:
     return [float(x) for x in miss_fraction(d, deadlines_s)]
 
 
+def _recovery(sender: dict) -> dict:
+    """The loss-recovery counters a run kept of one media sender (``run.json``'s
+    ``media[].sender``): losses detected, probes and timeouts, streams reset (see the module
+    doc); None where the transport has no such counter."""
+    quic = sender.get("quic") or {}
+    if quic:
+        return {"lost": int(quic["lost_packets"]), "ptos": int(quic["ptos"]),
+                "streams_reset": int(quic.get("streams_reset", 0)), "tlps": None, "rtos": None}
+    info = sender.get("tcp_info_end") or []
+    if not info:     # UDP: no transport state
+        return {"lost": None, "ptos": None, "streams_reset": None, "tlps": None, "rtos": None}
+    return {"lost": sum(int(c["total_retrans"]) for c in info), "ptos": None, "streams_reset": None,
+            "tlps": int((sender.get("tcp_counters") or {}).get("TCPLossProbes", 0)),
+            "rtos": sum(int(c["total_rto"]) for c in info)}
 
 
 def cell_rows(sweep: Path) -> list[dict]:
@@ -127,14 +154,17 @@ def cell_rows(sweep: Path) -> list[dict]:
         got = d[np.isfinite(d)]
         if not got.size:
             raise SystemExit(f"{sweep.name}: cell {cell_id} has no delivered media packet (an unfinished run?)")
-        goodput, bulk, web, qdrops, lateness, wire = [], [], [], [], [], []
+        goodput, bulk, web, qdrops, lateness, wire, recovery, path_drops = [], [], [], [], [], [], [], []
         for r in rs:
             metrics = json.loads((r["dir"] / "metrics.json").read_text())
             goodput += [f.get("goodput_bps") or 0.0 for f in metrics["flows"]]
             bulk.append(sum(c.get("goodput_bps") or 0.0 for c in metrics.get("cross", []) if c["kind"] == "bulk"))
             web.append(sum(c.get("goodput_bps") or 0.0 for c in metrics.get("cross", []) if c["kind"] != "bulk"))
-            forward = run_json(r["dir"])["run"]["link_counters"]["a_to_b"]
+            run = run_json(r["dir"])["run"]
+            recovery += [_recovery(m["sender"]) for m in run["media"]]
+            forward = run["link_counters"]["a_to_b"]
             qdrops.append(forward["drops"]["queue"])
+            path_drops.append(forward["drops"]["loss"])
             wire.append(forward["packets_in"])
             lateness.append(emulator_lateness_us(r["dir"])[0])
         rows.append({
@@ -145,6 +175,7 @@ def cell_rows(sweep: Path) -> list[dict]:
             "goodput_kbps": float(np.mean(goodput)) / 1e3, "bulk_mbps": float(np.mean(bulk)) / 1e6,
             "web_mbps": float(np.mean(web)) / 1e6, "queue_drops": float(np.mean(qdrops)),
             "lateness_ms": float(max(lateness)) / 1e3, "wire_per_packet": float(sum(wire)) / d.size,
+            "wire_packets": int(sum(wire)), "path_drops": int(sum(path_drops)), "recovery": recovery,
         })
     return rows
 
@@ -237,9 +268,41 @@ def late_table(sweep_name: str, droptail: bool = False) -> str:
     return "\n".join(out)
 
 
+def recovery_rows() -> list[dict]:
+    """One row per cell of :data:`RECOVERY_SWEEPS` whose transport keeps state (not UDP): the
+    senders' loss-recovery counters summed over the cell's runs, with the packets that entered
+    the link in the media's direction and those its random loss dropped (``run.json``'s link
+    counters, ``a_to_b``)."""
+    out = []
+    for sweep in RECOVERY_SWEEPS:
+        for r in cell_rows(RESULTS / sweep):
+            if r["transport"] == "udp":
+                continue
+            total = {k: sum(x[k] for x in r["recovery"]) if r["recovery"][0][k] is not None else None
+                     for k in r["recovery"][0]}
+            out.append({**r, **{f"n_{k}": v for k, v in total.items()}})
+    return out
+
+
+def recovery_table() -> str:
+    rows = sorted(recovery_rows(), key=lambda r: (r["profile"] != "voip",) + _order(r))
+    out = ["| media | RTT (ms) | loss | transport | forward packets | dropped by the path "
+           "| losses detected (TCP: segments retransmitted) | probe timeouts (QUIC: PTOs; TCP: tail loss probes / RTOs) "
+           "| streams reset |",
+           "|" + "---|" * 9]
+    for r in rows:
+        probes = f"{r['n_ptos']}" if r["n_ptos"] is not None else f"{r['n_tlps']} / {r['n_rtos']}"
+        reset = "–" if r["transport"] != "quic-frame-streams" else f"{r['n_streams_reset']}"
+        out.append(f"| {r['profile']} | {1e3 * r['rtt_s']:.0f} | {100 * r['loss']:g} % | {r['transport']} "
+                   f"| {r['wire_packets']} | {r['path_drops']} | {r['n_lost']} | {probes} | {reset} |")
+    return "\n".join(out)
+
+
 def table(sweep_name: str, kind: str) -> str:
     if kind in ("late", "droptail-late"):
         return late_table(sweep_name, droptail=kind == "droptail-late")
+    if kind == "recovery":
+        return recovery_table()
     return droptail_table(sweep_name) if kind == "droptail" else loss_table(sweep_name, kind)
 
 
@@ -265,15 +328,41 @@ def window_reading(sweep_name: str = "quic-voip-reduced", transport: str = "quic
     raise SystemExit(f"{sweep_name}: no run of {transport} at RTT {rtt_s} s, loss {loss}")
 
 
+def pto_times(sweep_name: str = "quic-voip-reduced", rtt_s: float = 0.3) -> list[dict]:
+    """When each QUIC run of ``sweep_name`` at ``rtt_s`` took its probe timeouts, from its
+    sender's ``quic_state`` samples (the first taken once the handshake completed): the PTOs
+    counted by then (the handshake's), the seconds from the first sample at which
+    ``ptos_total`` rose, and at which the sender first had an RTT sample (``srtt_s`` set).
+    Like :func:`window_reading`, from the runs' own records (the measuring machine only)."""
+    from tcpdelay.records import read_records
+
+    out = []
+    for r in runs(RESULTS / sweep_name):
+        ov = r["overrides"]
+        transport = (ov.get("flows[0]") or {}).get("transport", "")
+        if not transport.startswith("quic-") or ov.get("path.rtt_s") != rtt_s:
+            continue
+        state = read_records(r["dir"] / "flows" / "0", "quic_state")
+        t, ptos = state["time_s"].to_numpy(), state["ptos_total"].to_numpy()
+        srtt = state["srtt_s"].to_numpy(zero_copy_only=False)
+        rose = np.nonzero(np.diff(ptos))[0] + 1
+        sampled = np.nonzero(np.isfinite(srtt.astype(float)))[0]
+        out.append({"transport": transport, "loss": ov.get("path.forward.loss.p"), "ptos": int(ptos[-1]),
+                    "ptos_in_handshake": int(ptos[0]), "pto_at_s": [round(float(t[i] - t[0]), 3) for i in rose],
+                    "first_rtt_sample_s": round(float(t[sampled[0]] - t[0]), 3) if sampled.size else None})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="rewrite the tables of docs/experiments/media-over-quic.md")
     ap.add_argument("--only", metavar="TEXT", help="only the tables whose marker contains TEXT (e.g. voip)")
     ap.add_argument("--quic-state", action="store_true",
-                    help="print claim 2's reading of the window from the run's quic_state records (the measuring machine only)")
+                    help="print claim 2's reading of the window and claim 12's PTO times from the runs' quic_state records "
+                         "(the measuring machine only)")
     args = ap.parse_args(argv)
     if args.quic_state:
-        print(json.dumps(window_reading(), indent=1))
+        print(json.dumps({"window": window_reading(), "ptos_rtt_300ms": pto_times()}, indent=1))
         return 0
     tables = {}
     for marker, spec in TABLES.items():
