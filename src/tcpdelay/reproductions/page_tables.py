@@ -1,5 +1,6 @@
 """Rewrite the tables of a reproduction's page: each table follows a marker line (an HTML comment
-such as ``<!-- table 4.4 ns-3 full -->``) and runs to the next blank line; :func:`rewrite_tables`
+such as ``<!-- table 4.4 ns-3 full -->``) and runs to the next blank line (a marker followed by a
+blank line has no table yet: one is put in); :func:`rewrite_tables`
 puts the given text there and leaves every other byte of the page as it was."""
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ def replace_tables(text: str, tables: dict[str, str]) -> tuple[str, list[str]]:
         if key not in text:
             raise ParameterError(f"the page has no marker {marker!r} for a table it should show")
         head, rest = text.split(key, 1)
-        old, sep, tail = rest.partition("\n\n")
+        if rest.startswith("\n") or not rest:
+            # a marker with no table yet (a blank line or the end of the page after it): the
+            # table goes in before that blank line; running to the next blank line would
+            # swallow the paragraph after it
+            old, sep, tail = "", "\n", rest
+        else:
+            old, sep, tail = rest.partition("\n\n")
         if old != table:
             changed.append(marker)
         text = head + key + table + sep + tail
