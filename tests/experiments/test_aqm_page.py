@@ -126,3 +126,38 @@ def test_a_discipline_left_out_that_ns3_would_run_is_an_error_not_a_refused_row(
         mod.refused_rows(sweep, False, "cross[1].count", {"drop_tail", "codel"})
     assert [r["discipline"] for r in mod.refused_rows(sweep, False, "cross[1].count",
                                                       {"drop_tail", "codel", "pie"})] == ["fq_codel"]
+
+
+def _by_seed(row):
+    """seed -> that run's figures, of one cell row."""
+    return {x["seed"]: x for x in row["per_run"]}
+
+
+def test_video_claims_hold_in_every_seed_as_the_page_reads_them():
+    """Claims 7 and 10 over the video sweeps' runs, seed by seed (the runs of a seed share their
+    web traffic): FQ-CoDel < CoDel < PIE < drop-tail in every seed, FQ-CoDel with nothing late and
+    nothing retransmitted; CoDel with ECN retransmits less and has a shorter p99 in every seed,
+    marking instead of dropping; PIE with ECN does not gain in every seed; every byte-queue
+    drop-tail run is later and retransmits more than every 100-packet one. At least 3 runs a cell."""
+    mod = _script()
+    off, on = _rows(mod, "aqm-5.3-video", "-ns3"), _rows(mod, "aqm-5.3-video", "-ns3", ecn=True)
+    nbytes = _rows(mod, "aqm-5.3-video-bytes", "-ns3")
+    seeds = set(_by_seed(off["drop_tail"]))
+    assert len(seeds) >= 3
+    for rows in (off, on, nbytes, _rows(mod, "aqm-5.3-video-bytes", "-ns3", ecn=True)):
+        assert all(set(_by_seed(r)) == seeds for r in rows.values())
+    for s in seeds:
+        p95 = {d: _by_seed(r)[s]["p95_ms"] for d, r in off.items()}
+        assert p95["fq_codel"] < p95["codel"] < p95["pie"] < p95["drop_tail"], (s, p95)
+        fq = _by_seed(off["fq_codel"])[s]
+        assert fq["late150"] == 0 and fq["media_rtx"] == 0, s
+        c_off, c_on = _by_seed(off["codel"])[s], _by_seed(on["codel"])[s]
+        assert c_on["media_rtx"] < c_off["media_rtx"] and c_on["p99_ms"] < c_off["p99_ms"], s
+        assert c_off["ce_marks"] == 0 < c_on["ce_marks"], s
+    assert on["codel"]["ce_marks"] > 10 * on["codel"]["aqm_drops"]
+    pie_gain = [_by_seed(on["pie"])[s]["p95_ms"] < _by_seed(off["pie"])[s]["p95_ms"] for s in seeds]
+    assert not all(pie_gain), "the page says PIE with ECN does not gain in every seed"
+    assert (max(x["p95_ms"] for x in off["drop_tail"]["per_run"])
+            < min(x["p95_ms"] for x in nbytes["drop_tail"]["per_run"]))
+    assert (max(x["media_rtx"] for x in off["drop_tail"]["per_run"])
+            < min(x["media_rtx"] for x in nbytes["drop_tail"]["per_run"]))
