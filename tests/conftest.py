@@ -120,6 +120,7 @@ def worker_id(request) -> str:
     return getattr(request.config, "workerinput", {}).get("workerid", "master")
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist's, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """Tests that use a module-scoped fixture (a Ray cluster, a reference-kernel guest, a simulation
     done once for the file) run in one pytest-xdist worker, so that it is made once

@@ -34,3 +34,23 @@ def test_tests_of_one_xdist_group_run_in_one_worker(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     seen = workers.read_text().split()
     assert len(seen) == 8 and len(set(seen)) == 1, seen
+
+
+def test_the_groups_conftest_gives_reach_pytest_xdist():
+    """tests/conftest.py groups the tests of a module-scoped fixture (and the ns-3 tests) by adding
+    ``xdist_group`` markers at collection; pytest-xdist reads the markers into the node ids in its
+    own collection hook, so the conftest's must run first (``tryfirst``): without it every group
+    so given was dropped without a word, and a module fixture was made once per worker (a file of
+    three tests that share one ran on two workers). A file of the project's whose tests share a
+    module fixture, on two workers: all in one, under its group's name."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist",
+                          "loadgroup", "tests/testbed/test_fixed_pow.py"], cwd=root, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "COLUMNS": "400"})    # node ids whole
+    assert out.returncode == 0, out.stdout + out.stderr
+    ran = [line.split() for line in out.stdout.splitlines() if line.startswith("[gw")]
+    assert len(ran) == 3, out.stdout
+    assert len({r[0] for r in ran}) == 1, ran
+    assert all(r[-1].endswith("@test_fixed_pow") for r in ran), ran
