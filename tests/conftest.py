@@ -120,16 +120,29 @@ def worker_id(request) -> str:
     return getattr(request.config, "workerinput", {}).get("workerid", "master")
 
 
+#: The pytest-xdist group of the tests that simulate in ns-3 (below).
+NS3_GROUP = "ns3"
+
+
 @pytest.hookimpl(tryfirst=True)   # before pytest-xdist's, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """Tests that use a module-scoped fixture (a Ray cluster, a reference-kernel guest, a simulation
     done once for the file) run in one pytest-xdist worker, so that it is made once
-    (``--dist loadgroup``; a test's own ``xdist_group`` marker wins)."""
+    (``--dist loadgroup``; a test's own ``xdist_group`` marker wins).
+
+    The tests marked ``ns3`` and those that use the session's ns-3 worker (the ``worker`` fixture,
+    tests/sim/conftest.py) all run in one pytest-xdist worker too (group ``ns3``, which also holds
+    the module fixtures among them): each worker process that simulates starts an ns-3 worker of
+    its own, ~17 s of CPU (importing ns-3's bindings, compiling tcpdelay's C++ parts, a warm-up
+    run), more than all their simulations together (docs/testing.md). The Ray tests keep their
+    own group (the module's marker), so that one long group does not take the others' place."""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
         defs = getattr(item, "_fixtureinfo", None)
         if defs is None:
             continue
-        if any(fd[-1].scope == "module" for fd in defs.name2fixturedefs.values() if fd):
+        if item.get_closest_marker("ns3") is not None or "worker" in defs.names_closure:
+            item.add_marker(pytest.mark.xdist_group(NS3_GROUP))
+        elif any(fd[-1].scope == "module" for fd in defs.name2fixturedefs.values() if fd):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
