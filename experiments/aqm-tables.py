@@ -5,7 +5,8 @@
 
 Each table follows a marker line on the page (``<!-- table aqm-5.3 ns3 -->``: the experiment and
 the backend) and joins the sweep run with ECN off and the one with ECN on
-(``results/<experiment>[-ecn]-<backend suffix>``). A row is one cell of the sweeps: the
+(``results/<experiment>[-ecn]-<backend suffix>``; a suffix may carry a variant before the backend,
+``-300s-ns3``: the video sweeps with the paper's 300-s runs). A row is one cell of the sweeps: the
 discipline, ECN, and the cell's other swept value (web flows, or the audio's transport). Figures:
 
 - media delay p50/p95/p99: every delivered media packet of the cell's runs pooled (one-way, whole
@@ -56,6 +57,10 @@ TABLES = {
     "<!-- table aqm-5.3 testbed -->": ("aqm-5.3", "-reduced", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video ns3 -->": ("aqm-5.3-video", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video ns3 by seed -->": ("aqm-5.3-video", "-ns3", "cross[1].count", "web flows", True),
+    # the same video sweeps at the paper's 300-s runs (results/aqm-5.3-video[-ecn]-300s-ns3), beside the 120-s ones
+    "<!-- table aqm-5.3-video-300s ns3 -->": ("aqm-5.3-video", "-300s-ns3", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-video-300s ns3 by seed -->": ("aqm-5.3-video", "-300s-ns3", "cross[1].count", "web flows",
+                                                      True),
     "<!-- table aqm-5.3-bytes ns3 -->": ("aqm-5.3-bytes", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-bytes testbed -->": ("aqm-5.3-bytes", "-reduced", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video-bytes ns3 -->": ("aqm-5.3-video-bytes", "-ns3", "cross[1].count", "web flows"),
