@@ -138,6 +138,7 @@ def test_parallel_connections_end_to_end_with_loss(tmp_path, scheduler):
     assert delay.min() >= L_S - 0.0005 and abs(np.median(delay) - L_S) < 0.01
 
 
+@pytest.mark.alone  # segments on the wire depend on the sender being on time: see the last assertion
 @pytest.mark.parametrize("source, split", [(CbrSource(1446, 0.02), 2), (VOIP, 2)], ids=["video", "voip"])
 def test_split_n_end_to_end(tmp_path, source, split):
     link = LinkSpec.symmetric(delay_s=L_S)
@@ -146,8 +147,14 @@ def test_split_n_end_to_end(tmp_path, source, split):
     assert r.rtp_packets == split * 100 and set(table.column("size_bytes").to_pylist()) == {source.packet_bytes}
     assert abs(np.median(delay) - L_S) < 0.01
     # each piece is a segment of its own on the wire (Brosh et al. §7.1: N packets for one):
-    # the data direction carries at least N segments a packet (plus the handshake's few)
-    assert counters["a_to_b"]["packets_in"] >= split * s.packets, counters["a_to_b"]
+    # each piece is its own write, and a write leaves as its own segment while the window is
+    # open and nothing of the flow waits in the host's queues. At 50 packets/s split in two and
+    # RTT 100 ms the flow needs exactly the initial window (10 segments a round trip), so a
+    # sender held back by a busy machine catches up in a burst and pieces ride together
+    # (autocorking, the window): a CI run beside three workers put 179 segments on the wire for
+    # 100 video packets. Hence `alone`, and three quarters of N segments a packet: a sender that
+    # wrote all pieces in one send() puts one segment on the wire per VoIP packet (100).
+    assert counters["a_to_b"]["packets_in"] >= 0.75 * split * s.packets, counters["a_to_b"]
 
 
 def test_proactive_drop_bounds_the_backlog_of_an_overloaded_path(tmp_path):
