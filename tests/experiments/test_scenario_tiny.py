@@ -12,6 +12,11 @@ from tcpdelay.experiments.tiny import MAX_TRANSFER_BYTES, tiny_form
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "experiments").glob("*.toml"))
+# Transfers over an LTE trace: a timed link, and a transfer client at niceness 10 that must finish
+# a transfer in the tiny run's 1.5 s. A fresh clone's make test beside three workers saw the ATT
+# run deliver nothing (it passes alone, repeatedly): these run in the second pass.
+_ALONE = {"latency-cardwell-lte-att", "latency-cardwell-lte-tmobile", "latency-cardwell-lte-verizon"}
+RUN_EXAMPLES = [pytest.param(p, marks=pytest.mark.alone) if p.stem in _ALONE else p for p in EXAMPLES]
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -53,7 +58,7 @@ def _testbed_unavailable() -> str | None:
 @pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")
 @pytest.mark.testbed
 @pytest.mark.slow
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", RUN_EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs_in_tiny_form(path, tmp_path):
     from tcpdelay.experiments.run import run_scenario
     from tcpdelay.records import read_records
