@@ -47,7 +47,8 @@ recovery (RFC 9002) is close to RACK-TLP's. The drop-tail table adds the cross t
 (bulk = the five FTP flows, web = the on/off web flows, Mb/s summed) and the bottleneck's overflow
 drops. The remedies table sets TCP with Brosh et al.'s §7 remedies (split-2, two parallel
 connections with the intelligent scheduler) beside the VoIP sweep's TCP and QUIC rows of the same
-paths.
+paths. The variants table sets the QUIC mappings with NewReno, and frame streams reset at 150 ms
+(``quic-voip-variants-reduced``), beside the VoIP sweep's QUIC rows (CUBIC, reset at 400 ms).
 """
 
 from __future__ import annotations
@@ -87,11 +88,16 @@ TABLES = {
     "<!-- table quic-video-reduced late -->": ("quic-video-reduced", "late"),
     "<!-- table quic-droptail-5.3-reduced late -->": ("quic-droptail-5.3-reduced", "droptail-late"),
     "<!-- table quic-recovery -->": ("quic-voip-reduced", "recovery"),
+    "<!-- table quic-voip-variants-reduced -->": ("quic-voip-variants-reduced", "variants"),
 }
 #: the loss-recovery table: these random-drop sweeps' cells, the transports that keep state
 RECOVERY_SWEEPS = ("quic-voip-reduced", "quic-video-reduced")
 #: the remedies table: the TCP remedies' sweep beside these rows of the VoIP sweep at its paths
 REMEDIES_BESIDE = ("quic-voip-reduced", ("tcp", "quic-stream", "quic-frame-streams", "quic-datagram"))
+#: the QUIC variants table (congestion control, reset deadline): beside these rows of the VoIP sweep
+VARIANTS_BESIDE = ("quic-voip-reduced", ("quic-stream", "quic-frame-streams", "quic-datagram"))
+#: what the QUIC rows of the other sweeps run: CUBIC, frame streams reset 400 ms after their write
+QUIC_DEFAULT_CC, QUIC_DEFAULT_DEADLINE_S = "cubic", 0.4
 
 
 def label(flow: dict) -> str:
@@ -102,7 +108,23 @@ def label(flow: dict) -> str:
         return f"tcp split-{h['split']}"
     if h.get("connections", 1) > 1:
         return f"tcp {h['connections']} connections ({h.get('scheduler', 'blind')})"
-    return flow["transport"]
+    name = flow["transport"]
+    cc, deadline_s = _quic_choices(flow)
+    if cc is not None and cc != QUIC_DEFAULT_CC:
+        name += f" {cc}"
+    if deadline_s is not None and deadline_s != QUIC_DEFAULT_DEADLINE_S:
+        name += f" reset {deadline_s * 1e3:.0f} ms"
+    return name
+
+
+def _quic_choices(flow: dict) -> tuple[str | None, float | None]:
+    """A QUIC flow's congestion control and (frame streams) reset deadline; None, None for TCP
+    and UDP."""
+    if not flow["transport"].startswith("quic-"):
+        return None, None
+    quic = flow.get("quic") or {}
+    deadline = quic.get("deadline_s", QUIC_DEFAULT_DEADLINE_S) if flow["transport"] == "quic-frame-streams" else None
+    return quic.get("congestion_control", QUIC_DEFAULT_CC), deadline
 
 
 def _scenario(sweep: Path) -> dict:
@@ -168,7 +190,8 @@ def cell_rows(sweep: Path) -> list[dict]:
             wire.append(forward["packets_in"])
             lateness.append(emulator_lateness_us(r["dir"])[0])
         rows.append({
-            "transport": label(flow), "profile": flow["profile"], "rtt_s": float(rtt_s), "loss": float(loss),
+            "transport": label(flow), "mapping": flow["transport"], "quic": _quic_choices(flow),
+            "profile": flow["profile"], "rtt_s": float(rtt_s), "loss": float(loss),
             "runs": len(rs), "packets": int(d.size), "lost": np.count_nonzero(~np.isfinite(d)) / d.size,
             "p50_ms": 1e3 * np.percentile(got, 50), "p95_ms": 1e3 * np.percentile(got, 95),
             "p99_ms": 1e3 * np.percentile(got, 99), "late": _late(d), "curve": _late(d, CURVE_S),
@@ -197,7 +220,9 @@ def model_row(profile: str, rtt_s: float, loss: float) -> dict:
 
 def _order(r: dict) -> tuple:
     t = r["transport"]
-    return (r["rtt_s"], r["loss"], ORDER.index(t))
+    if t in ORDER:
+        return (r["rtt_s"], r["loss"], ORDER.index(t), "")
+    return (r["rtt_s"], r["loss"], ORDER.index(t.split(" ")[0]), t)     # a QUIC variant after its mapping
 
 
 def _pct(x: float) -> str:
@@ -245,6 +270,28 @@ def droptail_table(sweep_name: str) -> str:
         out.append(f"| {r['transport']} | {r['runs']} | {r['packets']} | {_pct(r['lost'])} | {r['p50_ms']:.0f} / "
                    f"{r['p95_ms']:.0f} / {r['p99_ms']:.0f} | {late} | {r['goodput_kbps']:.1f} | {r['bulk_mbps']:.2f} "
                    f"| {r['web_mbps']:.2f} | {r['queue_drops']:.0f} | {r['lateness_ms']:.2f} |")
+    return "\n".join(out)
+
+
+def variants_table(sweep_name: str) -> str:
+    """The QUIC mappings with other congestion control or reset deadline (``sweep_name``) beside
+    the same mappings' rows of :data:`VARIANTS_BESIDE` (CUBIC, reset at 400 ms) on each path."""
+    rows = cell_rows(RESULTS / sweep_name)
+    paths = {(r["rtt_s"], r["loss"]) for r in rows}
+    beside, mappings = VARIANTS_BESIDE
+    rows += [r for r in cell_rows(RESULTS / beside) if r["transport"] in mappings and (r["rtt_s"], r["loss"]) in paths]
+    rows.sort(key=_order)
+    late_cols = " | ".join(f"late {int(t * 1e3)} ms" for t in DEADLINES_S)
+    out = [f"| RTT (ms) | loss | mapping | congestion control | reset at (ms) | sent | lost | delay p50 / p95 / p99 (ms) "
+           f"| {late_cols} | goodput (kb/s) | emulator lateness p99 (ms) |",
+           "|" + "---|" * (10 + len(DEADLINES_S))]
+    for r in rows:
+        cc, deadline_s = r["quic"]
+        reset = "–" if deadline_s is None else f"{deadline_s * 1e3:.0f}"
+        late = " | ".join(_pct(x) for x in r["late"])
+        out.append(f"| {1e3 * r['rtt_s']:.0f} | {100 * r['loss']:g} % | {r['mapping']} | {cc} | {reset} | {r['packets']} "
+                   f"| {_pct(r['lost'])} | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} / {r['p99_ms']:.0f} | {late} "
+                   f"| {r['goodput_kbps']:.1f} | {r['lateness_ms']:.2f} |")
     return "\n".join(out)
 
 
@@ -303,6 +350,8 @@ def table(sweep_name: str, kind: str) -> str:
         return late_table(sweep_name, droptail=kind == "droptail-late")
     if kind == "recovery":
         return recovery_table()
+    if kind == "variants":
+        return variants_table(sweep_name)
     return droptail_table(sweep_name) if kind == "droptail" else loss_table(sweep_name, kind)
 
 

@@ -49,6 +49,10 @@ def test_every_cell_of_the_grids_ran(mod):
     assert sorted(video) == sorted((0.1, p, t) for p in (0.005, 0.02, 0.05) for t in mod.TRANSPORTS)
     assert {t for _, _, t in _rows(mod, "quic-droptail-5.3-reduced")} == set(mod.TRANSPORTS)
     assert {t for _, _, t in _rows(mod, "quic-voip-remedies-reduced")} == {mod.SPLIT2, mod.CONN2}
+    variants = _rows(mod, "quic-voip-variants-reduced")
+    assert sorted(variants) == sorted((rtt, p, t) for rtt in (0.02, 0.1, 0.3) for p in (0.005, 0.02, 0.05)
+                                      for t in ("quic-stream newreno", "quic-frame-streams newreno",
+                                                "quic-datagram newreno", "quic-frame-streams reset 150 ms"))
 
 
 @pytest.mark.parametrize("sweep", ["quic-voip-reduced", "quic-video-reduced"])
@@ -238,3 +242,28 @@ def test_tcp_puts_fewer_packets_and_so_fewer_losses_on_the_path_than_quic_stream
         assert tcp["wire_packets"] < 0.85 * stream["wire_packets"], (rtt, p)
         assert tcp["path_drops"] < 0.75 * stream["path_drops"], (rtt, p)
     assert rows[("voip", 0.3, 0.05, "tcp")]["path_drops"] < 0.5 * rows[("voip", 0.3, 0.05, "quic-stream")]["path_drops"]
+
+
+def test_newreno_and_cubic_give_voip_the_same_delays_where_the_window_does_not_limit_it(mod):
+    """Point 14: at RTT 20 and 100 ms each mapping's NewReno row is its CUBIC row (the VoIP
+    sweep's) within 0.7 points of late fraction and 6 ms of p95."""
+    cubic, variants = _rows(mod, "quic-voip-reduced"), _rows(mod, "quic-voip-variants-reduced")
+    for rtt in (0.02, 0.1):
+        for p in (0.005, 0.02, 0.05):
+            for mapping in ("quic-stream", "quic-frame-streams", "quic-datagram"):
+                a, b = variants[(rtt, p, f"{mapping} newreno")], cubic[(rtt, p, mapping)]
+                assert all(abs(x - y) <= 0.0071 for x, y in zip(a["late"], b["late"])), (rtt, p, mapping)
+                assert abs(a["p95_ms"] - b["p95_ms"]) <= 6.5, (rtt, p, mapping)
+
+
+def test_resetting_frame_streams_at_150_ms_makes_nothing_earlier_and_loses_more(mod):
+    """Point 15: on every path the 150-ms reset is late at 150 ms for as much as the 400-ms
+    reset (within half a point) and never loses fewer packets; at RTT 300 ms it loses more."""
+    cubic, variants = _rows(mod, "quic-voip-reduced"), _rows(mod, "quic-voip-variants-reduced")
+    for rtt in (0.02, 0.1, 0.3):
+        for p in (0.005, 0.02, 0.05):
+            early, late = variants[(rtt, p, "quic-frame-streams reset 150 ms")], cubic[(rtt, p, "quic-frame-streams")]
+            assert early["late"][0] >= late["late"][0] - 0.005, (rtt, p)
+            assert early["lost"] >= late["lost"], (rtt, p)
+            if rtt == 0.3:
+                assert early["lost"] > late["lost"] and early["late"][1] > late["late"][1], p
