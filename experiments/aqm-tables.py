@@ -66,6 +66,10 @@ TABLES = {
     "<!-- table aqm-5.3-video-bytes ns3 -->": ("aqm-5.3-video-bytes", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video-bytes ns3 by seed -->": ("aqm-5.3-video-bytes", "-ns3", "cross[1].count", "web flows",
                                                         True),
+    # the byte-queue video sweeps at the paper's 300-s runs (results/aqm-5.3-video-bytes[-ecn]-300s-ns3)
+    "<!-- table aqm-5.3-video-bytes-300s ns3 -->": ("aqm-5.3-video-bytes", "-300s-ns3", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-video-bytes-300s ns3 by seed -->": ("aqm-5.3-video-bytes", "-300s-ns3", "cross[1].count",
+                                                            "web flows", True),
     "<!-- table aqm-hspa-audio-bulk ns3 -->": ("aqm-hspa-audio-bulk", "-ns3", "flows[0].transport", "audio over"),
     "<!-- table aqm-hspa-audio-bulk testbed -->": ("aqm-hspa-audio-bulk", "-reduced", "flows[0].transport", "audio over"),
 }
