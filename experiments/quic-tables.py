@@ -84,6 +84,7 @@ TABLES = {
     "<!-- table quic-video-reduced -->": ("quic-video-reduced", "loss"),
     "<!-- table quic-droptail-5.3-reduced -->": ("quic-droptail-5.3-reduced", "droptail"),
     "<!-- table quic-voip-remedies-reduced -->": ("quic-voip-remedies-reduced", "remedies"),
+    "<!-- table quic-voip-remedies-reduced late -->": ("quic-voip-remedies-reduced", "remedies-late"),
     "<!-- table quic-voip-reduced late -->": ("quic-voip-reduced", "late"),
     "<!-- table quic-video-reduced late -->": ("quic-video-reduced", "late"),
     "<!-- table quic-droptail-5.3-reduced late -->": ("quic-droptail-5.3-reduced", "droptail-late"),
@@ -232,10 +233,7 @@ def _pct(x: float) -> str:
 def loss_table(sweep_name: str, kind: str = "loss") -> str:
     rows = cell_rows(RESULTS / sweep_name)
     if kind == "remedies":
-        paths = {(r["rtt_s"], r["loss"]) for r in rows}
-        beside, transports = REMEDIES_BESIDE
-        rows += [r for r in cell_rows(RESULTS / beside)
-                 if r["transport"] in transports and (r["rtt_s"], r["loss"]) in paths]
+        rows += _beside_remedies(rows)
     else:
         rows += [model_row(r["profile"], r["rtt_s"], r["loss"]) for r in rows if r["transport"] == "quic-stream"]
     rows.sort(key=_order)
@@ -295,11 +293,21 @@ def variants_table(sweep_name: str) -> str:
     return "\n".join(out)
 
 
-def late_table(sweep_name: str, droptail: bool = False) -> str:
+def _beside_remedies(rows: list[dict]) -> list[dict]:
+    """The rows of :data:`REMEDIES_BESIDE` (the VoIP sweep's TCP and QUIC) on the paths of ``rows``."""
+    paths = {(r["rtt_s"], r["loss"]) for r in rows}
+    beside, transports = REMEDIES_BESIDE
+    return [r for r in cell_rows(RESULTS / beside) if r["transport"] in transports and (r["rtt_s"], r["loss"]) in paths]
+
+
+def late_table(sweep_name: str, droptail: bool = False, remedies: bool = False) -> str:
     """The late fraction of each cell at every playout delay of :data:`CURVE_S` (the random-drop
-    sweeps with the delay model beside ``quic-stream``; the drop-tail sweep one row a transport)."""
+    sweeps with the delay model beside ``quic-stream``; the drop-tail sweep one row a transport;
+    the remedies sweep beside the VoIP sweep's TCP and QUIC rows of its paths)."""
     rows = cell_rows(RESULTS / sweep_name)
-    if not droptail:
+    if remedies:
+        rows += _beside_remedies(rows)
+    elif not droptail:
         rows += [model_row(r["profile"], r["rtt_s"], r["loss"]) for r in rows if r["transport"] == "quic-stream"]
     rows.sort(key=_order)
     cols = " | ".join(f"{t * 1e3:.0f} ms" for t in CURVE_S)
@@ -346,8 +354,8 @@ def recovery_table() -> str:
 
 
 def table(sweep_name: str, kind: str) -> str:
-    if kind in ("late", "droptail-late"):
-        return late_table(sweep_name, droptail=kind == "droptail-late")
+    if kind in ("late", "droptail-late", "remedies-late"):
+        return late_table(sweep_name, droptail=kind == "droptail-late", remedies=kind == "remedies-late")
     if kind == "recovery":
         return recovery_table()
     if kind == "variants":
