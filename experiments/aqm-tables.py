@@ -6,8 +6,9 @@
 Each table follows a marker line on the page (``<!-- table aqm-5.3 ns3 -->``: the experiment and
 the backend) and joins the sweep run with ECN off and the one with ECN on
 (``results/<experiment>[-ecn]-<backend suffix>``; a suffix may carry a variant before the backend,
-``-300s-ns3``: the video sweeps with the paper's 300-s runs). A row is one cell of the sweeps: the
-discipline, ECN, and the cell's other swept value (web flows, or the audio's transport). Figures:
+``-300s-ns3``: the video sweeps with the paper's 300-s runs; ``-25web-300s-ns3``: the same at 25
+web flows). A row is one cell of the sweeps: the discipline, ECN, and the cell's other swept value
+(web flows, or the audio's transport). Figures:
 
 - media delay p50/p95/p99: every delivered media packet of the cell's runs pooled (one-way, whole
   run), ms;
@@ -61,6 +62,10 @@ TABLES = {
     "<!-- table aqm-5.3-video-300s ns3 -->": ("aqm-5.3-video", "-300s-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video-300s ns3 by seed -->": ("aqm-5.3-video", "-300s-ns3", "cross[1].count", "web flows",
                                                       True),
+    # and at 25 web flows, Table 4's other column near the knee (results/aqm-5.3-video[-ecn]-25web-300s-ns3)
+    "<!-- table aqm-5.3-video-25web-300s ns3 -->": ("aqm-5.3-video", "-25web-300s-ns3", "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-video-25web-300s ns3 by seed -->": ("aqm-5.3-video", "-25web-300s-ns3", "cross[1].count",
+                                                            "web flows", True),
     "<!-- table aqm-5.3-bytes ns3 -->": ("aqm-5.3-bytes", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-bytes testbed -->": ("aqm-5.3-bytes", "-reduced", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video-bytes ns3 -->": ("aqm-5.3-video-bytes", "-ns3", "cross[1].count", "web flows"),

@@ -207,3 +207,22 @@ def test_video_at_the_papers_300_s_reads_as_the_120_s_runs_do():
     # PIE with ECN: fewer retransmissions in every seed, a lower p95 not in every seed
     assert all(_by_seed(on["pie"])[s]["media_rtx"] < _by_seed(off["pie"])[s]["media_rtx"] for s in seeds)
     assert not all(_by_seed(on["pie"])[s]["p95_ms"] < _by_seed(off["pie"])[s]["p95_ms"] for s in seeds)
+
+
+def test_video_at_25_web_flows_keeps_claim_7_in_every_seed_and_is_earlier_than_at_50():
+    """The 300-s video sweeps at 25 web flows: five runs a cell, claim 7 in every seed (FQ-CoDel <
+    CoDel < PIE < drop-tail, FQ-CoDel with nothing late or retransmitted, CoDel with ECN
+    retransmitting less with a shorter p99); every discipline's pooled p95 at or below its
+    50-web-flow figure; PIE with ECN a shorter p99 and fewer retransmissions in every seed."""
+    mod = _script()
+    off, on = _rows(mod, "aqm-5.3-video", "-25web-300s-ns3"), _rows(mod, "aqm-5.3-video", "-25web-300s-ns3", ecn=True)
+    seeds = set(_by_seed(off["drop_tail"]))
+    assert len(seeds) == 5 and all(set(_by_seed(r)) == seeds for rows in (off, on) for r in rows.values())
+    _claim_7_holds_in_every_seed(off, on, seeds)
+    at_50 = _rows(mod, "aqm-5.3-video", "-300s-ns3")
+    # (FQ-CoDel's is the path's 53 ms either way, a fraction of a millisecond apart)
+    assert all(off[d]["p95_ms"] <= at_50[d]["p95_ms"] + 0.5 for d in off), {d: (off[d]["p95_ms"], at_50[d]["p95_ms"]) for d in off}
+    assert off["drop_tail"]["p95_ms"] < at_50["drop_tail"]["p95_ms"] - 20
+    for s in seeds:
+        p_off, p_on = _by_seed(off["pie"])[s], _by_seed(on["pie"])[s]
+        assert p_on["p99_ms"] < p_off["p99_ms"] and p_on["media_rtx"] < p_off["media_rtx"], s
