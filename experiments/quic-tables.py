@@ -233,7 +233,7 @@ def _pct(x: float) -> str:
 def loss_table(sweep_name: str, kind: str = "loss") -> str:
     rows = cell_rows(RESULTS / sweep_name)
     if kind == "remedies":
-        rows += _beside_remedies(rows)
+        rows += _beside(rows, REMEDIES_BESIDE)
     else:
         rows += [model_row(r["profile"], r["rtt_s"], r["loss"]) for r in rows if r["transport"] == "quic-stream"]
     rows.sort(key=_order)
@@ -275,9 +275,7 @@ def variants_table(sweep_name: str) -> str:
     """The QUIC mappings with other congestion control or reset deadline (``sweep_name``) beside
     the same mappings' rows of :data:`VARIANTS_BESIDE` (CUBIC, reset at 400 ms) on each path."""
     rows = cell_rows(RESULTS / sweep_name)
-    paths = {(r["rtt_s"], r["loss"]) for r in rows}
-    beside, mappings = VARIANTS_BESIDE
-    rows += [r for r in cell_rows(RESULTS / beside) if r["transport"] in mappings and (r["rtt_s"], r["loss"]) in paths]
+    rows += _beside(rows, VARIANTS_BESIDE)
     rows.sort(key=_order)
     late_cols = " | ".join(f"late {int(t * 1e3)} ms" for t in DEADLINES_S)
     out = [f"| RTT (ms) | loss | mapping | congestion control | reset at (ms) | sent | lost | delay p50 / p95 / p99 (ms) "
@@ -293,10 +291,11 @@ def variants_table(sweep_name: str) -> str:
     return "\n".join(out)
 
 
-def _beside_remedies(rows: list[dict]) -> list[dict]:
-    """The rows of :data:`REMEDIES_BESIDE` (the VoIP sweep's TCP and QUIC) on the paths of ``rows``."""
+def _beside(rows: list[dict], spec: tuple[str, tuple[str, ...]]) -> list[dict]:
+    """The rows of ``spec`` (a sweep and the transports to take from it: :data:`REMEDIES_BESIDE`,
+    :data:`VARIANTS_BESIDE`) on the paths of ``rows``."""
     paths = {(r["rtt_s"], r["loss"]) for r in rows}
-    beside, transports = REMEDIES_BESIDE
+    beside, transports = spec
     return [r for r in cell_rows(RESULTS / beside) if r["transport"] in transports and (r["rtt_s"], r["loss"]) in paths]
 
 
@@ -306,7 +305,7 @@ def late_table(sweep_name: str, droptail: bool = False, remedies: bool = False) 
     the remedies sweep beside the VoIP sweep's TCP and QUIC rows of its paths)."""
     rows = cell_rows(RESULTS / sweep_name)
     if remedies:
-        rows += _beside_remedies(rows)
+        rows += _beside(rows, REMEDIES_BESIDE)
     elif not droptail:
         rows += [model_row(r["profile"], r["rtt_s"], r["loss"]) for r in rows if r["transport"] == "quic-stream"]
     rows.sort(key=_order)
