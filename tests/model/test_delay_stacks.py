@@ -16,7 +16,9 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.model.delay import DelayParams, predict
 from tcpdelay.model.delay import repair
 from tcpdelay.model.delay.predict import solve_params
-from tcpdelay.model.delay.stacks import RULES, STACKS, app_limited_window_cap, next_window, window_after_loss
+from tcpdelay.model.delay.stacks import (
+    RULES, STACKS, app_limited_window_cap, cubic_w_max, next_window, window_after_loss,
+)
 
 LINUX, CLASSIC = RULES["linux"], RULES["classic"]
 
@@ -34,14 +36,16 @@ def test_window_reductions_are_the_kernels_integer_arithmetic():
 
 
 def test_cubic_growth_by_hand():
-    # W_max = min(floor(r) + 2, w / beta) (the application-limited window a loss cuts), and the
-    # kernel's integer target (bictcp_update): W_max - floor(C (K - t)^3) below W_max, the cubic
-    # rounded up. From w = 10 at r = 15, 10 * 1024/717 = 14.2817 < 17: just cut, at the epoch's
-    # start; C = 0.4, RTT 300 ms: s = cbrt((10 - 14.2817)/0.4) = -2.2036,
-    # W_max + C (s + RTT)^3 = 11.521, rounded up: 12 (the continuous cubic: 11.521;
+    # W_max = floor(r) + 2 (the application-limited window a loss cuts), or for a window cut from
+    # below it fast convergence's (w / beta)(1 + beta)/2, and the kernel's integer target
+    # (bictcp_update): W_max - floor(C (K - t)^3) below W_max, the cubic rounded up. From w = 10
+    # at r = 15, 10 * 1024/717 = 14.2817 < 17: just cut, in a cascade, at the epoch's start;
+    # W_max = 14.2817 * (1 + 717/1024)/2 = 12.1409; C = 0.4, RTT 300 ms:
+    # s = cbrt((10 - 12.1409)/0.4) = -1.7492, W_max + C (s + RTT)^3 = 10.923, rounded up: 11
+    # (without fast convergence W_max = 14.2817 and the round reaches 11.521, ceiling 12;
     # Reno-friendly 10 + 0.5294)
-    assert next_window(LINUX, 10, r=15, rtt_s=0.3) == 12
-    # at RTT 20 ms the cubic moves only to 10.117 in the round, but the target is still its
+    assert next_window(LINUX, 10, r=15, rtt_s=0.3) == 11
+    # at RTT 20 ms the cubic moves only to 10.073 in the round, but the target is still its
     # ceiling, 11: a window just cut gains a whole segment in its first round trip
     assert next_window(LINUX, 10, r=15, rtt_s=0.02) == 11
     # from w = 12 (12/beta = 17.138) regrowing toward floor(r) + 2 = 17: the window is the ceiling
@@ -58,6 +62,17 @@ def test_cubic_growth_by_hand():
     # 11 give 19, 3 give 20 — 305/16, above the Reno line's 18.53
     assert next_window(LINUX, 18, r=15, rtt_s=0.3) == pytest.approx(305 / 16)
     assert next_window(CLASSIC, 4, r=15, rtt_s=0.3) == 5
+
+
+def test_fast_convergence_lowers_w_max_only_after_a_cut_from_below_the_cap():
+    # RFC 9438 §4.7, bictcp_recalc_ssthresh: cwnd < last_max_cwnd at the loss sets
+    # last_max_cwnd = cwnd (1 + beta)/2. At r = 15 the cap is 17: w = 10 was cut from
+    # 10/beta = 14.28 < 17, so W_max = 14.28 * 0.8501 = 12.14; w = 12 (from 17.14 >= 17) and
+    # w = 18 regrow toward the cap itself
+    beta = 717 / 1024
+    got = cubic_w_max(LINUX, np.array([10.0, 12.0, 18.0]), 17.0)
+    assert got == pytest.approx([10 / beta * (1 + beta) / 2, 17.0, 17.0])
+    assert got[0] == pytest.approx(12.14086, abs=1e-5)
 
 
 # --- loss detection and repair ---------------------------------------------------------------

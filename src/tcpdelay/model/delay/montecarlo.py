@@ -150,7 +150,9 @@ class Walker:
         beta = 717 / 1024
         alpha = 3 * (1 - beta) / (1 + beta)
         cap = float(self._linux_cap())
-        w_max = min(cap, w / beta)
+        # W_max: the window cut from, or after a cut from below the cap (a cascade) its fast
+        # convergence, (w/beta)(1 + beta)/2 (RFC 9438 §4.7, bictcp_recalc_ssthresh)
+        w_max = w / beta * (1 + beta) / 2 if w / beta < cap - 1e-9 else min(cap, w / beta)
 
         def ahead(x: float) -> float:      # W one RTT after the instant W equals x
             y = (x - w_max) / 0.4

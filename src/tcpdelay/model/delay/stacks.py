@@ -33,16 +33,17 @@ others describe how a stack recovers *today*, each rule from its source:
   ``W(t) = C(t−K)³ + W_max`` (RFC 9438 §4.2, C = 0.4 segments/s³, ``bictcp_update``) or its
   Reno-friendly estimate, ``α = 3(1−β)/(1+β)`` segments per round (§4.3, ``tcp_friendliness``),
   whichever is larger. ``W_max`` is the window the last reduction cut, which the chain does
-  not carry: a window ``w`` below ``β·(⌊r⌋ + 2)`` is taken as just cut (``W_max = w/β``: a
-  cascade of reductions, as at high loss, where Linux's ``ssthresh`` ends at 2–4), one above it
+  not carry: a window ``w`` below ``β·(⌊r⌋ + 2)`` is taken as just cut from ``w/β`` (a
+  cascade of reductions, as at high loss, where Linux's ``ssthresh`` ends at 2–4), and as the
+  cut came before the window regained the last ``W_max``, fast convergence (RFC 9438 §4.7)
+  sets ``W_max = (w/β)·(1 + β)/2`` (:func:`cubic_w_max`); a window above it is taken
   as regrowing toward the window an application-limited source is cut from, ``⌊r⌋ + 2``
   (:func:`next_window`); one round from ``w`` then gives ``W_max + C(s + RTT)³`` with
   ``s = ∛((w − W_max)/C)`` (the cubic depends on the time since the reduction only through the
   window reached). At RTT 300 ms the cubic term regains most of a 30 % cut from ``⌈r⌉`` in
   three rounds; at 20 ms the Reno-friendly term rules. The kernel computes the target in
   integers (``bictcp_update``: ``W_max − ⌊C(K − t)³⌋``), so a window just cut gains a whole
-  segment in its first round trip, not 0.53; the chain keeps the continuous law, because adding
-  the rounding alone over-corrects video at RTT 100 ms (docs/experiments/model-fidelity.md).
+  segment in its first round trip, not 0.53, and the chain follows it (:func:`next_window`).
 
 ``classic`` — SACK loss recovery before RACK, as ns-3 (3.44) and Linux before 4.4 did it:
 
@@ -205,6 +206,28 @@ def window_after_loss(rules_: StackRules, w: int) -> int:
     return max(rules_.min_window_segments, int(math.floor(rules_.beta * w + 1e-9)))
 
 
+def cubic_w_max(rules_: StackRules, w, cap: float):
+    """CUBIC's ``W_max`` (segments) for a window ``w`` in congestion avoidance, as the chain
+    reads it from ``w`` alone (vectorized): the window the last reduction cut.
+
+    - ``w`` below ``β·cap`` was just cut, from ``w/β``, a window below ``cap``: the loss came
+      while the window was still regrowing toward the last ``W_max`` (a cascade of reductions),
+      so **fast convergence** applies (RFC 9438 §4.7; ``bictcp_recalc_ssthresh`` in
+      net/ipv4/tcp_cubic.c: ``cwnd < last_max_cwnd`` sets ``last_max_cwnd = cwnd·(1 + β)/2``,
+      ``fast_convergence = 1`` by default) and ``W_max = (w/β)·(1 + β)/2``;
+    - any other window regrows toward the window an application-limited source is cut from,
+      ``cap`` (:func:`_window_cut_from`), cut at ``W_max = cap`` (no fast convergence: the
+      window at the loss was not below the last ``W_max``).
+
+    Without fast convergence the chain put a cascade's ``W_max`` at ``w/β``, 16 % above the
+    kernel's, so it regrew too fast and under-predicted video at RTT 300 ms, 0.5 % by 33 %
+    (9 % with it; docs/experiments/model-fidelity.md)."""
+    w = np.asarray(w, dtype=float)
+    cut_from = w / rules_.beta
+    just_cut = cut_from < cap - 1e-9
+    return np.where(just_cut, cut_from * (1.0 + rules_.beta) / 2.0, np.minimum(cap, cut_from))
+
+
 #: Where within its whole segment a window stands, for the mean of CUBIC's integer target
 #: (:func:`next_window`): midpoints of 16 equal parts.
 _POSITIONS = (np.arange(16) + 0.5) / 16
@@ -216,7 +239,8 @@ def next_window(rules_: StackRules, w, *, r: float, rtt_s: float):
     or ``w + α``, whichever is larger (RFC 9438 §4.2-4.3).
 
     CUBIC's window function is ``W(t) = W_max + C(t − K)³`` with ``C·K³ = W_max − w₀`` after a cut
-    to ``w₀``; ``W_max = min(⌊r⌋ + 2, w/β)`` (module docstring), and the time since the cut enters
+    to ``w₀``; ``W_max`` is :func:`cubic_w_max` (``⌊r⌋ + 2``, or after a cascade's cut its fast
+    convergence, ``(w/β)·(1 + β)/2``), and the time since the cut enters
     only through the window reached. ``bictcp_update`` (net/ipv4/tcp_cubic.c) computes the target
     one minimum RTT ahead and in integers, ``W_max − ⌊C(K − t)³⌋`` below ``W_max`` (the cubic
     rounded *up* to a whole segment) and ``W_max + ⌊C(t − K)³⌋`` above it (rounded down), and
@@ -239,7 +263,7 @@ def next_window(rules_: StackRules, w, *, r: float, rtt_s: float):
         return reno
     c = rules_.cubic_c
     cap = _window_cut_from(rules_, r)
-    w_max = np.minimum(cap, w / rules_.beta)[..., None]
+    w_max = cubic_w_max(rules_, w, cap)[..., None]
     wc = w[..., None]
 
     def one_round_on(x):
