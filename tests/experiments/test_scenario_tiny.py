@@ -16,7 +16,44 @@ EXAMPLES = sorted((ROOT / "experiments").glob("*.toml"))
 # a transfer in the tiny run's 1.5 s. A fresh clone's make test beside three workers saw the ATT
 # run deliver nothing (it passes alone, repeatedly): these run in the second pass.
 _ALONE = {"latency-cardwell-lte-att", "latency-cardwell-lte-tmobile", "latency-cardwell-lte-verizon"}
-RUN_EXAMPLES = [pytest.param(p, marks=pytest.mark.alone) if p.stem in _ALONE else p for p in EXAMPLES]
+#: The duration of the tiny runs.
+TINY_S = 1.5
+
+
+def _distinct_tiny_forms(paths: list[Path]) -> list[list[Path]]:
+    """``paths`` grouped by their tiny form, name and description aside: the scenarios that run
+    the same tiny experiment (a 300-s copy of a 120-s sweep, a reduced grid of a full one: cell 0
+    is the same) run once, under the first one's name. Each is still loaded and checked on its
+    own (test_tiny_form_keeps_the_scenario_and_fits_in_its_duration)."""
+    import json
+
+    groups: dict[str, list[Path]] = {}
+    for p in paths:
+        form = tiny_form(load_scenario(p), TINY_S).model_dump(mode="json", exclude={"name", "description"})
+        groups.setdefault(json.dumps(form, sort_keys=True, default=str), []).append(p)
+    return list(groups.values())
+
+
+TINY_GROUPS = _distinct_tiny_forms(EXAMPLES)
+RUN_EXAMPLES = [pytest.param(g[0], marks=pytest.mark.alone, id=g[0].stem) if g[0].stem in _ALONE
+                else pytest.param(g[0], id=g[0].stem if len(g) == 1 else f"{g[0].stem}(+{len(g) - 1})")
+                for g in TINY_GROUPS]
+
+
+def test_scenarios_that_share_a_tiny_form_differ_only_in_what_the_tiny_form_drops():
+    # the grouping runs 300-s copies, reduced grids and their full-size twins once: what is
+    # grouped together must be the same scenario up to duration, repetitions, seeds, the sweep
+    # beyond its first cell (tiny_form's own changes), name and description
+    grouped = [g for g in TINY_GROUPS if len(g) > 1]
+    assert grouped, "no two scenarios share a tiny form: the grouping is not doing anything"
+    stems = {p.stem for g in TINY_GROUPS for p in g}
+    assert stems == {p.stem for p in EXAMPLES}
+    assert any({"aqm-5.3-video", "aqm-5.3-video-300s"} <= {p.stem for p in g} for g in grouped)
+    for g in grouped:
+        a, *rest = (load_scenario(p) for p in g)
+        for b in rest:
+            assert [f.profile for f in a.flows] == [f.profile for f in b.flows], g
+            assert [c.kind for c in a.cross] == [c.kind for c in b.cross], g
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -58,14 +95,14 @@ def _testbed_unavailable() -> str | None:
 @pytest.mark.skipif(_testbed_unavailable() is not None, reason=f"needs the testbed: {_testbed_unavailable()}")
 @pytest.mark.testbed
 @pytest.mark.slow
-@pytest.mark.parametrize("path", RUN_EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", RUN_EXAMPLES)
 def test_example_runs_in_tiny_form(path, tmp_path):
     from tcpdelay.experiments.run import run_scenario
     from tcpdelay.records import read_records
 
     from tcpdelay.errors import ParameterError
 
-    sc = tiny_form(load_scenario(path), 1.5)
+    sc = tiny_form(load_scenario(path), TINY_S)
     try:
         totals = run_scenario(sc, sc.seed_list[0], tmp_path)
     except ParameterError as err:

@@ -129,3 +129,22 @@ def test_tables_fit_the_page(tmp_path, make_run):
         assert firsts and max(map(len, firsts)) <= 40, firsts[:3]
     assert "rate_bps" not in html.split("<h2", 2)[-1]  # the same in every cell: not in the labels
     assert "overflow-wrap:anywhere" in html and ".wide{overflow-x:auto" in html
+
+
+def test_an_ecdf_of_many_samples_is_drawn_with_few_steps_each_on_the_exact_curve():
+    from tcpdelay.report.results_plots import ecdf_steps
+
+    rng = np.random.default_rng(3)
+    d = rng.exponential(0.05, 75_000)
+    d[::97] = np.nan                        # not received: left out
+    finite = np.sort(d[np.isfinite(d)])
+    x, y = ecdf_steps(d, max_points=500)
+    assert 2 <= x.size <= 501 and np.all(np.diff(x) >= 0) and np.all(np.diff(y) > 0)
+    # the smallest and largest samples are drawn, and every point is on the exact ECDF
+    assert x[0] == finite[0] and x[-1] == finite[-1] and y[-1] == 1.0
+    assert np.allclose(np.searchsorted(finite, x, side="right") / finite.size, y)
+    # between two points drawn the exact curve rises by at most 1/500 (+ one sample)
+    assert np.max(np.diff(y)) <= 1 / 500 + 1 / finite.size + 1e-12
+    # a short series is drawn whole
+    x, y = ecdf_steps([0.3, np.nan, 0.1, 0.2])
+    assert x.tolist() == [0.1, 0.2, 0.3] and y.tolist() == pytest.approx([1 / 3, 2 / 3, 1.0])

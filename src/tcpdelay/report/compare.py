@@ -387,12 +387,14 @@ def cdf_figure(series: Sequence[tuple[str, np.ndarray]], *, title: str):
     ``(directory label, delay_s)``, on a log delay axis; the legend right of the axes."""
     from matplotlib.figure import Figure
 
+    from tcpdelay.report.results_plots import ecdf_steps
+
     fig = Figure(figsize=(9.0, 3.8))
     ax = fig.add_subplot()
     for j, (label, d) in enumerate(series):
-        d = np.sort(np.asarray(d, float)[np.isfinite(d)])
-        if d.size:
-            ax.step(d * 1e3, np.arange(1, d.size + 1) / d.size, where="post", label=label, color=f"C{j % 10}")
+        x, y = ecdf_steps(d)
+        if x.size:
+            ax.step(x * 1e3, y, where="post", label=label, color=f"C{j % 10}")
     ax.set_xscale("log")
     _plain_log_ticks(ax.xaxis)
     ax.set_xlabel("one-way delay (ms, log)")
