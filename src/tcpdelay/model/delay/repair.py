@@ -36,6 +36,13 @@ included — without a state per packet. The law of ``R`` follows the stack
   ``max(t, max(RTT − 1/f, 0) + T0)``, then
   ``2·T0``, ``4·T0`` … later (§5.5).
 
+**The drain after an RTO** (``linux``): the packets written while PRR's ACK clock stalled wait
+at the sender, and after the RTO they leave at the post-timeout window (1, then ``ssthresh`` = 2:
+``2k`` packets a round trip with ``k`` packets a segment), not as fast as they were written. So
+the ``j``-th packet behind a repair the RTO sent is held ``R − j·(1/f − RTT/(2k))``, not
+``R − j/f`` (:func:`rto_drain_stride`; :func:`hol_pmf` takes that part of the law with its own
+stride). Video at RTT 20 ms (``k`` = 1) holds twice the packets VoIP (``k`` = 9) holds.
+
 "Later packets" are later *transmissions*: while a window of ``w`` segments below ``f·RTT``
 limits the sender, packets coalesce and segments leave ``RTT/w`` apart, and the law is taken at
 that spacing and mixed over the chain's windows (:func:`repair_time_mixture`).
@@ -291,7 +298,8 @@ def _first_repair(rules: StackRules, g: _Grid, *, min_rtt_s: float | None) -> np
     return start
 
 
-def _retransmission_rounds(rules: StackRules, start: np.ndarray, g: _Grid) -> list[tuple[int, np.ndarray]]:
+def _retransmission_rounds(rules: StackRules, start: np.ndarray, g: _Grid,
+                           rto_pieces: list | None = None) -> list[tuple[int, np.ndarray]]:
     """The repair-time law, as pieces, from the first retransmission's law ``start``: each
     retransmission is lost with ``p`` and found again by RACK or the RTO (module docstring).
     For ``rack`` it depends on ``start`` and the spacing after a retransmission only (``u_i``),
@@ -319,6 +327,8 @@ def _retransmission_rounds(rules: StackRules, start: np.ndarray, g: _Grid) -> li
         for off, arr in [pending] + after_rto:
             if arr.size:
                 pieces.append((off, (1 - p) * arr))
+        if rto_pieces is not None:
+            rto_pieces += [(off, (1 - p) * arr) for off, arr in after_rto if arr.size]
         if p * (pending[1].sum() + sum(a.sum() for _, a in after_rto)) < TAIL_TOL:
             break
         nxt = empty
@@ -363,7 +373,8 @@ def transmission_rate_pps(window_segments, *, rate_pps: float, rtt_s: float):
 
 
 def repair_time_mixture(rules: StackRules, windows, shares, *, loss: float, rate_pps: float,
-                        rtt_s: float, t0_s: float, substeps: int | None = None) -> np.ndarray:
+                        rtt_s: float, t0_s: float, substeps: int | None = None,
+                        rto_part: list | None = None) -> np.ndarray:
     """The repair-time law of a lost packet over the windows the sender spends its time at.
 
     ``windows`` (segments) and ``shares`` (their time shares, the chain's stationary law:
@@ -400,14 +411,19 @@ def repair_time_mixture(rules: StackRules, windows, shares, *, loss: float, rate
         if key in groups:
             first = _assemble([(0, groups[key][1]), (0, first)])
         groups[key] = (groups.get(key, (g,))[0], first)
+    rto_pieces: list | None = [] if rto_part is not None else None
     out = _assemble([piece for g, first in groups.values()
-                     for piece in _retransmission_rounds(rules, first, g)])
+                     for piece in _retransmission_rounds(rules, first, g, rto_pieces)])
     # cut the tail holding less than TAIL_TOL of the mass, as the geometric tails are cut: a
     # window of one or two segments backs its lost retransmissions off to ``T0·2^k`` (256 s at
     # k = 9, mass ~p^9), which would make every later step work over minutes of 1-ms grid
     survival = np.cumsum(out[::-1])[::-1]
     keep = np.flatnonzero(survival >= TAIL_TOL)
-    return out[: keep[-1] + 1] if keep.size else out
+    out = out[: keep[-1] + 1] if keep.size else out
+    if rto_part is not None:
+        rto = _assemble(rto_pieces or [(0, np.zeros(1))])
+        rto_part.append(np.pad(rto, (0, max(0, out.size - rto.size)))[: out.size])
+    return out
 
 
 def _ack_clock_stalls(t_idx: np.ndarray, *, rtt_i: int, u_i: int, loss: float) -> np.ndarray:
@@ -432,19 +448,39 @@ def _ack_clock_stalls(t_idx: np.ndarray, *, rtt_i: int, u_i: int, loss: float) -
     return np.where(boundary, stall * (0.5 + 0.5 * loss), stall)
 
 
-def hol_pmf(repair_pmf: np.ndarray, *, loss: float, substeps: int) -> np.ndarray:
+def _sum_log_factors(survival: np.ndarray, p: float, stride: int, n: int) -> np.ndarray:
+    """``Σ_{j≥0} log(1 − p·S(i + j·stride))`` for ``i = 0 … n−1`` (``S`` = 0 beyond its end)."""
+    n_pad = int(math.ceil(max(n, survival.size) / stride)) * stride
+    G = np.ones(n_pad)
+    G[: survival.size] = 1.0 - p * survival
+    logG = np.log(np.maximum(G, 1e-300)).reshape(-1, stride)  # rows: j, columns: residue
+    return np.cumsum(logG[::-1], axis=0)[::-1].ravel()[:n]    # S[i] = sum_j logG[i + j stride]
+
+
+def hol_pmf(repair_pmf: np.ndarray, *, loss: float, substeps: int, rto_pmf: np.ndarray | None = None,
+            rto_stride: int | None = None) -> np.ndarray:
     """P(H = i·Δ): the head-of-line delay beyond ``L`` of a packet (module docstring),
-    ``P(H ≤ h) = ∏_{j≥0} (1 − p + p·P(R ≤ h + j/f))`` with ``j/f = j·substeps`` grid steps."""
+    ``P(H ≤ h) = ∏_{j≥0} (1 − p + p·P(R ≤ h + j/f))`` with ``j/f = j·substeps`` grid steps.
+
+    ``rto_pmf`` (the part of ``repair_pmf`` whose repair the RTO sent) with ``rto_stride``: the
+    packets behind such a repair drain ``rto_stride`` grid steps apart, not ``1/f``, so the
+    ``j``-th after it is held ``R − j·rto_stride``: ``P(H ≤ h) ≈ ∏_j (1 − p·S_a(h + j/f))·
+    ∏_j (1 − p·S_b(h + j·rto_stride))`` with ``S_a``, ``S_b`` the two parts' survival masses
+    (exact to ``p²·S_a·S_b``)."""
     p, m = float(loss), int(substeps)
     if p <= 0 or repair_pmf.size == 0:
         return np.ones(1)
-    FR = np.minimum(np.cumsum(repair_pmf) / max(repair_pmf.sum(), 1e-300), 1.0)
-    n = FR.size
-    n_pad = int(math.ceil(n / m)) * m
-    G = np.ones(n_pad)
-    G[:n] = (1 - p) + p * FR
-    logG = np.log(np.maximum(G, 1e-300)).reshape(-1, m)       # rows: j, columns: residue
-    S = np.cumsum(logG[::-1], axis=0)[::-1].ravel()            # S[i] = sum_j logG[i + j m]
+    total = max(repair_pmf.sum(), 1e-300)
+    n = repair_pmf.size
+    if rto_pmf is None or rto_stride is None or not rto_pmf.sum() > 0:
+        FR = np.minimum(np.cumsum(repair_pmf) / total, 1.0)
+        S = _sum_log_factors(1.0 - FR, p, m, n)
+    else:
+        b = rto_pmf[:n] / total
+        a = repair_pmf / total - b
+        Sa = np.maximum(a.sum() - np.cumsum(a), 0.0)
+        Sb = np.maximum(b.sum() - np.cumsum(b), 0.0)
+        S = _sum_log_factors(Sa, p, m, n) + _sum_log_factors(Sb, p, max(1, int(rto_stride)), n)
     F = np.exp(S)
     F[-1] = 1.0
     pmf = np.diff(np.concatenate([[0.0], F]))
@@ -483,3 +519,24 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     n = a.size + b.size - 1
     size = sp_fft.next_fast_len(n, real=True)
     return sp_fft.irfft(sp_fft.rfft(a, size) * sp_fft.rfft(b, size), size)[:n]
+
+
+def rto_drain_stride(rules: StackRules, *, rate_pps: float, rtt_s: float, packets_per_segment: int,
+                     substeps: int) -> int | None:
+    """Grid steps between the releases of the packets held behind a repair the RTO sent, or None
+    where they drain as fast as they were written (``1/f``).
+
+    While PRR's ACK clock stalls (:func:`_ack_clock_stalls`) the packets written after the lost
+    retransmission wait at the sender; after the RTO the window is 1, then ``ssthresh`` = 2
+    (``bictcp_recalc_ssthresh``'s floor; RFC 5681 §3.1), so they leave ``k·2`` packets a round
+    trip (``k`` packets coalesced per segment): the ``j``-th ``j·(1/f − RTT/(2k))`` earlier than
+    the hold, not ``j/f``. Only the ``rack`` stacks take this path (``classic``'s RTOs are its
+    chain's)."""
+    if rules.lost_retransmission != "rack":
+        return None
+    f, k = float(rate_pps), max(1, int(packets_per_segment))
+    drain = 2.0 * k / float(rtt_s)
+    if drain <= f:
+        return None
+    dt = 1.0 / (f * substeps)
+    return max(1, int(round((1.0 / f - 1.0 / drain) / dt)))
