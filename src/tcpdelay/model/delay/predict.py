@@ -139,12 +139,13 @@ def _with_head_of_line(params: DelayParams, support, pmf, windows):
     m = repair.grid_substeps(params.rate_pps)
     step = 1.0 / (params.rate_pps * m)
     p_pkt = chain_segment_loss(params, params.packet_bytes)
-    rto_part: list = []
+    # the repairs the RTO sent, apart, where the packets behind them drain slower than written
+    stride = repair.rto_drain_stride(rules_, rate_pps=params.rate_pps, rtt_s=params.rtt_s,
+                                     packets_per_segment=_packets_per_segment(params), substeps=m)
+    rto_part: list | None = [] if stride is not None else None
     R = repair.repair_time_mixture(rules_, *windows, loss=p_pkt, rate_pps=params.rate_pps,
                                    rtt_s=params.rtt_s, t0_s=params.t0_s, substeps=m, rto_part=rto_part)
-    H = repair.hol_pmf(R, loss=p_pkt, substeps=m, rto_pmf=rto_part[0] if rto_part else None,
-                       rto_stride=repair.rto_drain_stride(rules_, rate_pps=params.rate_pps, rtt_s=params.rtt_s,
-                                                          packets_per_segment=_packets_per_segment(params), substeps=m))
+    H = repair.hol_pmf(R, loss=p_pkt, substeps=m, rto_pmf=rto_part[0] if rto_part else None, rto_stride=stride)
     backlog_s = float(np.dot(support - params.one_way_s, pmf))
     support, pmf = repair.add_hol(support, pmf, params.one_way_s, H, step)
     grid = np.arange(R.size) * step

@@ -421,8 +421,13 @@ def repair_time_mixture(rules: StackRules, windows, shares, *, loss: float, rate
     keep = np.flatnonzero(survival >= TAIL_TOL)
     out = out[: keep[-1] + 1] if keep.size else out
     if rto_part is not None:
-        rto = _assemble(rto_pieces or [(0, np.zeros(1))])
-        rto_part.append(np.pad(rto, (0, max(0, out.size - rto.size)))[: out.size])
+        # (None where the RTO's part is below the tails cut: the one-law product then)
+        mass = sum(float(a.sum()) for _, a in rto_pieces or [])
+        if mass > TAIL_TOL:
+            rto = _assemble([(o, a) for o, a in rto_pieces if o < out.size])
+            rto_part.append(np.pad(rto, (0, max(0, out.size - rto.size)))[: out.size])
+        else:
+            rto_part.append(None)
     return out
 
 
@@ -472,7 +477,7 @@ def hol_pmf(repair_pmf: np.ndarray, *, loss: float, substeps: int, rto_pmf: np.n
         return np.ones(1)
     total = max(repair_pmf.sum(), 1e-300)
     n = repair_pmf.size
-    if rto_pmf is None or rto_stride is None or not rto_pmf.sum() > 0:
+    if rto_pmf is None or rto_stride is None or not rto_pmf.sum() > TAIL_TOL * total:
         FR = np.minimum(np.cumsum(repair_pmf) / total, 1.0)
         S = _sum_log_factors(1.0 - FR, p, m, n)
     else:
