@@ -29,6 +29,8 @@ CASES = [
     ("linux voip  RTT 100 ms, 2 %", dict(profile="voip", rtt_s=0.1, loss=0.02), 0.05),
     ("linux voip  RTT 300 ms, 5 %", dict(profile="voip", rtt_s=0.3, loss=0.05), 0.05),
     ("linux video RTT 300 ms, 0.5 %", dict(profile="video", rtt_s=0.3, loss=0.005), 1.0),
+    ("linux video RTT 20 ms, 5 % (the drain after an RTO)", dict(profile="video", rtt_s=0.02, loss=0.05), 1.0),
+    ("linux voip  RTT 20 ms, 5 % (the drain after an RTO)", dict(profile="voip", rtt_s=0.02, loss=0.05), 0.05),
     ("linux video RTT 100 ms, 3 %", dict(profile="video", rtt_s=0.1, loss=0.03), 1.0),
     ("classic video RTT 300 ms, 0.5 %", dict(profile="video", rtt_s=0.3, loss=0.005, stack="classic"), 1.0),
     ("paper voip  RTT 100 ms, 2 %", dict(profile="voip", rtt_s=0.1, loss=0.02, stack="paper"), 0.05),

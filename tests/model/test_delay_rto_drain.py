@@ -65,3 +65,12 @@ def test_video_at_20_ms_waits_longer_than_voip_after_an_rto():
     video = predict("video", rtt_s=0.02, loss=0.05, stack="linux")
     voip = predict("voip", rtt_s=0.02, loss=0.05, stack="linux")
     assert video.mean_s > voip.mean_s
+
+
+def test_no_drain_stride_where_more_than_one_packet_is_written_a_round_trip():
+    # VoIP at RTT 300 ms: 8 packets a segment, two segments a round trip (53/s) would just keep up
+    # with 50/s, but the backlog then takes tens of rounds, over which the window grows: not this
+    # law's regime (f RTT = 15 > 1), the one-law product stands
+    m = repair.grid_substeps(50)
+    assert repair.rto_drain_stride(RULES["linux"], rate_pps=50, rtt_s=0.3, packets_per_segment=8, substeps=m) is None
+    assert repair.rto_drain_stride(RULES["linux"], rate_pps=50, rtt_s=0.021, packets_per_segment=1, substeps=m) is None

@@ -458,7 +458,10 @@ def _sum_log_factors(survival: np.ndarray, p: float, stride: int, n: int) -> np.
     n_pad = int(math.ceil(max(n, survival.size) / stride)) * stride
     G = np.ones(n_pad)
     G[: survival.size] = 1.0 - p * survival
-    logG = np.log(np.maximum(G, 1e-300)).reshape(-1, stride)  # rows: j, columns: residue
+    logG = np.log(np.maximum(G, 1e-300))
+    if stride == 1:
+        return np.cumsum(logG[::-1])[::-1][:n]
+    logG = logG.reshape(-1, stride)                            # rows: j, columns: residue
     return np.cumsum(logG[::-1], axis=0)[::-1].ravel()[:n]    # S[i] = sum_j logG[i + j stride]
 
 
@@ -536,8 +539,13 @@ def rto_drain_stride(rules: StackRules, *, rate_pps: float, rtt_s: float, packet
     (``bictcp_recalc_ssthresh``'s floor; RFC 5681 §3.1), so they leave ``k·2`` packets a round
     trip (``k`` packets coalesced per segment): the ``j``-th ``j·(1/f − RTT/(2k))`` earlier than
     the hold, not ``j/f``. Only the ``rack`` stacks take this path (``classic``'s RTOs are its
-    chain's)."""
-    if rules.lost_retransmission != "rack":
+    chain's), and only where the source writes at most one packet a round trip (``f·RTT ≤ 1``,
+    the stall of :func:`_ack_clock_stalls` with nothing in flight): there the backlog is a few
+    round trips' writes and drains within a few rounds at that window. Where more is written a
+    round trip (stalls of small windows with coalesced packets, e.g. VoIP at RTT 300 ms) the
+    backlog takes tens of rounds, over which the window's growth, not modelled here, sets the
+    drain: the one-law product stands there."""
+    if rules.lost_retransmission != "rack" or float(rate_pps) * float(rtt_s) > 1.0 + 1e-9:
         return None
     f, k = float(rate_pps), max(1, int(packets_per_segment))
     drain = 2.0 * k / float(rtt_s)
