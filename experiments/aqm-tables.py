@@ -7,7 +7,8 @@ Each table follows a marker line on the page (``<!-- table aqm-5.3 ns3 -->``: th
 the backend) and joins the sweep run with ECN off and the one with ECN on
 (``results/<experiment>[-ecn]-<backend suffix>``; a suffix may carry a variant before the backend,
 ``-300s-ns3``: the video sweeps with the paper's 300-s runs; ``-25web-300s-ns3``: the same at 25
-web flows). A row is one cell of the sweeps: the discipline, ECN, and the cell's other swept value
+web flows). A table may join several such pairs (a tuple of suffixes: Table 4's web-flow counts,
+one pair of sweeps each, rows ordered by the count). A row is one cell of the sweeps: the discipline, ECN, and the cell's other swept value
 (web flows, or the audio's transport). Figures:
 
 - media delay p50/p95/p99: every delivered media packet of the cell's runs pooled (one-way, whole
@@ -66,6 +67,12 @@ TABLES = {
     "<!-- table aqm-5.3-video-25web-300s ns3 -->": ("aqm-5.3-video", "-25web-300s-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video-25web-300s ns3 by seed -->": ("aqm-5.3-video", "-25web-300s-ns3", "cross[1].count",
                                                             "web flows", True),
+    # Table 4's five web-flow counts at 300 s, one pair of sweeps each (0 web flows: no second cross entry)
+    "<!-- table aqm-5.3-video-webflows-300s ns3 -->": (
+        "aqm-5.3-video", ("-0web-300s-ns3", "-10web-300s-ns3", "-25web-300s-ns3", "-300s-ns3", "-100web-300s-ns3"),
+        "cross[1].count", "web flows"),
+    "<!-- table aqm-5.3-video-webflows-300s ns3 by seed -->": (
+        "aqm-5.3-video", ("-0web-300s-ns3", "-10web-300s-ns3", "-100web-300s-ns3"), "cross[1].count", "web flows", True),
     "<!-- table aqm-5.3-bytes ns3 -->": ("aqm-5.3-bytes", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-bytes testbed -->": ("aqm-5.3-bytes", "-reduced", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video-bytes ns3 -->": ("aqm-5.3-video-bytes", "-ns3", "cross[1].count", "web flows"),
@@ -91,10 +98,16 @@ def _scenario(sweep: Path) -> dict:
 
 
 def _fixed_value(sweep: Path, key: str):
-    """The value of ``key`` in a sweep whose grid does not sweep it (the scenario as written)."""
+    """The value of ``key`` in a sweep whose grid does not sweep it (the scenario as written); a
+    ``count`` of a list entry the scenario does not have is 0 (§5.3 without web flows has no
+    second cross entry: 0 web flows)."""
     head, _, rest = key.partition(".")
     name, _, index = head.partition("[")
-    return _scenario(sweep)[name][int(index.rstrip("]"))][rest]
+    entries = _scenario(sweep).get(name, [])
+    i = int(index.rstrip("]"))
+    if i >= len(entries) and rest == "count":
+        return 0
+    return entries[i][rest]
 
 
 def refused_rows(sweep: Path, ecn: bool, other_key: str, present: set[str]) -> list[dict]:
@@ -191,13 +204,24 @@ def _by_seed(rows: list[dict], other_name: str) -> str:
     return "\n".join(out)
 
 
-def table(experiment: str, suffix: str, other_key: str, other_name: str, by_seed: bool = False) -> str:
+def _suffixes(suffix: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (suffix,) if isinstance(suffix, str) else tuple(suffix)
+
+
+def _order(value) -> tuple:
+    """Rows by their other value: numbers by size (0, 10, 25, 50, 100), then names."""
+    return (0, float(value), "") if isinstance(value, (int, float)) else (1, 0.0, str(value))
+
+
+def table(experiment: str, suffix: str | tuple[str, ...], other_key: str, other_name: str,
+          by_seed: bool = False) -> str:
     rows = []
-    for ecn in (False, True):
-        sweep = _sweep_dir(experiment, ecn, suffix)
-        got = cell_rows(sweep, ecn, other_key)
-        rows += got + refused_rows(sweep, ecn, other_key, {r["discipline"] for r in got})
-    rows.sort(key=lambda r: (str(r["other"]), DISCIPLINES.index(r["discipline"]), r["ecn"]))
+    for one in _suffixes(suffix):
+        for ecn in (False, True):
+            sweep = _sweep_dir(experiment, ecn, one)
+            got = cell_rows(sweep, ecn, other_key)
+            rows += got + refused_rows(sweep, ecn, other_key, {r["discipline"] for r in got})
+    rows.sort(key=lambda r: (_order(r["other"]), DISCIPLINES.index(r["discipline"]), r["ecn"]))
     if by_seed:
         return _by_seed(rows, other_name)
     late_cols = " | ".join(f"late {int(t * 1e3)} ms" for t in DEADLINES_S)
@@ -228,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     for marker, spec in TABLES.items():
         if args.only and args.only not in marker:
             continue
-        if not all(_sweep_dir(spec[0], ecn, spec[1]).is_dir() for ecn in (False, True)):
+        if not all(_sweep_dir(spec[0], ecn, one).is_dir() for one in _suffixes(spec[1]) for ecn in (False, True)):
             print(f"{marker}: a sweep is missing, skipped", file=sys.stderr)
             continue
         tables[marker] = table(*spec)

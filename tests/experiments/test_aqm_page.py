@@ -226,3 +226,38 @@ def test_video_at_25_web_flows_keeps_claim_7_in_every_seed_and_is_earlier_than_a
     for s in seeds:
         p_off, p_on = _by_seed(off["pie"])[s], _by_seed(on["pie"])[s]
         assert p_on["p99_ms"] < p_off["p99_ms"] and p_on["media_rtx"] < p_off["media_rtx"], s
+
+
+WEB_COUNTS = {0: "-0web-300s-ns3", 10: "-10web-300s-ns3", 25: "-25web-300s-ns3", 50: "-300s-ns3",
+              100: "-100web-300s-ns3"}
+
+
+def test_video_at_table_4s_five_web_flow_counts_as_the_page_reads_it():
+    """The 300-s video sweeps at 0, 10, 25, 50 and 100 web flows: claim 7's order by the pooled
+    p95 at every count, FQ-CoDel with nothing late and nothing retransmitted in every run, CoDel
+    with ECN retransmitting less in every run; drop-tail's delay rising from 25 web flows on; at
+    100 PIE's limit overflowing (its own drops a few per cent of the overflow's); without web flows
+    only PIE's runs depend on the seed."""
+    mod = _script()
+    off = {n: _rows(mod, "aqm-5.3-video", s) for n, s in WEB_COUNTS.items()}
+    on = {n: _rows(mod, "aqm-5.3-video", s, ecn=True) for n, s in WEB_COUNTS.items()}
+    for n in WEB_COUNTS:
+        assert {r["other"] for r in off[n].values()} == {n}, n
+        p95 = {d: r["p95_ms"] for d, r in off[n].items()}
+        assert p95["fq_codel"] < p95["codel"] < p95["pie"] < p95["drop_tail"], (n, p95)
+        for rows in (off[n], on[n]):
+            assert all(x["late150"] == 0 and x["media_rtx"] == 0 for x in rows["fq_codel"]["per_run"]), n
+        seeds = set(_by_seed(off[n]["codel"]))
+        assert len(seeds) == (2 if n == 0 else 5), n
+        assert all(_by_seed(on[n]["codel"])[s]["media_rtx"] < _by_seed(off[n]["codel"])[s]["media_rtx"]
+                   for s in seeds), n
+    dt = {n: off[n]["drop_tail"]["p95_ms"] for n in WEB_COUNTS}
+    assert max(dt[0], dt[10]) < dt[25] < dt[50] < dt[100], dt
+    pie_100 = off[100]["pie"]
+    assert pie_100["queue_drops"] > 10 * pie_100["aqm_drops"]
+    # without web flows: the same packets in both seeds but for PIE's random drops
+    for d in ("drop_tail", "codel", "fq_codel"):
+        a, b = off[0][d]["per_run"]
+        assert (a["p95_ms"], a["p99_ms"], a["media_rtx"]) == (b["p95_ms"], b["p99_ms"], b["media_rtx"]), d
+    a, b = off[0]["pie"]["per_run"]
+    assert (a["p99_ms"], a["media_rtx"]) != (b["p99_ms"], b["media_rtx"])
