@@ -19,7 +19,12 @@ _ALONE = {"latency-cardwell-lte-att", "latency-cardwell-lte-tmobile", "latency-c
           # §5.3 video beside 5 FTP and 100 web flows: 110 connections in 1.5 s. Beside two other
           # testbed runs on this 2-core machine one of them was reset once (cross:6, "Connection
           # reset by peer"; alone it passes): these too run in the second pass
-          "aqm-5.3-video-100web-300s", "aqm-5.3-video-ecn-100web-300s"}
+          "aqm-5.3-video-100web-300s", "aqm-5.3-video-ecn-100web-300s",
+          # ... and at 50 web flows: in a fresh clone's first pass (28 November) an FTP flow of
+          # each was reset at the run's end ("Connection reset by peer", cross:6 and cross:7);
+          # they passed in the fresh clone before it. A race at the bulk transfer's teardown under
+          # load, not found yet (closing note of that day)
+          "aqm-5.3-video-300s", "aqm-5.3-video-ecn-300s"}
 #: The duration of the tiny runs.
 TINY_S = 1.5
 
