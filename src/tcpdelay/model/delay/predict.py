@@ -125,10 +125,6 @@ def solve_params(params: DelayParams, *, force: bool = False) -> DelayPrediction
     return DelayPrediction(support, pmf, unstable, params.one_way_s, info)
 
 
-def _packets_per_segment(params: DelayParams) -> int:
-    return max(1, int(params.mss_bytes // params.packet_bytes))
-
-
 def _with_head_of_line(params: DelayParams, support, pmf, windows):
     """The ``linux``/``classic`` stacks: the chain's sender-side delays plus the receiver's
     head-of-line delay of the stack's repairs (:mod:`tcpdelay.model.delay.repair`), their
@@ -141,7 +137,7 @@ def _with_head_of_line(params: DelayParams, support, pmf, windows):
     p_pkt = chain_segment_loss(params, params.packet_bytes)
     # the repairs the RTO sent, apart, where the packets behind them drain slower than written
     stride = repair.rto_drain_stride(rules_, rate_pps=params.rate_pps, rtt_s=params.rtt_s,
-                                     packets_per_segment=_packets_per_segment(params), substeps=m)
+                                     packets_per_segment=params.packets_per_segment, substeps=m)
     rto_part: list | None = [] if stride is not None else None
     R = repair.repair_time_mixture(rules_, *windows, loss=p_pkt, rate_pps=params.rate_pps,
                                    rtt_s=params.rtt_s, t0_s=params.t0_s, substeps=m, rto_part=rto_part)

@@ -529,7 +529,7 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return sp_fft.irfft(sp_fft.rfft(a, size) * sp_fft.rfft(b, size), size)[:n]
 
 
-def rto_drain_stride(rules: StackRules, *, rate_pps: float, rtt_s: float, packets_per_segment: int,
+def rto_drain_stride(rules: StackRules, *, rate_pps: float, rtt_s: float, packets_per_segment: float,
                      substeps: int) -> int | None:
     """Grid steps between the releases of the packets held behind a repair the RTO sent, or None
     where they drain as fast as they were written (``1/f``).
@@ -547,7 +547,7 @@ def rto_drain_stride(rules: StackRules, *, rate_pps: float, rtt_s: float, packet
     drain: the one-law product stands there."""
     if rules.lost_retransmission != "rack" or float(rate_pps) * float(rtt_s) > 1.0 + 1e-9:
         return None
-    f, k = float(rate_pps), max(1, int(packets_per_segment))
+    f, k = float(rate_pps), max(1, int(packets_per_segment))    # whole packets a segment carries
     drain = 2.0 * k / float(rtt_s)
     if drain <= f:
         return None
