@@ -76,6 +76,10 @@ def edge_builder(params: DelayParams, space: "_states.StateSpace"):
     new_share = recovery_round_new_share(R, loss=params.loss, rate_pps=f, rtt_s=rtt)
     # an application-limited window still grows up to this (``linux``: ⌊r⌋ + 2; 0: never)
     w_cap = app_limited_window_cap(R, r)
+    rto_extra = max(0.0, params.t0_s - rtt) * f   # the RTO's wait beyond the round, in packets
+    # the window after a loss-free round in congestion avoidance, per window (one evaluation of
+    # CUBIC's window function for the whole build, not one per breadth-first step)
+    w_next = next_window(R, ws, r=r, rtt_s=rtt)
 
     def edges_from(src_all: np.ndarray):
         parts = _states.EdgeParts()
@@ -106,6 +110,16 @@ def edge_builder(params: DelayParams, space: "_states.StateSpace"):
             if wait_share > 0:   # a recovery round's writes behind PRR's ACK clock: ``1/f`` each
                 add(src, w2, b_next, l2, prob * wait_share, 0.0, n=plain, j0=1.0, jb=1.0)
 
+        def rounds(src, B, w_now, outcomes, wait_share=0.0, new_segments=None):
+            """The rounds of one batch of states, one per outcome ``(w2, l2, prob, is_loss,
+            b_extra)``, as one :func:`round_` over the outcomes stacked: a breadth-first build
+            calls this for every step, and one call a kind of state costs a quarter of four."""
+            m = len(outcomes)
+            col = lambda i: np.concatenate([np.broadcast_to(np.asarray(o[i]), src.shape) for o in outcomes])
+            round_(np.tile(src, m), col(0), col(1), np.tile(B, m), np.tile(w_now, m), col(2),
+                   is_loss=col(3), b_extra=col(4), wait_share=wait_share,
+                   new_segments=None if new_segments is None else np.tile(new_segments, m))
+
         w_all, B_all, l_all = space.decode(src_all)
         m0 = (w_all > 0) & (l_all == 0)
         wg, Bg, src0 = w_all[m0], B_all[m0], src_all[m0]
@@ -116,7 +130,7 @@ def edge_builder(params: DelayParams, space: "_states.StateSpace"):
         if R.app_limited_growth:   # one segment per window of ACKed segments (RFC 5681 eq 3)
             g = np.where(wa < W, 1.0 / wa, 0.0)
         elif w_cap > 0:            # the flight reaches the window: the per-ACK growth of a round of w
-            g = np.where(wa < np.minimum(w_cap, W), np.minimum(1.0, (next_window(R, wa, r=r, rtt_s=rtt) - wa) / wa), 0.0)
+            g = np.where(wa < np.minimum(w_cap, W), np.minimum(1.0, (w_next[wa - 1] - wa) / wa), 0.0)
         if R.app_limited_growth or w_cap > 0:
             add(sa, np.minimum(wa + 1, W), 0.0, 0, (1.0 - p_al) * g, 1.0 / f, n=1.0)
             add(sa, wa, 0.0, 0, (1.0 - p_al) * (1.0 - g), 1.0 / f, n=1.0)
@@ -134,17 +148,18 @@ def edge_builder(params: DelayParams, space: "_states.StateSpace"):
         ss = wn < w_ss
         # next window: doubling in slow start, else the stack's congestion avoidance; a
         # fractional target splits between its two neighbours keeping the mean
-        target = np.where(ss, 2.0 * wn, next_window(R, wn, r=r, rtt_s=rtt))
+        target = np.where(ss, 2.0 * wn, w_next[wn - 1])
         target = np.minimum(target, W)
         lo = np.floor(target + _EPS)
         frac = np.clip(target - lo, 0.0, 1.0)
         frac = np.where(frac < 1e-9, 0.0, frac)
         lo_i = lo.astype(np.int64)
-        round_(sn, lo_i, 0, Bn, wn, okp * (1.0 - frac))
-        round_(sn, np.minimum(lo_i + 1, W), 0, Bn, wn, okp * frac)
-        round_(sn, w_after[wn - 1], 1, Bn, wn, lossp * (1.0 - pto_nl), is_loss=1)
+        outcomes = [(lo_i, 0, okp * (1.0 - frac), 0, 0.0),
+                    (np.minimum(lo_i + 1, W), 0, okp * frac, 0, 0.0),
+                    (w_after[wn - 1], 1, lossp * (1.0 - pto_nl), 1, 0.0)]
         if pto_nl > 0:   # the retransmission lost too: the RTO, T0 after the round began
-            round_(sn, 0, 1, Bn, wn, lossp * pto_nl, is_loss=2, b_extra=max(0.0, params.t0_s - rtt) * f)
+            outcomes.append((0, 1, lossp * pto_nl, 2, rto_extra))
+        rounds(sn, Bn, wn, outcomes)
 
         # (c) fast recovery l = 1: one round at the reduced window, no growth. Those of its
         # segments sent after the loss was found (beyond ``high_seq``,
@@ -159,21 +174,19 @@ def edge_builder(params: DelayParams, space: "_states.StateSpace"):
         loss1 = 1.0 - ok1
         # one of the round's w segments is the retransmission: w − 1 carry new data
         fresh1 = w1 - 1.0
-        round_(src1, w1, 0, B1, w1, ok1, wait_share=wait, new_segments=fresh1)
-        round_(src1, w_after[w1 - 1], 1, B1, w1, loss1 * (1.0 - pto_nl), is_loss=1, wait_share=wait,
-               new_segments=fresh1)
+        outcomes = [(w1, 0, ok1, 0, 0.0), (w_after[w1 - 1], 1, loss1 * (1.0 - pto_nl), 1, 0.0)]
         if pto_nl > 0:
-            round_(src1, 0, 1, B1, w1, loss1 * pto_nl, is_loss=2, b_extra=max(0.0, params.t0_s - rtt) * f,
-                   wait_share=wait, new_segments=fresh1)
+            outcomes.append((0, 1, loss1 * pto_nl, 2, rto_extra))
+        rounds(src1, B1, w1, outcomes, wait_share=wait, new_segments=fresh1)
 
         # (d) timeout stages (classic only reaches them): Table 6's recovery
-        for l in range(1, MAX_BACKOFF_STAGE + 1):
-            mt = (w_all == 0) & (l_all == l)
-            st = src_all[mt]
-            Btf = B_all[mt].astype(float)
-            round_(st, 1, 0, Btf, 1, 1.0 - p_nl)
-            backoff = 2.0 ** min(l, MAX_BACKOFF_STAGE)
-            add(st, 0, Btf + backoff * t0f, min(l + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s)
+        # (every stage at once: a timeout state's index orders it by stage, then backlog)
+        mt = w_all == 0
+        st, lt = src_all[mt], l_all[mt]
+        Btf = B_all[mt].astype(float)
+        round_(st, 1, 0, Btf, 1, 1.0 - p_nl)
+        backoff = 2.0 ** np.minimum(lt, MAX_BACKOFF_STAGE)
+        add(st, 0, Btf + backoff * t0f, np.minimum(lt + 1, MAX_BACKOFF_STAGE), p_nl, backoff * params.t0_s)
 
         return parts.edges()
 
