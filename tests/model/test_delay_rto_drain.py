@@ -18,9 +18,10 @@ def test_the_drain_stride_is_the_gap_between_writes_less_the_post_timeout_window
     # nine VoIP packets a segment: 900/s, 20 - 1.1 ms = 18.9 ms -> 19 steps
     assert repair.rto_drain_stride(RULES["linux"], rate_pps=50, rtt_s=0.02, packets_per_segment=9, substeps=m) == 19
     # at RTT 100 ms two segments a round trip (20/s) do not keep up with 50/s: no stall to drain
-    # there (the chain's windows carry that backlog), and classic's RTOs are its chain's
+    # there (the chain's windows carry that backlog)
     assert repair.rto_drain_stride(RULES["linux"], rate_pps=50, rtt_s=0.1, packets_per_segment=1, substeps=m) is None
-    assert repair.rto_drain_stride(RULES["classic"], rate_pps=50, rtt_s=0.02, packets_per_segment=1, substeps=m) is None
+    # classic's post-timeout windows are the same (1, then ssthresh = 2): the same stride
+    assert repair.rto_drain_stride(RULES["classic"], rate_pps=50, rtt_s=0.02, packets_per_segment=1, substeps=m) == 10
 
 
 def _laws(loss=0.05, rtt_s=0.02):
@@ -74,3 +75,29 @@ def test_no_drain_stride_where_more_than_one_packet_is_written_a_round_trip():
     m = repair.grid_substeps(50)
     assert repair.rto_drain_stride(RULES["linux"], rate_pps=50, rtt_s=0.3, packets_per_segment=8, substeps=m) is None
     assert repair.rto_drain_stride(RULES["linux"], rate_pps=50, rtt_s=0.021, packets_per_segment=1, substeps=m) is None
+
+
+def test_classic_holds_the_writes_behind_a_stalled_lost_retransmission_at_the_sender_too():
+    # classic resends every lost retransmission by the RTO (no RACK); where PRR's ACK clock stalled
+    # behind it (at r = 1 about half the time, as for linux) the packets written meanwhile wait
+    # at the sender and drain at the post-timeout window (ns-3 trace, docs/experiments/model-fidelity.md)
+    m = repair.grid_substeps(50)
+    windows, shares = np.array([2, 3]), np.array([0.5, 0.5])
+    part: list = []
+    R = repair.repair_time_mixture(RULES["classic"], windows, shares, loss=0.05, rate_pps=50, rtt_s=0.02,
+                                   t0_s=0.22, substeps=m, rto_part=part)
+    rto = part[0]
+    assert rto.shape == R.shape and np.all(rto >= 0) and np.all(rto <= R + 1e-15)
+    assert not rto[:220].any()                 # nothing before the RTO can fire
+    # a part of the repairs the RTO sent, not all of them: the RTO repairs about p of the losses
+    # (their retransmission lost), the stalled ones about half of those, plus every backed-off one
+    after_rto = R[220:].sum() / R.sum()
+    assert 0.3 * after_rto < rto.sum() / R.sum() < 0.8 * after_rto
+    plain = repair.repair_time_mixture(RULES["classic"], windows, shares, loss=0.05, rate_pps=50,
+                                       rtt_s=0.02, t0_s=0.22, substeps=m)
+    assert np.array_equal(plain, R)
+    # the drain lengthens video's delay at RTT 20 ms (one packet a segment) against the one-law product
+    stride = repair.rto_drain_stride(RULES["classic"], rate_pps=50, rtt_s=0.02, packets_per_segment=1, substeps=m)
+    mean = lambda h: float(np.dot(np.arange(h.size), h))       # noqa: E731 (grid steps)
+    assert mean(repair.hol_pmf(R, loss=0.05, substeps=m, rto_pmf=rto, rto_stride=stride)) > \
+        1.05 * mean(repair.hol_pmf(R, loss=0.05, substeps=m))

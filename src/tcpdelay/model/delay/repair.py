@@ -36,12 +36,16 @@ included — without a state per packet. The law of ``R`` follows the stack
   ``max(t, max(RTT − 1/f, 0) + T0)``, then
   ``2·T0``, ``4·T0`` … later (§5.5).
 
-**The drain after an RTO** (``linux``): the packets written while PRR's ACK clock stalled wait
-at the sender, and after the RTO they leave at the post-timeout window (1, then ``ssthresh`` = 2:
+**The drain after an RTO**: the packets written while PRR's ACK clock stalled wait at the
+sender, and after the RTO they leave at the post-timeout window (1, then ``ssthresh`` = 2:
 ``2k`` packets a round trip with ``k`` packets a segment), not as fast as they were written. So
 the ``j``-th packet behind a repair the RTO sent is held ``R − j·(1/f − RTT/(2k))``, not
 ``R − j/f`` (:func:`rto_drain_stride`; :func:`hol_pmf` takes that part of the law with its own
-stride). Video at RTT 20 ms (``k`` = 1) holds twice the packets VoIP (``k`` = 9) holds.
+stride). Video at RTT 20 ms (``k`` = 1) holds twice the packets VoIP (``k`` = 9) holds. Both
+stacks: for ``linux`` the stall is what sends the repair to the RTO; ``classic`` resends every
+lost retransmission by the RTO, and the packets behind it wait at the sender where the clock
+stalled (:func:`_ack_clock_stalls`'s share) and always behind a lost RTO retransmission (the
+timeout's window of one sends nothing else).
 
 "Later packets" are later *transmissions*: while a window of ``w`` segments below ``f·RTT``
 limits the sender, packets coalesce and segments leave ``RTT/w`` apart, and the law is taken at
@@ -323,12 +327,15 @@ def _retransmission_rounds(rules: StackRules, start: np.ndarray, g: _Grid,
         return lo, np.bincount((tgt - lo).ravel(), weights=np.asarray(w).ravel())
 
     empty = (0, np.zeros(0))
+    # ``rto`` stacks: the part of ``pending`` behind which PRR's ACK clock stalled (the packets
+    # written meanwhile wait at the sender: :func:`rto_drain_stride`), for ``rto_pieces``
+    stalled = empty
     for r_round in range(MAX_RETRANSMISSIONS):
         for off, arr in [pending] + after_rto:
             if arr.size:
                 pieces.append((off, (1 - p) * arr))
         if rto_pieces is not None:
-            rto_pieces += [(off, (1 - p) * arr) for off, arr in after_rto if arr.size]
+            rto_pieces += [(off, (1 - p) * arr) for off, arr in after_rto + [stalled] if arr.size]
         if p * (pending[1].sum() + sum(a.sum() for _, a in after_rto)) < TAIL_TOL:
             break
         nxt = empty
@@ -355,6 +362,14 @@ def _retransmission_rounds(rules: StackRules, start: np.ndarray, g: _Grid,
             first = (np.where(idx < rto_first, rto_first, idx + t0_i) if r_round == 0
                      else idx + back)
             nxt = law_of(first, lost[rel])
+            if rto_pieces is not None:
+                # the RTO resends every lost retransmission here; the packets written after the
+                # first one wait at the sender if PRR's ACK clock stalled (as for ``rack``), after
+                # a lost RTO retransmission always (the timeout's window of one holds them)
+                share = _ack_clock_stalls(idx, rtt_i=rtt_i, u_i=u_i, loss=p) if r_round == 0 else 1.0
+                stalled = law_of(first, lost[rel] * share)
+        else:
+            stalled = empty
         pending = nxt
         after_rto = [x for x in nxt_rto if x[1].size]
         if rules.lost_retransmission != "rack":
@@ -538,14 +553,15 @@ def rto_drain_stride(rules: StackRules, *, rate_pps: float, rtt_s: float, packet
     retransmission wait at the sender; after the RTO the window is 1, then ``ssthresh`` = 2
     (``bictcp_recalc_ssthresh``'s floor; RFC 5681 §3.1), so they leave ``k·2`` packets a round
     trip (``k`` packets coalesced per segment): the ``j``-th ``j·(1/f − RTT/(2k))`` earlier than
-    the hold, not ``j/f``. Only the ``rack`` stacks take this path (``classic``'s RTOs are its
-    chain's), and only where the source writes at most one packet a round trip (``f·RTT ≤ 1``,
+    the hold, not ``j/f``. Both stacks (``classic``'s RTO after a cut is ns-3's
+    ``TcpLinuxReno::GetSsThresh`` floor of two segments), and only where the source writes at
+    most one packet a round trip (``f·RTT ≤ 1``,
     the stall of :func:`_ack_clock_stalls` with nothing in flight): there the backlog is a few
     round trips' writes and drains within a few rounds at that window. Where more is written a
     round trip (stalls of small windows with coalesced packets, e.g. VoIP at RTT 300 ms) the
     backlog takes tens of rounds, over which the window's growth, not modelled here, sets the
     drain: the one-law product stands there."""
-    if rules.lost_retransmission != "rack" or float(rate_pps) * float(rtt_s) > 1.0 + 1e-9:
+    if float(rate_pps) * float(rtt_s) > 1.0 + 1e-9:
         return None
     f, k = float(rate_pps), max(1, int(packets_per_segment))    # whole packets a segment carries
     drain = 2.0 * k / float(rtt_s)
