@@ -1,5 +1,7 @@
 """Video sources: the frame-size trace parser and the MPEG-4 TES model."""
 
+import gzip
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -8,6 +10,7 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.traffic import Mpeg4TesSource, VideoTraceSource, parse_trace
 from tcpdelay.traffic.mpeg4_tes import TesFrameModel, gop_pattern, stitch, tes_background
 from tcpdelay.traffic.source import split_frame
+from tcpdelay.traffic.video_file import PAPER_TRACE
 from tcpdelay.traffic.video_trace import parse_trace_lines, write_trace
 
 
@@ -48,6 +51,25 @@ def test_empty_or_missing_trace_is_an_error(tmp_path):
         parse_trace(tmp_path / "empty.txt")
     with pytest.raises(ParameterError, match="trace file"):
         parse_trace(tmp_path / "missing.txt")
+
+
+def test_a_csv_header_names_the_columns_and_gzip_is_read(tmp_path):
+    # the index of papers/003's H.264 file (traffic/video_file.py): decode order, the type last
+    lines = ["# a comment", "pts_s,size_bytes,pos_bytes,frame_type", "0.000000,195313,184849,I",
+             "0.100000,22074,380162,P", "0.033333,12936,402236,B"]
+    types, sizes = parse_trace_lines(lines)
+    assert list(types) == ["I", "P", "B"] and list(sizes) == [195313, 22074, 12936]
+    # columns given beside a header that names them: refused, not silently overridden
+    with pytest.raises(ParameterError, match="header names the columns"):
+        parse_trace_lines(lines, size_column=2)
+    path = tmp_path / "frames.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    assert [list(a) for a in parse_trace(path)] == [list(types), list(sizes)]
+    # the committed index itself: 624 s at 30 fps, 5.25 Mb/s, a key frame every 60 frames
+    src = VideoTraceSource(PAPER_TRACE)
+    assert len(src.frame_bytes) == 18720 and src.mean_rate_bps == pytest.approx(5.251e6, rel=1e-3)
+    assert list(np.flatnonzero(src.frame_types[:121] == "I")) == [0, 60, 120]
 
 
 def test_split_frame_packet_sizes():

@@ -16,7 +16,11 @@ Accepted format (plain text, one frame per line, in display order):
   layout: number, type, size, fragments, time). For other layouts name the 0-based columns with
   ``type_column`` and ``size_column``;
 - sizes are non-negative integers in bytes, or in bits with ``size_unit="bits"`` (rounded up to
-  whole bytes); a frame of size 0 is sent as one minimum-size packet.
+  whole bytes); a frame of size 0 is sent as one minimum-size packet;
+- a first line that names the columns ``frame_type`` and ``size_bytes`` (a CSV header, e.g.
+  ``pts_s,size_bytes,pos_bytes,frame_type``, the index of papers/003's H.264 file that
+  :mod:`tcpdelay.traffic.video_file` writes) sets the two columns by name; a file ending in
+  ``.gz`` is read through gzip.
 
 The frame rate is not in the file: give ``fps``. Frames are emitted at ``k / fps``; each frame
 is cut into packets of at most ``max_packet_bytes`` (RTP header included), emitted together at
@@ -27,6 +31,7 @@ file, the line and what was expected (:class:`tcpdelay.errors.ParameterError`).
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 import re
@@ -55,12 +60,23 @@ def parse_trace_lines(lines: Iterable[str], *, name: str = "trace", type_column:
             raise ParameterError(f"{col_name}: {col!r} must be a 0-based column index >= 0")
     types: list[str] = []
     sizes: list[int] = []
+    first = True
     for lineno, raw in enumerate(lines, start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         cols = [c for c in _SPLIT.split(line) if c]
         where = f"{name} line {lineno}"
+        if first and {"frame_type", "size_bytes"} <= {c.lower() for c in cols}:
+            # a header naming the columns (given columns would contradict it: refused)
+            if type_column is not None or size_column is not None or size_unit != "bytes":
+                raise ParameterError(f"{where}: the header names the columns; give no type_column, "
+                                     "size_column or size_unit")
+            names = [c.lower() for c in cols]
+            type_column, size_column = names.index("frame_type"), names.index("size_bytes")
+            first = False
+            continue
+        first = False
         if type_column is None:
             tcol = next((i for i, c in enumerate(cols) if c.upper() in FRAME_TYPES), None)
             if tcol is None:
@@ -92,9 +108,13 @@ def parse_trace(path: str | os.PathLike, **kwargs) -> tuple[np.ndarray, np.ndarr
     """:func:`parse_trace_lines` on a file; a missing or unreadable file is a ParameterError."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8", errors="replace")
+        if p.suffix == ".gz":
+            with gzip.open(p, "rt", encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        else:
+            text = p.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
-        raise ParameterError(f"trace file {str(p)!r}: {err.strerror or err}") from None
+        raise ParameterError(f"trace file {str(p)!r}: {getattr(err, 'strerror', None) or err}") from None
     return parse_trace_lines(text.splitlines(), name=str(p), **kwargs)
 
 
