@@ -59,6 +59,8 @@ TABLES = {
     "<!-- table aqm-5.3 testbed -->": ("aqm-5.3", "-reduced", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video ns3 -->": ("aqm-5.3-video", "-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video ns3 by seed -->": ("aqm-5.3-video", "-ns3", "cross[1].count", "web flows", True),
+    # the same cells on the testbed, reduced (results/aqm-5.3-video[-ecn]-reduced: one 30-s run a cell)
+    "<!-- table aqm-5.3-video testbed -->": ("aqm-5.3-video", "-reduced", "cross[1].count", "web flows"),
     # the same video sweeps at the paper's 300-s runs (results/aqm-5.3-video[-ecn]-300s-ns3), beside the 120-s ones
     "<!-- table aqm-5.3-video-300s ns3 -->": ("aqm-5.3-video", "-300s-ns3", "cross[1].count", "web flows"),
     "<!-- table aqm-5.3-video-300s ns3 by seed -->": ("aqm-5.3-video", "-300s-ns3", "cross[1].count", "web flows",

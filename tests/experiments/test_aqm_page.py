@@ -261,3 +261,21 @@ def test_video_at_table_4s_five_web_flow_counts_as_the_page_reads_it():
         assert (a["p95_ms"], a["p99_ms"], a["media_rtx"]) == (b["p95_ms"], b["p99_ms"], b["media_rtx"]), d
     a, b = off[0]["pie"]["per_run"]
     assert (a["p99_ms"], a["media_rtx"]) != (b["p99_ms"], b["media_rtx"])
+
+
+def test_video_on_the_testbed_keeps_claim_7_as_ns3_does():
+    """§5.3's video with the AQMs on the testbed (one 30-s run a cell): FQ-CoDel keeps the video
+    near the path's delay with nothing late and nothing retransmitted, the ECN-off order by p95 is
+    ns-3's, and CoDel with ECN marks instead of dropping and retransmits less."""
+    mod = _script()
+    off = _rows(mod, "aqm-5.3-video", "-reduced")
+    on = _rows(mod, "aqm-5.3-video", "-reduced", ecn=True)
+    assert {r["other"] for r in off.values()} == {50} and all(r["runs"] == 1 for r in off.values())
+    p95 = {d: r["p95_ms"] for d, r in off.items()}
+    assert p95["fq_codel"] < p95["codel"] < p95["pie"] < p95["drop_tail"], p95
+    assert p95["fq_codel"] < 60                             # the path's 50 ms and serialization
+    fq = off["fq_codel"]["per_run"][0]
+    assert fq["late150"] == 0 and fq["media_rtx"] == 0
+    codel_off, codel_on = off["codel"], on["codel"]
+    assert codel_on["ce_marks"] > 10 * codel_on["aqm_drops"] and codel_off["ce_marks"] == 0
+    assert codel_on["media_rtx"] < codel_off["media_rtx"]
