@@ -49,6 +49,15 @@ drops. The remedies table sets TCP with Brosh et al.'s §7 remedies (split-2, tw
 connections with the intelligent scheduler) beside the VoIP sweep's TCP and QUIC rows of the same
 paths. The variants table sets the QUIC mappings with NewReno, and frame streams reset at 150 ms
 (``quic-voip-variants-reduced``), beside the VoIP sweep's QUIC rows (CUBIC, reset at 400 ms).
+
+The *frames* table (papers/003's H.264 file sent as frames, ``quic-h264-reduced``) is per frame,
+not per packet: a frame is the packets the source emitted at one instant (a frame's packets leave
+together at ``k/30`` s), it arrives when its last packet does (its delay: the largest of its
+packets'), and it is lost if any of its packets never arrived. Late at a playout delay: the
+fraction of the frames sent that arrived later or never; for the I frames alone at 400 ms (each
+the start of a group of pictures the next 59 frames are decoded from). The frame type is the
+committed index's (:data:`tcpdelay.traffic.video_file.PAPER_TRACE`), the ``k``-th frame sent being
+its ``k``-th line.
 """
 
 from __future__ import annotations
@@ -90,6 +99,7 @@ TABLES = {
     "<!-- table quic-droptail-5.3-reduced late -->": ("quic-droptail-5.3-reduced", "droptail-late"),
     "<!-- table quic-recovery -->": ("quic-voip-reduced", "recovery"),
     "<!-- table quic-voip-variants-reduced -->": ("quic-voip-variants-reduced", "variants"),
+    "<!-- table quic-h264-reduced frames -->": ("quic-h264-reduced", "frames"),
 }
 #: the loss-recovery table: these random-drop sweeps' cells, the transports that keep state
 RECOVERY_SWEEPS = ("quic-voip-reduced", "quic-video-reduced")
@@ -352,7 +362,72 @@ def recovery_table() -> str:
     return "\n".join(out)
 
 
+FRAME_DEADLINES_S = (0.15, 0.4, 1.0)
+
+
+def frame_rows(sweep: Path) -> list[dict]:
+    """Per cell of a sweep of frames (module doc, *frames*): frames sent and lost, the delivered
+    frames' delay percentiles, the late fractions at :data:`FRAME_DEADLINES_S` and of the I frames
+    at 400 ms, beside :func:`cell_rows`' goodput and emulator lateness of the same cell."""
+    from tcpdelay.traffic.video_file import PAPER_TRACE
+    from tcpdelay.traffic.video_trace import parse_trace
+
+    types, _ = parse_trace(PAPER_TRACE)
+    delays = media_delays(sweep)
+    cells = np.asarray(delays["cell_id"].to_pylist())
+    seeds = delays["seed"].to_numpy()
+    send = delays["send_time_s"].to_numpy()
+    delay = delays["delay_s"].to_numpy(zero_copy_only=False)
+    by_path = {(r["rtt_s"], r["loss"], r["transport"]): r for r in cell_rows(sweep)}
+    scenario = _scenario(sweep)
+    pooled: dict[str, tuple[dict, list, list]] = {}
+    for r in runs(sweep):
+        ov = r["overrides"]
+        flow = dict(ov.get("flows[0]") or scenario["flows"][0])
+        row = by_path[(float(ov.get("path.rtt_s", scenario["path"]["rtt_s"])),
+                       float(ov.get("path.forward.loss.p", 0.0)), label(flow))]
+        m = (cells == r["cell_id"]) & (seeds == r["seed"])
+        t, d = send[m], delay[m]
+        # a frame: the packets written at one instant (send times kept at 1 ms; frames 33 ms apart)
+        frame_t, inverse = np.unique(t, return_inverse=True)
+        lost = np.zeros(frame_t.size, dtype=bool)
+        np.logical_or.at(lost, inverse, ~np.isfinite(d))
+        worst = np.full(frame_t.size, -np.inf)
+        np.maximum.at(worst, inverse, np.where(np.isfinite(d), d, -np.inf))
+        k = np.rint((frame_t - frame_t[0]) * 30).astype(int)
+        _, fds, is_i = pooled.setdefault(r["cell_id"], (row, [], []))
+        fds.append(np.where(lost, np.nan, worst))
+        is_i.append(types[k % types.size] == "I")
+    out = []
+    for row, fds, is_i in pooled.values():
+        fd, i_mask = np.concatenate(fds), np.concatenate(is_i)
+        got = fd[np.isfinite(fd)]
+        out.append({**row, "frames": int(fd.size), "frames_lost": float(np.mean(~np.isfinite(fd))),
+                    "frame_p50_ms": 1e3 * np.percentile(got, 50), "frame_p95_ms": 1e3 * np.percentile(got, 95),
+                    "frame_p99_ms": 1e3 * np.percentile(got, 99),
+                    "frame_late": [float(x) for x in miss_fraction(fd, FRAME_DEADLINES_S)],
+                    "i_frames": int(i_mask.sum()), "i_late_400": float(miss_fraction(fd[i_mask], (0.4,))[0])})
+    return sorted(out, key=_order)
+
+
+def frames_table(sweep_name: str) -> str:
+    rows = frame_rows(RESULTS / sweep_name)
+    late_cols = " | ".join(f"late {t * 1e3:.0f} ms" for t in FRAME_DEADLINES_S)
+    out = [f"| RTT (ms) | loss | transport | frames | frames lost | frame delay p50 / p95 / p99 (ms) | {late_cols} "
+           "| I frames late 400 ms | goodput (Mb/s) | emulator lateness p99 (ms) |",
+           "|" + "---|" * (9 + len(FRAME_DEADLINES_S))]
+    for r in rows:
+        late = " | ".join(_pct(x) for x in r["frame_late"])
+        out.append(f"| {1e3 * r['rtt_s']:.0f} | {100 * r['loss']:g} % | {r['transport']} | {r['frames']} "
+                   f"| {_pct(r['frames_lost'])} | {r['frame_p50_ms']:.0f} / {r['frame_p95_ms']:.0f} / "
+                   f"{r['frame_p99_ms']:.0f} | {late} | {_pct(r['i_late_400'])} ({r['i_frames']}) "
+                   f"| {r['goodput_kbps'] / 1e3:.2f} | {r['lateness_ms']:.2f} |")
+    return "\n".join(out)
+
+
 def table(sweep_name: str, kind: str) -> str:
+    if kind == "frames":
+        return frames_table(sweep_name)
     if kind in ("late", "droptail-late", "remedies-late"):
         return late_table(sweep_name, droptail=kind == "droptail-late", remedies=kind == "remedies-late")
     if kind == "recovery":

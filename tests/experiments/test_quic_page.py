@@ -288,3 +288,53 @@ def test_two_tcp_connections_overtake_a_stream_per_frame_at_600_ms(mod):
         assert all(r["curve"][at[d]] >= tcp[at[d]] for d in mod.CURVE_S if d <= 0.3), (rtt, p)
         assert r["curve"][at[0.2]] > tcp[at[0.2]], (rtt, p)
         assert all(abs(r["curve"][at[d]] - tcp[at[d]]) <= 0.0121 for d in mod.CURVE_S if d >= 0.6), (rtt, p)
+
+
+def _frames(mod):
+    return {(r["rtt_s"], r["loss"], r["transport"]): r for r in mod.frame_rows(mod.RESULTS / "quic-h264-reduced")}
+
+
+def test_h264_rides_tcp_within_400_ms_only_where_the_model_calls_it_stable(mod):
+    """Claim 17: papers/003's H.264 frames (5.24 Mb/s) over TCP: on time where PFTK's throughput
+    exceeds the rate (RTT 20 ms, 0.5 %), seconds behind elsewhere; the guard tells them apart."""
+    from tcpdelay.model.delay.predict import predict
+
+    rows = _frames(mod)
+    assert sorted(rows) == sorted((rtt, p, t) for rtt in (0.02, 0.1) for p in (0.005, 0.02, 0.05)
+                                  for t in mod.TRANSPORTS)
+    for (rtt, p, t), r in rows.items():
+        if t != "tcp":
+            continue
+        stable = not predict(rate_bps=5.26e6, packet_bytes=1448, rtt_s=rtt, loss=p).unstable
+        assert stable == ((rtt, p) == (0.02, 0.005)), (rtt, p)
+        if stable:
+            assert r["frames_lost"] == 0 and r["frame_late"][1] == 0 and r["goodput_kbps"] > 5.2e3
+        else:
+            assert r["frame_late"][1] > 0.8 and r["frame_p50_ms"] > 2000 and r["goodput_kbps"] < 4.1e3
+
+
+def test_no_quic_mapping_carries_the_h264_frames_better_than_tcp(mod):
+    """Claim 18: one QUIC stream is later than TCP on every path; frame streams bound the frame
+    delay at their reset by discarding frames (half the I frames even at 20 ms, 0.5 %)."""
+    rows = _frames(mod)
+    for rtt in (0.02, 0.1):
+        for p in (0.005, 0.02, 0.05):
+            tcp, one, per = rows[(rtt, p, "tcp")], rows[(rtt, p, "quic-stream")], rows[(rtt, p, "quic-frame-streams")]
+            assert one["frame_late"][0] >= tcp["frame_late"][0] and one["frame_late"][1] >= tcp["frame_late"][1]
+            assert per["frame_p99_ms"] < 450 and per["frames_lost"] > 0
+            assert min(x["frame_late"][1] for x in rows.values() if (x["rtt_s"], x["loss"]) == (rtt, p)) \
+                == min(tcp["frame_late"][1], rows[(rtt, p, "udp")]["frame_late"][1])
+    easy = rows[(0.02, 0.005, "quic-frame-streams")]
+    assert easy["frames_lost"] < 0.05 and easy["i_late_400"] >= 0.5
+
+
+def test_udp_loses_a_multi_packet_frame_with_any_of_its_packets(mod):
+    """Claim 19: UDP's frames arrive at the path's delay, but the share lost is far above the packet
+    loss, and the I frames (~95 packets) nearly all go at 2 % and above."""
+    rows = _frames(mod)
+    for rtt in (0.02, 0.1):
+        for p in (0.005, 0.02, 0.05):
+            r = rows[(rtt, p, "udp")]
+            assert r["frame_p99_ms"] < 1e3 * rtt / 2 + 40
+            assert r["frames_lost"] > 10 * p
+            assert r["i_late_400"] >= (0.5 if p == 0.005 else 0.9)
