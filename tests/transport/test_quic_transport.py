@@ -137,6 +137,30 @@ def test_a_frame_stream_past_its_deadline_is_reset_and_its_unsent_packets_not_de
     assert got2.received_packets == res2.packets
 
 
+def test_a_datagram_queued_past_its_deadline_is_dropped_at_the_sender_never_sent(tmp_path):
+    """8 Mb/s video as datagrams: a frame (~33 kB) is larger than QUIC's initial window (12 kB),
+    so congestion control holds part of the first frames' DATAGRAM frames; with a 1 ms deadline
+    those still queued then are dropped at the sender (never on the wire, so never delivered),
+    what was let out arrives, and without a deadline the same video is delivered whole."""
+    rx = Receiver(out_dir=str(tmp_path / "rx"))
+    res = _send(rx, build_source("mpeg4-tes", rate_bps=8e6), "quic-datagram", tmp_path / "tx",
+                quic=QuicOptions(deadline_s=1e-3))
+    (got,) = rx.join()
+    assert res.status == "completed" and got.status == "completed", (res.error, got.errors)
+    dropped = res.quic["deadline_dropped_datagrams"]
+    assert 0 < dropped < res.quic["datagram_frames"]
+    # every DATAGRAM frame the receiver got was sent: none dropped at the sender arrived
+    assert got.quic["datagram_frames"] <= res.quic["datagram_frames"] - dropped
+    sent = read_records(tmp_path / "tx", "sent")
+    received = read_records(tmp_path / "rx", "received")
+    assert 0 < received.num_rows < sent.num_rows
+    rx2 = Receiver(out_dir=str(tmp_path / "rx2"))
+    res2 = _send(rx2, build_source("mpeg4-tes", rate_bps=8e6), "quic-datagram", tmp_path / "tx2")
+    (got2,) = rx2.join()
+    assert res2.status == "completed" and res2.quic["deadline_dropped_datagrams"] == 0
+    assert got2.received_packets == res2.packets
+
+
 def test_a_stream_per_group_of_pictures_opens_one_stream_per_i_frame(tmp_path):
     rx = Receiver(out_dir=str(tmp_path / "rx"))
     res = _send(rx, build_source("mpeg4-tes", rate_bps=1e6), "quic-frame-streams", tmp_path / "tx",

@@ -127,7 +127,8 @@ def _source(profile: str, silences: bool, mpeg4_rate_bps: float | None, video_tr
               help="TCP_CONGESTION of every media connection (reno, cubic, bbr, ...); QUIC: newreno "
                    "(default) or cubic (aioquic has no BBR).")
 @click.option("--quic-deadline-s", type=POSITIVE, default=None,
-              help="quic-frame-streams: reset a frame's stream not acknowledged this long after it opened.")
+              help="quic-frame-streams: reset a frame's stream not acknowledged this long after it opened; "
+                   "quic-datagram: drop a DATAGRAM frame still queued this long after its packet was written.")
 @click.option("--quic-streams-per", type=click.Choice(["frame", "gop"]), default="frame", show_default=True,
               help="quic-frame-streams: a stream per frame, or per group of pictures (from each I frame).")
 @click.option("--quic-max-datagram-bytes", type=click.IntRange(1200, 65527), default=1200, show_default=True,

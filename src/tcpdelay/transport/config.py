@@ -147,9 +147,9 @@ class SenderConfig:
         if self.keepalive and self.run.transport in QUIC_TRANSPORTS:
             raise ParameterError("keepalive needs --transport tcp or udp (QUIC keeps its own "
                                  "connection alive)")
-        if self.quic.deadline_s is not None and self.run.transport != "quic-frame-streams":
-            raise ParameterError("a QUIC deadline needs --transport quic-frame-streams (the other "
-                                 "mappings have no stream to reset)")
+        if self.quic.deadline_s is not None and self.run.transport not in ("quic-frame-streams", "quic-datagram"):
+            raise ParameterError("a QUIC deadline needs --transport quic-frame-streams or quic-datagram "
+                                 "(one stream has nothing to reset or drop)")
         if not (isinstance(self.tcp_state_period_s, (int, float)) and 0 <= self.tcp_state_period_s <= 60):
             raise ParameterError(f"tcp_state_period_s: {self.tcp_state_period_s!r} must be in [0, 60] s (0 = off)")
         if self.cc_state_map_id is not None and not (isinstance(self.cc_state_map_id, int)

@@ -13,7 +13,10 @@ The transports (``RunParams.transport``; docs/transports-quic.md):
   This is the moq-transport drafts' stream-per-group mapping with a delivery timeout.
 - ``quic-datagram``: every RTP packet in one DATAGRAM frame (RFC 9221), never retransmitted; a
   packet larger than what one DATAGRAM frame carries is sent as split-N pieces (the receiver
-  reassembles them as UDP's).
+  reassembles them as UDP's). DATAGRAM frames are congestion-controlled (RFC 9221 §5.4) and wait
+  in the sender's queue while the window is full; with ``deadline_s`` one still queued that
+  long after its packet was written is dropped there (counted in ``deadline_dropped_datagrams``),
+  the datagram form of the delivery timeout: a late datagram is not sent at all.
 
 Congestion control is aioquic's: ``newreno`` (RFC 9002 §7, aioquic's "reno") or ``cubic``
 (RFC 9438). aioquic 1.7 has no BBR, so ``bbr`` is refused.
@@ -54,8 +57,9 @@ def is_quic(transport: str) -> bool:
 class QuicOptions:
     """The sender's QUIC knobs (the receiver learns the mapping from ``RunParams.transport``).
 
-    ``congestion``: ``newreno`` or ``cubic``. ``deadline_s``: quic-frame-streams only: reset a
-    frame's stream that is not fully acknowledged this long after it was opened (None = never).
+    ``congestion``: ``newreno`` or ``cubic``. ``deadline_s``: quic-frame-streams: reset a
+    frame's stream that is not fully acknowledged this long after it was opened; quic-datagram:
+    drop a DATAGRAM frame still queued this long after its packet was written (None = never).
     ``streams_per``: ``frame`` or ``gop``. ``max_datagram_bytes``: the largest UDP payload
     QUIC sends (aioquic does no path MTU discovery; 1200 fits every path).
     """

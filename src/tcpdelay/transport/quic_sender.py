@@ -25,6 +25,7 @@ The transport's state is sampled every ``tcp_state_period_s`` into ``quic_state`
 
 from __future__ import annotations
 
+import collections
 import math
 import re
 import select
@@ -181,7 +182,7 @@ def run_quic_sender(config, source, *, stop=None, on_progress=None) -> SenderRes
         result.per_connection_packets = [0]
         result.quic = {"options": cfg.quic.to_dict(), "cert_sha256": cert_sha256,
                        "alpn": conn.tls.alpn_negotiated, "streams_opened": 0, "streams_reset": 0,
-                       "deadline_dropped_packets": 0, "datagram_frames": 0,
+                       "deadline_dropped_packets": 0, "deadline_dropped_datagrams": 0, "datagram_frames": 0,
                        "lost_packets": 0, "ptos": 0}
 
         common = {"clock": result.clock, "clock_source": clock.CLOCK_NAME, "run_id": run_id}
@@ -238,6 +239,9 @@ class _QuicSendRun(_SendRun):
         self.cur_reset = False
         self.rtp_seq = 0
         self.seq = 0
+        # quic-datagram: when each DATAGRAM frame still in aioquic's queue was handed to it (ns),
+        # oldest first as the queue is (aioquic sends it first in, first out)
+        self.datagram_queued_ns: collections.deque[int] = collections.deque()
 
     # -- streams ------------------------------------------------------------------------------
 
@@ -284,6 +288,21 @@ class _QuicSendRun(_SendRun):
             elif nxt is None or opened + self.deadline_ns < nxt:
                 nxt = opened + self.deadline_ns
         return nxt
+
+    def _datagram_deadlines(self, now: int) -> int | None:
+        """Drop the DATAGRAM frames queued longer than the deadline (never sent: RFC 9221 §5.4
+        lets a sender drop what congestion control holds); when the next one falls due (ns)."""
+        pending, queued = self.conn._datagrams_pending, self.datagram_queued_ns
+        while len(queued) > len(pending):      # the oldest were sent since
+            queued.popleft()
+        if self.deadline_ns is None:
+            queued.clear()
+            return None
+        while queued and now - queued[0] >= self.deadline_ns:
+            queued.popleft()
+            pending.popleft()
+            self.result.quic["deadline_dropped_datagrams"] += 1
+        return queued[0] + self.deadline_ns if queued else None
 
     def _queued_bytes(self) -> int:
         """Media bytes aioquic holds that are not yet acknowledged (streams) or sent (datagrams)."""
@@ -340,6 +359,7 @@ class _QuicSendRun(_SendRun):
                 self.rtp_seq += 1
                 if self.mapping == "quic-datagram":
                     self.conn.send_datagram_frame(pkt)
+                    self.datagram_queued_ns.append(now)
                     result.quic["datagram_frames"] += 1
                 else:
                     fin = (self.mapping == "quic-frame-streams" and self.opts.streams_per == "frame"
@@ -401,6 +421,11 @@ class _QuicSendRun(_SendRun):
                 wake = [] if nxt is None else [t0 + int(nxt.at_s * 1e9)]
                 if self.mapping == "quic-frame-streams":
                     due = self._deadlines(now)
+                    if due is not None:
+                        wake.append(due)
+                elif self.mapping == "quic-datagram":
+                    link.flush()        # what the window lets out now goes before any is dropped
+                    due = self._datagram_deadlines(now)
                     if due is not None:
                         wake.append(due)
                 if state == "sending" and nxt is None:

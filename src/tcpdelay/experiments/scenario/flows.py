@@ -79,8 +79,8 @@ class Flow(StrictTable):
                              "quic.congestion_control (newreno, cubic)")
         if not self.transport.startswith("quic-") and self.quic != Quic():
             raise ValueError(f"quic needs a quic-* transport (this flow's is {self.transport!r})")
-        if self.quic.deadline_s is not None and self.transport != "quic-frame-streams":
-            raise ValueError("quic.deadline_s needs transport = 'quic-frame-streams'")
+        if self.quic.deadline_s is not None and self.transport not in ("quic-frame-streams", "quic-datagram"):
+            raise ValueError("quic.deadline_s needs transport = 'quic-frame-streams' or 'quic-datagram'")
         if self.transport != "tcp":
             for key, default in (("connections", 1), ("scheduler", "blind"),
                                  ("proactive_drop_s", None), ("keepalive", False)):

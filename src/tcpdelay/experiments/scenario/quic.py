@@ -15,8 +15,9 @@ QUIC_TRANSPORTS = ("quic-stream", "quic-frame-streams", "quic-datagram")
 
 class Quic(StrictTable):
     """``congestion_control``: ``newreno`` or ``cubic`` (aioquic 1.7 has no BBR).
-    ``deadline_s``: quic-frame-streams only: a frame's (or group's) stream not acknowledged this
-    long after it opened is reset (RESET_STREAM). ``streams_per``: ``frame`` or ``gop`` (a
+    ``deadline_s``: quic-frame-streams: a frame's (or group's) stream not acknowledged this
+    long after it opened is reset (RESET_STREAM); quic-datagram: a DATAGRAM frame congestion
+    control has not let out this long after its packet was written is dropped, never sent. ``streams_per``: ``frame`` or ``gop`` (a
     stream per group of pictures, from each I frame). ``max_datagram_bytes``: the largest UDP
     payload QUIC sends (1200 fits every path; aioquic does no path MTU discovery)."""
 
