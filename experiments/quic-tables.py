@@ -57,7 +57,9 @@ packets'), and it is lost if any of its packets never arrived. Late at a playout
 fraction of the frames sent that arrived later or never; for the I frames alone at 400 ms (each
 the start of a group of pictures the next 59 frames are decoded from). The frame type is the
 committed index's (:data:`tcpdelay.traffic.video_file.PAPER_TRACE`), the ``k``-th frame sent being
-its ``k``-th line.
+its ``k``-th line. The *deadlines* frames table sets the same frames over datagrams dropped at the
+sender after 400 ms and frame streams reset at 1 s (``quic-h264-deadlines-reduced``) beside that
+sweep's datagrams (no deadline) and frame streams (reset at 400 ms) on each path.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ TABLES = {
     "<!-- table quic-recovery -->": ("quic-voip-reduced", "recovery"),
     "<!-- table quic-voip-variants-reduced -->": ("quic-voip-variants-reduced", "variants"),
     "<!-- table quic-h264-reduced frames -->": ("quic-h264-reduced", "frames"),
+    "<!-- table quic-h264-deadlines-reduced frames -->": ("quic-h264-deadlines-reduced", "frames-deadlines"),
 }
 #: the loss-recovery table: these random-drop sweeps' cells, the transports that keep state
 RECOVERY_SWEEPS = ("quic-voip-reduced", "quic-video-reduced")
@@ -107,6 +110,9 @@ RECOVERY_SWEEPS = ("quic-voip-reduced", "quic-video-reduced")
 REMEDIES_BESIDE = ("quic-voip-reduced", ("tcp", "quic-stream", "quic-frame-streams", "quic-datagram"))
 #: the QUIC variants table (congestion control, reset deadline): beside these rows of the VoIP sweep
 VARIANTS_BESIDE = ("quic-voip-reduced", ("quic-stream", "quic-frame-streams", "quic-datagram"))
+#: the H.264 deadlines table: beside these rows of the H.264 sweep (datagrams without a deadline,
+#: frame streams reset at 400 ms) on each path
+DEADLINES_BESIDE = ("quic-h264-reduced", ("quic-frame-streams", "quic-datagram"))
 #: what the QUIC rows of the other sweeps run: CUBIC, frame streams reset 400 ms after their write
 QUIC_DEFAULT_CC, QUIC_DEFAULT_DEADLINE_S = "cubic", 0.4
 
@@ -123,18 +129,21 @@ def label(flow: dict) -> str:
     cc, deadline_s = _quic_choices(flow)
     if cc is not None and cc != QUIC_DEFAULT_CC:
         name += f" {cc}"
-    if deadline_s is not None and deadline_s != QUIC_DEFAULT_DEADLINE_S:
+    if flow["transport"] == "quic-datagram" and deadline_s is not None:
+        name += f" dropped after {deadline_s * 1e3:.0f} ms"
+    elif deadline_s is not None and deadline_s != QUIC_DEFAULT_DEADLINE_S:
         name += f" reset {deadline_s * 1e3:.0f} ms"
     return name
 
 
 def _quic_choices(flow: dict) -> tuple[str | None, float | None]:
-    """A QUIC flow's congestion control and (frame streams) reset deadline; None, None for TCP
-    and UDP."""
+    """A QUIC flow's congestion control and deadline (frame streams: the reset, 400 ms by
+    default; datagrams: the sender's drop, none by default); None, None for TCP and UDP."""
     if not flow["transport"].startswith("quic-"):
         return None, None
     quic = flow.get("quic") or {}
-    deadline = quic.get("deadline_s", QUIC_DEFAULT_DEADLINE_S) if flow["transport"] == "quic-frame-streams" else None
+    deadline = (quic.get("deadline_s", QUIC_DEFAULT_DEADLINE_S) if flow["transport"] == "quic-frame-streams"
+                else quic.get("deadline_s") if flow["transport"] == "quic-datagram" else None)
     return quic.get("congestion_control", QUIC_DEFAULT_CC), deadline
 
 
@@ -402,25 +411,33 @@ def frame_rows(sweep: Path) -> list[dict]:
     for row, fds, is_i in pooled.values():
         fd, i_mask = np.concatenate(fds), np.concatenate(is_i)
         got = fd[np.isfinite(fd)]
+        pct = (lambda q: 1e3 * float(np.percentile(got, q))) if got.size else (lambda q: None)  # noqa: E731
         out.append({**row, "frames": int(fd.size), "frames_lost": float(np.mean(~np.isfinite(fd))),
-                    "frame_p50_ms": 1e3 * np.percentile(got, 50), "frame_p95_ms": 1e3 * np.percentile(got, 95),
-                    "frame_p99_ms": 1e3 * np.percentile(got, 99),
+                    "frame_p50_ms": pct(50), "frame_p95_ms": pct(95), "frame_p99_ms": pct(99),
                     "frame_late": [float(x) for x in miss_fraction(fd, FRAME_DEADLINES_S)],
                     "i_frames": int(i_mask.sum()), "i_late_400": float(miss_fraction(fd[i_mask], (0.4,))[0])})
     return sorted(out, key=_order)
 
 
-def frames_table(sweep_name: str) -> str:
+def frames_table(sweep_name: str, beside: tuple[str, tuple[str, ...]] | None = None) -> str:
+    """The frames table of ``sweep_name``; with ``beside`` (:data:`DEADLINES_BESIDE`) that
+    sweep's rows of those transports on the same paths too."""
     rows = frame_rows(RESULTS / sweep_name)
+    if beside is not None:
+        paths = {(r["rtt_s"], r["loss"]) for r in rows}
+        rows += [r for r in frame_rows(RESULTS / beside[0]) if r["transport"] in beside[1]
+                 and (r["rtt_s"], r["loss"]) in paths]
+        rows.sort(key=_order)
     late_cols = " | ".join(f"late {t * 1e3:.0f} ms" for t in FRAME_DEADLINES_S)
     out = [f"| RTT (ms) | loss | transport | frames | frames lost | frame delay p50 / p95 / p99 (ms) | {late_cols} "
            "| I frames late 400 ms | goodput (Mb/s) | emulator lateness p99 (ms) |",
            "|" + "---|" * (9 + len(FRAME_DEADLINES_S))]
     for r in rows:
         late = " | ".join(_pct(x) for x in r["frame_late"])
+        delays = ("none delivered whole" if r["frame_p50_ms"] is None else
+                  f"{r['frame_p50_ms']:.0f} / {r['frame_p95_ms']:.0f} / {r['frame_p99_ms']:.0f}")
         out.append(f"| {1e3 * r['rtt_s']:.0f} | {100 * r['loss']:g} % | {r['transport']} | {r['frames']} "
-                   f"| {_pct(r['frames_lost'])} | {r['frame_p50_ms']:.0f} / {r['frame_p95_ms']:.0f} / "
-                   f"{r['frame_p99_ms']:.0f} | {late} | {_pct(r['i_late_400'])} ({r['i_frames']}) "
+                   f"| {_pct(r['frames_lost'])} | {delays} | {late} | {_pct(r['i_late_400'])} ({r['i_frames']}) "
                    f"| {r['goodput_kbps'] / 1e3:.2f} | {r['lateness_ms']:.2f} |")
     return "\n".join(out)
 
@@ -428,6 +445,8 @@ def frames_table(sweep_name: str) -> str:
 def table(sweep_name: str, kind: str) -> str:
     if kind == "frames":
         return frames_table(sweep_name)
+    if kind == "frames-deadlines":
+        return frames_table(sweep_name, DEADLINES_BESIDE)
     if kind in ("late", "droptail-late", "remedies-late"):
         return late_table(sweep_name, droptail=kind == "droptail-late", remedies=kind == "remedies-late")
     if kind == "recovery":

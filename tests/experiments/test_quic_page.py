@@ -338,3 +338,30 @@ def test_udp_loses_a_multi_packet_frame_with_any_of_its_packets(mod):
             assert r["frame_p99_ms"] < 1e3 * rtt / 2 + 40
             assert r["frames_lost"] > 10 * p
             assert r["i_late_400"] >= (0.5 if p == 0.005 else 0.9)
+
+
+def test_a_deadline_bounds_how_late_quic_delivers_not_how_much_arrives_in_time(mod):
+    """Claim 20: datagrams dropped after 400 ms arrive within ~450 ms where without a deadline they
+    queued for seconds, losing more whole frames; frame streams reset at 1 s are fewer late at a
+    1-s playout on the easy path and more late at 400 ms where the window limits."""
+    ddl = {(r["rtt_s"], r["loss"], r["transport"]): r
+           for r in mod.frame_rows(mod.RESULTS / "quic-h264-deadlines-reduced")}
+    base = _frames(mod)
+    assert sorted(ddl) == sorted((rtt, p, t) for rtt in (0.02, 0.1) for p in (0.005, 0.02, 0.05)
+                                 for t in ("quic-datagram dropped after 400 ms", "quic-frame-streams reset 1000 ms"))
+    for (rtt, p, t), r in ddl.items():
+        if t.startswith("quic-datagram"):
+            plain = base[(rtt, p, "quic-datagram")]
+            if r["frame_p99_ms"] is not None:
+                assert r["frame_p99_ms"] < 460
+            assert r["frames_lost"] >= plain["frames_lost"] - 0.01
+            if p > 0.005 or rtt > 0.02:          # where the window does not keep up: seconds without
+                assert plain["frame_p99_ms"] > 8000
+    easy = (0.02, 0.005)
+    assert ddl[easy + ("quic-frame-streams reset 1000 ms",)]["frame_late"][2] < \
+        base[easy + ("quic-frame-streams",)]["frame_late"][2] / 5
+    hard = (0.02, 0.02)
+    assert ddl[hard + ("quic-frame-streams reset 1000 ms",)]["frame_late"][1] > \
+        base[hard + ("quic-frame-streams",)]["frame_late"][1] + 0.2
+    assert ddl[hard + ("quic-datagram dropped after 400 ms",)]["frame_late"][2] < \
+        base[hard + ("quic-datagram",)]["frame_late"][2] - 0.1
