@@ -239,8 +239,8 @@ class _QuicSendRun(_SendRun):
         self.cur_reset = False
         self.rtp_seq = 0
         self.seq = 0
-        # quic-datagram: when each DATAGRAM frame still in aioquic's queue was handed to it (ns),
-        # oldest first as the queue is (aioquic sends it first in, first out)
+        # quic-datagram with a deadline: when each DATAGRAM frame still in aioquic's queue was
+        # handed to it (ns), oldest first as the queue is (aioquic sends it first in, first out)
         self.datagram_queued_ns: collections.deque[int] = collections.deque()
 
     # -- streams ------------------------------------------------------------------------------
@@ -295,9 +295,6 @@ class _QuicSendRun(_SendRun):
         pending, queued = self.conn._datagrams_pending, self.datagram_queued_ns
         while len(queued) > len(pending):      # the oldest were sent since
             queued.popleft()
-        if self.deadline_ns is None:
-            queued.clear()
-            return None
         while queued and now - queued[0] >= self.deadline_ns:
             queued.popleft()
             pending.popleft()
@@ -359,7 +356,8 @@ class _QuicSendRun(_SendRun):
                 self.rtp_seq += 1
                 if self.mapping == "quic-datagram":
                     self.conn.send_datagram_frame(pkt)
-                    self.datagram_queued_ns.append(now)
+                    if self.deadline_ns is not None:
+                        self.datagram_queued_ns.append(now)
                     result.quic["datagram_frames"] += 1
                 else:
                     fin = (self.mapping == "quic-frame-streams" and self.opts.streams_per == "frame"
@@ -423,7 +421,7 @@ class _QuicSendRun(_SendRun):
                     due = self._deadlines(now)
                     if due is not None:
                         wake.append(due)
-                elif self.mapping == "quic-datagram":
+                elif self.mapping == "quic-datagram" and self.deadline_ns is not None:
                     link.flush()        # what the window lets out now goes before any is dropped
                     due = self._datagram_deadlines(now)
                     if due is not None:
