@@ -103,6 +103,7 @@ TABLES = {
     "<!-- table quic-voip-variants-reduced -->": ("quic-voip-variants-reduced", "variants"),
     "<!-- table quic-h264-reduced frames -->": ("quic-h264-reduced", "frames"),
     "<!-- table quic-h264-deadlines-reduced frames -->": ("quic-h264-deadlines-reduced", "frames-deadlines"),
+    "<!-- table quic-h264-reduced state -->": ("quic-h264-reduced", "state"),
 }
 #: the loss-recovery table: these random-drop sweeps' cells, the transports that keep state
 RECOVERY_SWEEPS = ("quic-voip-reduced", "quic-video-reduced")
@@ -442,7 +443,53 @@ def frames_table(sweep_name: str, beside: tuple[str, tuple[str, ...]] | None = N
     return "\n".join(out)
 
 
+def state_rows(sweep: Path) -> list[dict]:
+    """Per cell: the media sender's transport state over the run, from the sweep's kept
+    ``transport_state.parquet`` (:mod:`tcpdelay.results.kept_transport_state`): samples, the
+    window's median (kB), the smoothed RTT's median and p95 (ms), and for QUIC the share of
+    samples with the bytes in flight within one packet (1200 bytes) of the window (the window
+    limits the sender)."""
+    from tcpdelay.results.kept_transport_state import kept_transport_state
+
+    kept = kept_transport_state(sweep)
+    if not kept:
+        raise SystemExit(f"{sweep.name}: no transport_state.parquet (quic-tables.py --keep-state on the measuring machine)")
+    by_path = {(r["rtt_s"], r["loss"], r["transport"]): r for r in cell_rows(sweep)}
+    scenario = _scenario(sweep)
+    out = []
+    for r in runs(sweep):
+        ov = r["overrides"]
+        flow = dict(ov.get("flows[0]") or scenario["flows"][0])
+        key = (float(ov.get("path.rtt_s", scenario["path"]["rtt_s"])), float(ov.get("path.forward.loss.p", 0.0)),
+               label(flow))
+        if flow["transport"] == "udp":
+            continue
+        s = kept[(r["cell_id"], r["seed"])]
+        srtt = s["srtt_s"][np.isfinite(s["srtt_s"])]
+        flight = s["bytes_in_flight"]
+        bound = (float(np.mean(flight >= s["cwnd_bytes"] - 1200)) if np.isfinite(flight).all() and flight.size
+                 else None)
+        out.append({**by_path[key], "samples": int(s["time_s"].size),
+                    "cwnd_kb": float(np.median(s["cwnd_bytes"])) / 1e3,
+                    "srtt_p50_ms": 1e3 * float(np.median(srtt)), "srtt_p95_ms": 1e3 * float(np.percentile(srtt, 95)),
+                    "window_bound": bound})
+    return sorted(out, key=_order)
+
+
+def state_table(sweep_name: str) -> str:
+    out = ["| RTT (ms) | loss | transport | samples | window p50 (kB) | smoothed RTT p50 / p95 (ms) "
+           "| window-bound (QUIC) | goodput (Mb/s) |", "|" + "---|" * 8]
+    for r in state_rows(RESULTS / sweep_name):
+        bound = "–" if r["window_bound"] is None else _pct(r["window_bound"])
+        out.append(f"| {1e3 * r['rtt_s']:.0f} | {100 * r['loss']:g} % | {r['transport']} | {r['samples']} "
+                   f"| {r['cwnd_kb']:.1f} | {r['srtt_p50_ms']:.0f} / {r['srtt_p95_ms']:.0f} | {bound} "
+                   f"| {r['goodput_kbps'] / 1e3:.2f} |")
+    return "\n".join(out)
+
+
 def table(sweep_name: str, kind: str) -> str:
+    if kind == "state":
+        return state_table(sweep_name)
     if kind == "frames":
         return frames_table(sweep_name)
     if kind == "frames-deadlines":
@@ -510,9 +557,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quic-state", action="store_true",
                     help="print claim 2's reading of the window and claim 12's PTO times from the runs' quic_state records "
                          "(the measuring machine only)")
+    ap.add_argument("--keep-state", metavar="SWEEP",
+                    help="write results/SWEEP/transport_state.parquet from its runs' quic_state / tcp_state "
+                         "records (the measuring machine only), for the state tables")
     args = ap.parse_args(argv)
     if args.quic_state:
         print(json.dumps({"window": window_reading(), "ptos_rtt_300ms": pto_times()}, indent=1))
+        return 0
+    if args.keep_state:
+        from tcpdelay.results.kept_transport_state import keep_transport_state
+
+        sweep = RESULTS / args.keep_state
+        print(f"{sweep}: {keep_transport_state(sweep, runs(sweep))} samples kept")
         return 0
     tables = {}
     for marker, spec in TABLES.items():

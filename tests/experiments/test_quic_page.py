@@ -365,3 +365,20 @@ def test_a_deadline_bounds_how_late_quic_delivers_not_how_much_arrives_in_time(m
         base[hard + ("quic-frame-streams",)]["frame_late"][1] + 0.2
     assert ddl[hard + ("quic-datagram dropped after 400 ms",)]["frame_late"][2] < \
         base[hard + ("quic-datagram",)]["frame_late"][2] - 0.1
+
+
+def test_the_kept_transport_state_says_the_window_limits_the_h264_senders(mod):
+    """Claim 17's reading of the state table: the window over the smoothed RTT bounds the goodput
+    (within a factor 2: a median window and RTT), and the QUIC senders are window-bound in most
+    samples where they fell behind, less where they kept up."""
+    rows = {(r["rtt_s"], r["loss"], r["transport"]): r for r in mod.state_rows(mod.RESULTS / "quic-h264-reduced")}
+    assert {t for _, _, t in rows} == {"tcp", "quic-stream", "quic-frame-streams", "quic-datagram"}
+    for (rtt, p, t), r in rows.items():
+        assert r["samples"] > 1500 and abs(r["srtt_p50_ms"] - 1e3 * rtt) < 5      # no queue: the path's RTT
+        window_rate_mbps = 8 * r["cwnd_kb"] / r["srtt_p50_ms"]
+        if (rtt, p) != (0.02, 0.005):
+            assert r["goodput_kbps"] / 1e3 < 2 * window_rate_mbps and window_rate_mbps < 2 * r["goodput_kbps"] / 1e3
+        if t != "tcp":
+            assert r["window_bound"] > (0.8 if (rtt, p) != (0.02, 0.005) else 0.5), (rtt, p, t)
+        else:
+            assert r["window_bound"] is None
