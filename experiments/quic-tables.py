@@ -104,6 +104,7 @@ TABLES = {
     "<!-- table quic-h264-reduced frames -->": ("quic-h264-reduced", "frames"),
     "<!-- table quic-h264-deadlines-reduced frames -->": ("quic-h264-deadlines-reduced", "frames-deadlines"),
     "<!-- table quic-h264-reduced state -->": ("quic-h264-reduced", "state"),
+    "<!-- table quic-voip-variants-reduced state -->": ("quic-voip-variants-reduced", "state"),
 }
 #: the loss-recovery table: these random-drop sweeps' cells, the transports that keep state
 RECOVERY_SWEEPS = ("quic-voip-reduced", "quic-video-reduced")
@@ -478,12 +479,12 @@ def state_rows(sweep: Path) -> list[dict]:
 
 def state_table(sweep_name: str) -> str:
     out = ["| RTT (ms) | loss | transport | samples | window p50 (kB) | smoothed RTT p50 / p95 (ms) "
-           "| window-bound (QUIC) | goodput (Mb/s) |", "|" + "---|" * 8]
+           "| window-bound (QUIC) | goodput (kb/s) |", "|" + "---|" * 8]
     for r in state_rows(RESULTS / sweep_name):
         bound = "–" if r["window_bound"] is None else _pct(r["window_bound"])
         out.append(f"| {1e3 * r['rtt_s']:.0f} | {100 * r['loss']:g} % | {r['transport']} | {r['samples']} "
                    f"| {r['cwnd_kb']:.1f} | {r['srtt_p50_ms']:.0f} / {r['srtt_p95_ms']:.0f} | {bound} "
-                   f"| {r['goodput_kbps'] / 1e3:.2f} |")
+                   f"| {r['goodput_kbps']:.0f} |")
     return "\n".join(out)
 
 
