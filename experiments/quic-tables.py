@@ -177,6 +177,16 @@ def _recovery(sender: dict) -> dict:
             "rtos": sum(int(c["total_rto"]) for c in info)}
 
 
+def _path_and_flow(ov: dict, scenario: dict) -> tuple[float, float, dict]:
+    """A cell's RTT, random loss and media flow (its overrides over the sweep's scenario)."""
+    flow = dict(ov.get("flows[0]") or scenario["flows"][0])
+    if "flows[0].heuristics" in ov:
+        flow["heuristics"] = ov["flows[0].heuristics"]
+    rtt_s = ov.get("path.rtt_s", scenario["path"]["rtt_s"])
+    loss = ov.get("path.forward.loss.p", ((scenario["path"].get("forward") or {}).get("loss") or {}).get("p", 0.0))
+    return float(rtt_s), float(loss), flow
+
+
 def cell_rows(sweep: Path) -> list[dict]:
     """One row per cell of ``sweep``: transport, RTT, loss, profile and the figures above."""
     scenario = _scenario(sweep)
@@ -188,12 +198,7 @@ def cell_rows(sweep: Path) -> list[dict]:
         by_cell.setdefault(r["cell_id"], []).append(r)
     rows = []
     for cell_id, rs in by_cell.items():
-        ov = rs[0]["overrides"]
-        flow = dict(ov.get("flows[0]") or scenario["flows"][0])
-        if "flows[0].heuristics" in ov:
-            flow["heuristics"] = ov["flows[0].heuristics"]
-        rtt_s = ov.get("path.rtt_s", scenario["path"]["rtt_s"])
-        loss = ov.get("path.forward.loss.p", ((scenario["path"].get("forward") or {}).get("loss") or {}).get("p", 0.0))
+        rtt_s, loss, flow = _path_and_flow(rs[0]["overrides"], scenario)
         d = d_delay[d_cell == cell_id]
         got = d[np.isfinite(d)]
         if not got.size:
@@ -312,12 +317,14 @@ def variants_table(sweep_name: str) -> str:
     return "\n".join(out)
 
 
-def _beside(rows: list[dict], spec: tuple[str, tuple[str, ...]]) -> list[dict]:
+def _beside(rows: list[dict], spec: tuple[str, tuple[str, ...]], rows_of=None) -> list[dict]:
     """The rows of ``spec`` (a sweep and the transports to take from it: :data:`REMEDIES_BESIDE`,
-    :data:`VARIANTS_BESIDE`) on the paths of ``rows``."""
+    :data:`VARIANTS_BESIDE`, :data:`DEADLINES_BESIDE`) on the paths of ``rows``, made by
+    ``rows_of`` (:func:`cell_rows` by default, :func:`frame_rows` for the frames tables)."""
     paths = {(r["rtt_s"], r["loss"]) for r in rows}
     beside, transports = spec
-    return [r for r in cell_rows(RESULTS / beside) if r["transport"] in transports and (r["rtt_s"], r["loss"]) in paths]
+    return [r for r in (rows_of or cell_rows)(RESULTS / beside)
+            if r["transport"] in transports and (r["rtt_s"], r["loss"]) in paths]
 
 
 def late_table(sweep_name: str, droptail: bool = False, remedies: bool = False) -> str:
@@ -393,10 +400,8 @@ def frame_rows(sweep: Path) -> list[dict]:
     scenario = _scenario(sweep)
     pooled: dict[str, tuple[dict, list, list]] = {}
     for r in runs(sweep):
-        ov = r["overrides"]
-        flow = dict(ov.get("flows[0]") or scenario["flows"][0])
-        row = by_path[(float(ov.get("path.rtt_s", scenario["path"]["rtt_s"])),
-                       float(ov.get("path.forward.loss.p", 0.0)), label(flow))]
+        rtt_s, loss, flow = _path_and_flow(r["overrides"], scenario)
+        row = by_path[(rtt_s, loss, label(flow))]
         m = (cells == r["cell_id"]) & (seeds == r["seed"])
         t, d = send[m], delay[m]
         # a frame: the packets written at one instant (send times kept at 1 ms; frames 33 ms apart)
@@ -426,10 +431,7 @@ def frames_table(sweep_name: str, beside: tuple[str, tuple[str, ...]] | None = N
     sweep's rows of those transports on the same paths too."""
     rows = frame_rows(RESULTS / sweep_name)
     if beside is not None:
-        paths = {(r["rtt_s"], r["loss"]) for r in rows}
-        rows += [r for r in frame_rows(RESULTS / beside[0]) if r["transport"] in beside[1]
-                 and (r["rtt_s"], r["loss"]) in paths]
-        rows.sort(key=_order)
+        rows = sorted(rows + _beside(rows, beside, frame_rows), key=_order)
     late_cols = " | ".join(f"late {t * 1e3:.0f} ms" for t in FRAME_DEADLINES_S)
     out = [f"| RTT (ms) | loss | transport | frames | frames lost | frame delay p50 / p95 / p99 (ms) | {late_cols} "
            "| I frames late 400 ms | goodput (Mb/s) | emulator lateness p99 (ms) |",
@@ -459,10 +461,8 @@ def state_rows(sweep: Path) -> list[dict]:
     scenario = _scenario(sweep)
     out = []
     for r in runs(sweep):
-        ov = r["overrides"]
-        flow = dict(ov.get("flows[0]") or scenario["flows"][0])
-        key = (float(ov.get("path.rtt_s", scenario["path"]["rtt_s"])), float(ov.get("path.forward.loss.p", 0.0)),
-               label(flow))
+        rtt_s, loss, flow = _path_and_flow(r["overrides"], scenario)
+        key = (rtt_s, loss, label(flow))
         if flow["transport"] == "udp":
             continue
         s = kept[(r["cell_id"], r["seed"])]
