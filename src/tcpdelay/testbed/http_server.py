@@ -31,6 +31,8 @@ from tcpdelay.errors import TestbedError
 
 ACCESS_LOG = "access.log"
 ERROR_LOG = "error.log"
+#: nginx's ``worker_processes``: the connections are the worker's.
+WORKER_PROCESSES = 1
 
 
 def nginx_binary() -> str:
@@ -46,7 +48,7 @@ def config_text(work_dir: Path, root_dir: Path, address: str, port: int, sndbuf_
     tmp = work_dir / "tmp"
     return f"""daemon off;
 master_process on;
-worker_processes 1;
+worker_processes {WORKER_PROCESSES};
 user root root;
 pid {work_dir}/nginx.pid;
 error_log {work_dir}/{ERROR_LOG} warn;
@@ -108,18 +110,22 @@ class NginxServer:
             try:
                 s.settimeout(0.5)
                 s.connect((self.host.address, self.port))
-                return self
+                # the master listens (and the kernel accepts) before it has forked its worker, and
+                # the worker holds the connections a sampler borrows: started means both are there
+                if len(self.pids()) == 1 + WORKER_PROCESSES:
+                    return self
+                raise OSError("no worker yet")
             except OSError:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise TestbedError(f"nginx did not accept connections on {self.url} in "
+                    raise TestbedError(f"nginx did not accept connections on {self.url} with its worker started in "
                                        f"{self.start_timeout_s:g} s: {self._error_tail()}") from None
                 time.sleep(0.05)
             finally:
                 s.close()
 
     def pids(self) -> list[int]:
-        """The master's and its workers' pids."""
+        """The master's and its workers' pids (after :meth:`start`: all of them)."""
         if self.proc is None:
             return []
         out = []

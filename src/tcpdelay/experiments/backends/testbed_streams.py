@@ -127,8 +127,14 @@ def _vlc(url: str, duration_s: float, start_at: float, network_caching_ms: int, 
 def _server_state(pids: list[int], port: int, flow_id: int, out_dir: str, period_s: float, stop_at: float,
                   cc_state_map_id: int | None) -> dict:
     """In the server's host: sample nginx's connections on ``port`` every ``period_s`` until
-    ``stop_at`` (new connections are picked up as they come)."""
+    ``stop_at`` (new connections are picked up as they come).
+
+    It runs real time once set up, as the media programs' own samplers do: at 40 Mb/s a stream's
+    connection lives ~2.5 s, and a sampler of the normal class, beside real-time emulators that
+    take the CPU's real-time share, can look for it too late (a CI run saw no connection at 40 Mb/s;
+    not reproduced here, with or without two busy loops)."""
     from tcpdelay.records import RecordWriter
+    from tcpdelay.testbed.testbed import become_realtime
     from tcpdelay.transport import borrowed_socket
     from tcpdelay.transport.cc_state import CcStateMap
     from tcpdelay.transport.tcp_state_sampler import TcpStateSampler
@@ -140,6 +146,7 @@ def _server_state(pids: list[int], port: int, flow_id: int, out_dir: str, period
     seen: set[int] = set()
     variants: set[str] = set()
     last_look = 0.0
+    become_realtime()
     try:
         while (now := time.monotonic()) < stop_at:
             if now - last_look >= max(period_s, 0.05):
