@@ -75,6 +75,21 @@ http {{
 """
 
 
+def nginx_pids(master_pid: int) -> list[int]:
+    """``master_pid`` and its children's pids (its workers, as they are now), sorted."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(d) == master_pid or int(fields[1]) == master_pid:
+                out.append(int(d))
+    return sorted(out)
+
+
 class NginxServer:
     """nginx serving ``root_dir`` on the host's address and ``port`` (context manager)."""
 
@@ -126,19 +141,7 @@ class NginxServer:
 
     def pids(self) -> list[int]:
         """The master's and its workers' pids (after :meth:`start`: all of them)."""
-        if self.proc is None:
-            return []
-        out = []
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    with open(f"/proc/{d}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                if int(d) == self.proc.pid or int(fields[1]) == self.proc.pid:
-                    out.append(int(d))
-        return sorted(out)
+        return [] if self.proc is None else nginx_pids(self.proc.pid)
 
     def _error_tail(self) -> str:
         try:
