@@ -388,3 +388,34 @@ def test_a_reset_lost_after_a_drain_timeout_does_not_hold_the_receiver(tmp_path)
     assert 0.5 <= waited_s < 5
     assert rr.status == "completed" and rr.received_packets == 3
     assert any("no reset arrived" in e for e in rr.errors), rr.errors
+
+
+@pytest.mark.parametrize("transport", ["tcp", "udp"])
+def test_a_start_instant_is_kept_and_the_run_is_offered_before_it(tmp_path, transport):
+    # The testbed starts each sender ahead of its flow's start: the run is offered and accepted
+    # (and a TCP flow's media connection opened) in that lead, so the control exchange does not
+    # cross a path that flows already started load; the first packet leaves at the start instant.
+    rx = Receiver(out_dir=str(tmp_path), udp_linger_s=0.2)
+    start_at = time.monotonic() + 3.0
+    cfg = SenderConfig("127.0.0.1", rx.port, run=RunParams(transport=transport, duration_s=0.3),
+                       out_dir=str(tmp_path))
+    res = run_sender(cfg, VOIP, start_at=start_at)
+    (rr,) = rx.join()
+    assert res.status == "completed" and rr.status == "completed" and rr.received_packets == 15
+    assert read_records(tmp_path, "sent").column("send_time_s").to_numpy().min() >= start_at
+    # the receiver's run began at its accept, seconds before the start (offered after the wait,
+    # it would have lasted the 0.3 s of sending and the 0.2-s linger)
+    assert rr.elapsed_s > 1.5, rr.elapsed_s
+
+
+def test_a_stop_during_the_wait_for_the_start_ends_the_run_before_it_sends(tmp_path):
+    rx = Receiver(out_dir=str(tmp_path))
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    cfg = SenderConfig("127.0.0.1", rx.port, run=RunParams(transport="udp", duration_s=0.5),
+                       out_dir=str(tmp_path))
+    t = time.monotonic()
+    res = run_sender(cfg, VOIP, start_at=t + 30.0, stop=stop)
+    assert time.monotonic() - t < 10 and res.status == "interrupted" and res.packets == 0
+    rx.stop.set()
+    rx.join()

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,15 +54,14 @@ class Member:
 
 def media_sender(config, source, start_at: float, realtime: bool, stop: threading.Event | None = None) -> dict:
     """One flow's media sender, in a process of its own (``stop`` None) or a group's thread:
-    real-time once set up, waits for its start instant, then :func:`tcpdelay.transport.run_sender`."""
+    real-time once set up, then :func:`tcpdelay.transport.run_sender`, which offers the run at
+    once and sends its first packet at the start instant."""
     from tcpdelay.testbed.testbed import become_realtime
     from tcpdelay.transport import run_sender
 
     if realtime:
         realtime = become_realtime()
-    while (left := start_at - time.monotonic()) > 0 and not (stop is not None and stop.is_set()):
-        time.sleep(min(left, 0.5))
-    return {**run_sender(config, source, stop=stop).to_dict(), "realtime": realtime}
+    return {**run_sender(config, source, stop=stop, start_at=start_at).to_dict(), "realtime": realtime}
 
 
 def media_receiver(config, realtime: bool, stop: threading.Event | None = None) -> list[dict]:

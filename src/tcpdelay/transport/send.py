@@ -14,17 +14,23 @@ from typing import Callable
 from tcpdelay.transport.config import SenderConfig
 from tcpdelay.transport.quic_config import is_quic
 from tcpdelay.transport.quic_sender import run_quic_sender
-from tcpdelay.transport.sender import SenderResult, run_socket_sender
+from tcpdelay.transport.sender import SenderResult, run_socket_sender, wait_until
 
 
 def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = None,
-               on_progress: Callable[[dict], None] | None = None) -> SenderResult:
+               on_progress: Callable[[dict], None] | None = None,
+               start_at: float | None = None) -> SenderResult:
     """Send ``source`` (a :class:`tcpdelay.traffic.Source`) for ``config.run.duration_s`` over
     ``config.run.transport``.
 
     Raises :class:`~tcpdelay.transport.sender.SenderError` (or ParameterError) if the run cannot
     start; once it has started, every ending is reported in the result's ``status`` and the
     records are kept. ``stop`` (a threading.Event) ends the run early, as does KeyboardInterrupt.
+    ``start_at`` (a ``time.monotonic()`` instant): the first packet's time. Over TCP and UDP the
+    run is offered and its connections opened before it, so the control exchange does not cross
+    a path the other flows already load; a QUIC run is set up after it.
     """
-    run = run_quic_sender if is_quic(config.run.transport) else run_socket_sender
-    return run(config, source, stop=stop, on_progress=on_progress)
+    if is_quic(config.run.transport):
+        wait_until(start_at, stop)
+        return run_quic_sender(config, source, stop=stop, on_progress=on_progress)
+    return run_socket_sender(config, source, stop=stop, on_progress=on_progress, start_at=start_at)

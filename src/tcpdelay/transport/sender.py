@@ -220,14 +220,28 @@ def _offer_run(ctl: socket.socket, cfg: SenderConfig, rp: RunParams, run_id: str
     return reply
 
 
+def wait_until(start_at: float | None, stop: threading.Event | None = None) -> None:
+    """Sleep until the ``time.monotonic()`` instant ``start_at`` (None: return at once), or until
+    ``stop`` is set."""
+    while start_at is not None and (left := start_at - time.monotonic()) > 0 \
+            and not (stop is not None and stop.is_set()):
+        time.sleep(min(left, 0.5))
+
+
 def run_socket_sender(config: SenderConfig, source, *, stop: threading.Event | None = None,
-                      on_progress: Callable[[dict], None] | None = None) -> SenderResult:
+                      on_progress: Callable[[dict], None] | None = None,
+                      start_at: float | None = None) -> SenderResult:
     """:func:`tcpdelay.transport.run_sender` for TCP and UDP: send ``source`` (a
     :class:`tcpdelay.traffic.Source`) for ``config.run.duration_s``.
 
     Raises :class:`SenderError` (or ParameterError) if the run cannot start; once it has
     started, every ending is reported in the result's ``status`` and the records are kept.
-    ``stop`` (a threading.Event) ends the run early, as does KeyboardInterrupt.
+    ``stop`` (a threading.Event) ends the run early, as does KeyboardInterrupt. With
+    ``start_at`` (a ``time.monotonic()`` instant) the run is offered, accepted and its media
+    connections opened first, and the first packet leaves at ``start_at``: eighty UDP flows
+    into a 10-Mb/s bottleneck (papers/004 §4.2 on the testbed) lost the later flows' control
+    exchange to the earlier flows' load, and the receiver closed the control connection after
+    its 10-s handshake limit.
     """
     timing.drop_timer_slack()  # pacing: sleeps end on time (tcpdelay.timing)
     cfg = config
@@ -283,6 +297,7 @@ def run_socket_sender(config: SenderConfig, source, *, stop: threading.Event | N
                     cc_map = CcStateMap(cfg.cc_state_map_id)
                 state_writer = RecordWriter(run_dir, "tcp_state", writer_id=f"sender-{run_id}")
                 sampler = TcpStateSampler(state_writer, cfg.tcp_state_period_s, cc_map)
+        wait_until(start_at, stop)
         _SendRun(_LoopSettings(cfg, rp, interval_s, stop, on_progress), source, conns, ctl, writer,
                  result, sampler).run()
     except KeyboardInterrupt:

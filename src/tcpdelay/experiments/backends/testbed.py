@@ -289,8 +289,10 @@ def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
         fd = rd / "flows" / str(m.flow_id)
         fd.mkdir(parents=True, exist_ok=True)
         rx_opts = TcpOptions(rcvbuf_bytes=f.tcp.rcvbuf_bytes)
+        # (a sender offers its run as soon as it is started, up to the run's lead before its first
+        # packet: the silence before that first packet counts as idle, hence the 60 s)
         cfg = ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
-                             runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s), tcp=rx_opts,
+                             runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s) + 60.0, tcp=rx_opts,
                              handshake_timeout_s=10.0, udp_linger_s=1.0)
         if m.flow_id in grouped:
             members.append(Member(f"rx:{m.flow_id}", tb.hosts[m.receiver].netns, cfg))
