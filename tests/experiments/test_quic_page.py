@@ -46,7 +46,8 @@ def test_every_cell_of_the_grids_ran(mod):
     assert sorted(voip) == sorted((rtt, p, t) for rtt in (0.02, 0.1, 0.3) for p in (0.005, 0.02, 0.05)
                                   for t in mod.TRANSPORTS)
     video = _rows(mod, "quic-video-reduced")
-    assert sorted(video) == sorted((0.1, p, t) for p in (0.005, 0.02, 0.05) for t in mod.TRANSPORTS)
+    assert sorted(video) == sorted((rtt, p, t) for rtt in (0.02, 0.1, 0.3) for p in (0.005, 0.02, 0.05)
+                                   for t in mod.TRANSPORTS)
     assert {t for _, _, t in _rows(mod, "quic-droptail-5.3-reduced")} == set(mod.TRANSPORTS)
     assert {t for _, _, t in _rows(mod, "quic-voip-remedies-reduced")} == {mod.SPLIT2, mod.CONN2}
     variants = _rows(mod, "quic-voip-variants-reduced")
@@ -57,9 +58,16 @@ def test_every_cell_of_the_grids_ran(mod):
 
 @pytest.mark.parametrize("sweep", ["quic-voip-reduced", "quic-video-reduced"])
 def test_the_reliable_transports_lose_nothing_and_the_unreliable_lose_what_the_path_drops(mod, sweep):
+    profile = "voip" if sweep == "quic-voip-reduced" else "video"
     for (rtt, p, t), r in _rows(mod, sweep).items():
         if t in ("tcp", "quic-stream"):
-            assert r["lost"] == 0, (rtt, p, t)
+            if mod.model_row(profile, rtt, p)["unstable"]:
+                # the source outruns TCP's throughput (video at RTT 100 ms, 5 %, and 300 ms, 2 and
+                # 5 %): what is missing at the end is the backlog the sender still held, never
+                # sent — none at 100 ms, where the 20-s run ended with the backlog delivered
+                assert profile == "video" and (r["lost"] > 0) == (rtt == 0.3), (rtt, p, t)
+            else:
+                assert r["lost"] == 0, (rtt, p, t)
         if t == "udp" or (t == "quic-datagram" and sweep == "quic-voip-reduced"):
             # (video's datagrams are claims 2 and 3: two pieces a packet, held by the window)
             # never retransmitted: every packet that arrives arrives at the path's delay (well
@@ -205,13 +213,13 @@ def test_video_tcp_and_quic_change_places_with_the_playout_delay(mod):
     """Claim 11: video at RTT 100 ms, 2 %: TCP misses fewer frames than quic-stream at 100 and
     150 ms and more than quic-stream and frame streams at 300 and 400 ms; at 600 ms TCP and
     quic-stream miss none. At 5 % TCP alone catches up within 2 s."""
-    v = {t: r for (_, p, t), r in _rows(mod, "quic-video-reduced").items() if p == 0.02}
+    v = {t: r for (rtt, p, t), r in _rows(mod, "quic-video-reduced").items() if (rtt, p) == (0.1, 0.02)}
     for s in (0.1, 0.15):
         assert _curve(mod, v["tcp"], s) < _curve(mod, v["quic-stream"], s), s
     for s in (0.3, 0.4):
         assert _curve(mod, v["tcp"], s) > max(_curve(mod, v[t], s) for t in ("quic-stream", "quic-frame-streams")), s
     assert _curve(mod, v["tcp"], 0.6) == _curve(mod, v["quic-stream"], 0.6) == 0
-    v5 = {t: r for (_, p, t), r in _rows(mod, "quic-video-reduced").items() if p == 0.05}
+    v5 = {t: r for (rtt, p, t), r in _rows(mod, "quic-video-reduced").items() if (rtt, p) == (0.1, 0.05)}
     assert _curve(mod, v5["tcp"], 2.0) < 0.05
     assert all(_curve(mod, v5[t], 2.0) > 0.3 for t in ("quic-stream", "quic-frame-streams", "quic-datagram"))
 
@@ -219,15 +227,15 @@ def test_video_tcp_and_quic_change_places_with_the_playout_delay(mod):
 def test_every_loss_is_found_none_spuriously_and_only_the_handshake_times_out(mod):
     """Claim 12: in each random-drop run of TCP and the QUIC mappings the sender found (QUIC) or
     retransmitted (TCP) at most 3 fewer packets than the path dropped in its direction, never
-    more; TCP took one tail loss probe and one RTO in its 12 runs; QUIC no PTO at RTT 20/100 ms
+    more; TCP took two tail loss probes and three RTOs in its 18 runs; QUIC no PTO at RTT 20/100 ms
     but one, and exactly 2 in every run at RTT 300 ms whatever the loss."""
     rows = mod.recovery_rows()
-    assert len(rows) == 4 * 9 + 4 * 3
+    assert len(rows) == 4 * 9 + 4 * 9
     for r in rows:
         key = (r["profile"], r["rtt_s"], r["loss"], r["transport"])
         assert r["path_drops"] - 3 <= r["n_lost"] <= r["path_drops"], key
     tcp = [r for r in rows if r["transport"] == "tcp"]
-    assert len(tcp) == 12 and sum(r["n_tlps"] for r in tcp) == 1 and sum(r["n_rtos"] for r in tcp) == 1
+    assert len(tcp) == 18 and sum(r["n_tlps"] for r in tcp) == 2 and sum(r["n_rtos"] for r in tcp) == 3
     quic = [r for r in rows if r["transport"].startswith("quic-")]
     assert all(r["n_ptos"] == 2 for r in quic if r["rtt_s"] == 0.3)
     assert sum(r["n_ptos"] for r in quic if r["rtt_s"] < 0.3) == 1
@@ -397,3 +405,26 @@ def test_the_kept_state_of_the_voip_variants_shows_where_the_window_limits(mod):
             assert bound < 0.04
         if rtt == 0.3 and p >= 0.02:
             assert bound > 0.2
+
+
+def test_video_rides_every_reliable_mapping_at_20_ms_and_only_tcp_at_300_ms(mod):
+    """Claim 21: video at RTT 20 ms: one stream and frame streams miss no frame at 150 ms at any
+    loss, TCP misses a few at 5 % (its RTOs); at RTT 300 ms, 0.5 %, TCP misses fewer frames at
+    400 ms than every QUIC mapping and none at 1 s; at 2 and 5 % (the model: unstable) every
+    reliable mapping still misses more than 30 % at 2 s, and UDP only what the path drops."""
+    v = _rows(mod, "quic-video-reduced")
+    for p in (0.005, 0.02, 0.05):
+        for t in ("quic-stream", "quic-frame-streams"):
+            assert v[(0.02, p, t)]["late"][0] == 0, (p, t)
+    assert 0 < v[(0.02, 0.05, "tcp")]["late"][0] < 0.05
+    tcp = v[(0.3, 0.005, "tcp")]
+    assert all(_curve(mod, tcp, 0.4) < _curve(mod, v[(0.3, 0.005, t)], 0.4)
+               for t in mod.TRANSPORTS if t.startswith("quic-"))
+    assert _curve(mod, tcp, 1.0) == 0
+    for p in (0.02, 0.05):
+        assert mod.model_row("video", 0.3, p)["unstable"]
+        for t in mod.TRANSPORTS:
+            if t == "udp":
+                assert _curve(mod, v[(0.3, p, t)], 2.0) == v[(0.3, p, t)]["lost"] < 1.5 * p
+            else:
+                assert _curve(mod, v[(0.3, p, t)], 2.0) > 0.3, (p, t)
