@@ -103,6 +103,7 @@ TABLES = {
     "<!-- table quic-voip-variants-reduced -->": ("quic-voip-variants-reduced", "variants"),
     "<!-- table quic-h264-reduced frames -->": ("quic-h264-reduced", "frames"),
     "<!-- table quic-h264-deadlines-reduced frames -->": ("quic-h264-deadlines-reduced", "frames-deadlines"),
+    "<!-- table quic-h264-gop-reduced frames -->": ("quic-h264-gop-reduced", "frames-gop"),
     "<!-- table quic-h264-reduced state -->": ("quic-h264-reduced", "state"),
     "<!-- table quic-voip-variants-reduced state -->": ("quic-voip-variants-reduced", "state"),
 }
@@ -115,6 +116,8 @@ VARIANTS_BESIDE = ("quic-voip-reduced", ("quic-stream", "quic-frame-streams", "q
 #: the H.264 deadlines table: beside these rows of the H.264 sweep (datagrams without a deadline,
 #: frame streams reset at 400 ms) on each path
 DEADLINES_BESIDE = ("quic-h264-reduced", ("quic-frame-streams", "quic-datagram"))
+#: the H.264 table of a stream per group of pictures: beside these rows of the H.264 sweep
+GOP_BESIDE = ("quic-h264-reduced", ("tcp", "quic-stream", "quic-frame-streams"))
 #: what the QUIC rows of the other sweeps run: CUBIC, frame streams reset 400 ms after their write
 QUIC_DEFAULT_CC, QUIC_DEFAULT_DEADLINE_S = "cubic", 0.4
 
@@ -129,6 +132,8 @@ def label(flow: dict) -> str:
         return f"tcp {h['connections']} connections ({h.get('scheduler', 'blind')})"
     name = flow["transport"]
     cc, deadline_s = _quic_choices(flow)
+    if (flow.get("quic") or {}).get("streams_per") == "gop":
+        name += " per GOP"
     if cc is not None and cc != QUIC_DEFAULT_CC:
         name += f" {cc}"
     if flow["transport"] == "quic-datagram" and deadline_s is not None:
@@ -144,6 +149,8 @@ def _quic_choices(flow: dict) -> tuple[str | None, float | None]:
     if not flow["transport"].startswith("quic-"):
         return None, None
     quic = flow.get("quic") or {}
+    if quic.get("streams_per") == "gop":      # (a group's stream: reset only when asked)
+        return quic.get("congestion_control", QUIC_DEFAULT_CC), quic.get("deadline_s")
     deadline = (quic.get("deadline_s", QUIC_DEFAULT_DEADLINE_S) if flow["transport"] == "quic-frame-streams"
                 else quic.get("deadline_s") if flow["transport"] == "quic-datagram" else None)
     return quic.get("congestion_control", QUIC_DEFAULT_CC), deadline
@@ -427,7 +434,8 @@ def frame_rows(sweep: Path) -> list[dict]:
 
 
 def frames_table(sweep_name: str, beside: tuple[str, tuple[str, ...]] | None = None) -> str:
-    """The frames table of ``sweep_name``; with ``beside`` (:data:`DEADLINES_BESIDE`) that
+    """The frames table of ``sweep_name``; with ``beside`` (:data:`DEADLINES_BESIDE`,
+    :data:`GOP_BESIDE`) that
     sweep's rows of those transports on the same paths too."""
     rows = frame_rows(RESULTS / sweep_name)
     if beside is not None:
@@ -495,6 +503,8 @@ def table(sweep_name: str, kind: str) -> str:
         return frames_table(sweep_name)
     if kind == "frames-deadlines":
         return frames_table(sweep_name, DEADLINES_BESIDE)
+    if kind == "frames-gop":
+        return frames_table(sweep_name, GOP_BESIDE)
     if kind in ("late", "droptail-late", "remedies-late"):
         return late_table(sweep_name, droptail=kind == "droptail-late", remedies=kind == "remedies-late")
     if kind == "recovery":

@@ -308,7 +308,7 @@ def test_h264_rides_tcp_within_400_ms_only_where_the_model_calls_it_stable(mod):
     from tcpdelay.model.delay.predict import predict
 
     rows = _frames(mod)
-    assert sorted(rows) == sorted((rtt, p, t) for rtt in (0.02, 0.1) for p in (0.005, 0.02, 0.05)
+    assert sorted(rows) == sorted((rtt, p, t) for rtt in (0.02, 0.1, 0.3) for p in (0.005, 0.02, 0.05)
                                   for t in mod.TRANSPORTS)
     for (rtt, p, t), r in rows.items():
         if t != "tcp":
@@ -318,7 +318,7 @@ def test_h264_rides_tcp_within_400_ms_only_where_the_model_calls_it_stable(mod):
         if stable:
             assert r["frames_lost"] == 0 and r["frame_late"][1] == 0 and r["goodput_kbps"] > 5.2e3
         else:
-            assert r["frame_late"][1] > 0.8 and r["frame_p50_ms"] > 2000 and r["goodput_kbps"] < 4.1e3
+            assert r["frame_late"][1] > 0.8 and r["frame_p50_ms"] > 1000 and r["goodput_kbps"] < 4.1e3
 
 
 def test_no_quic_mapping_carries_the_h264_frames_better_than_tcp(mod):
@@ -377,15 +377,16 @@ def test_a_deadline_bounds_how_late_quic_delivers_not_how_much_arrives_in_time(m
 
 def test_the_kept_transport_state_says_the_window_limits_the_h264_senders(mod):
     """Claim 17's reading of the state table: the window over the smoothed RTT bounds the goodput
-    (within a factor 2: a median window and RTT), and the QUIC senders are window-bound in most
-    samples where they fell behind, less where they kept up."""
+    (within a factor 2: a median window and RTT; at RTT 300 ms within 4, claim 23), and the QUIC
+    senders are window-bound in most samples where they fell behind, less where they kept up."""
     rows = {(r["rtt_s"], r["loss"], r["transport"]): r for r in mod.state_rows(mod.RESULTS / "quic-h264-reduced")}
     assert {t for _, _, t in rows} == {"tcp", "quic-stream", "quic-frame-streams", "quic-datagram"}
     for (rtt, p, t), r in rows.items():
         assert r["samples"] > 1500 and abs(r["srtt_p50_ms"] - 1e3 * rtt) < 5      # no queue: the path's RTT
         window_rate_mbps = 8 * r["cwnd_kb"] / r["srtt_p50_ms"]
         if (rtt, p) != (0.02, 0.005):
-            assert r["goodput_kbps"] / 1e3 < 2 * window_rate_mbps and window_rate_mbps < 2 * r["goodput_kbps"] / 1e3
+            k = 2 if rtt < 0.3 else 4
+            assert r["goodput_kbps"] / 1e3 < k * window_rate_mbps and window_rate_mbps < k * r["goodput_kbps"] / 1e3
         if t != "tcp":
             assert r["window_bound"] > (0.8 if (rtt, p) != (0.02, 0.005) else 0.5), (rtt, p, t)
         else:
@@ -428,3 +429,36 @@ def test_video_rides_every_reliable_mapping_at_20_ms_and_only_tcp_at_300_ms(mod)
                 assert _curve(mod, v[(0.3, p, t)], 2.0) == v[(0.3, p, t)]["lost"] < 1.5 * p
             else:
                 assert _curve(mod, v[(0.3, p, t)], 2.0) > 0.3, (p, t)
+
+
+def test_h264_at_300_ms_rides_no_transport_but_udp_and_tcp_is_ahead_of_quic(mod):
+    """Claim 23: at RTT 300 ms no reliable mapping carries the 5.24 Mb/s frames at any of the
+    losses (every one misses more than 90 % of frames at 400 ms); TCP delivers more of them than
+    each QUIC mapping and loses fewer; UDP's frames arrive at the path's delay."""
+    rows = _frames(mod)
+    for p in (0.005, 0.02, 0.05):
+        tcp = rows[(0.3, p, "tcp")]
+        for t in ("tcp", "quic-stream", "quic-frame-streams", "quic-datagram"):
+            assert rows[(0.3, p, t)]["frame_late"][1] > 0.9, (p, t)
+            if t != "tcp":
+                assert rows[(0.3, p, t)]["frames_lost"] > tcp["frames_lost"], (p, t)
+                assert rows[(0.3, p, t)]["goodput_kbps"] < tcp["goodput_kbps"], (p, t)
+        assert rows[(0.3, p, "udp")]["frame_p99_ms"] < 160
+
+
+def test_a_stream_per_group_of_pictures_is_late_as_one_stream_is(mod):
+    """Claim 22: a stream per GOP (never reset) loses no frame to a reset and, where the window
+    carries the rate (RTT 20 ms, 0.5 %), misses no frame at 400 ms and fewer at 150 ms than one
+    stream or a stream per frame (TCP fewer still); where the window limits, its late fraction at
+    400 ms is one stream's within 5 points."""
+    gop = {(r["rtt_s"], r["loss"]): r for r in mod.frame_rows(mod.RESULTS / "quic-h264-gop-reduced")}
+    assert sorted(gop) == sorted((rtt, p) for rtt in (0.02, 0.1, 0.3) for p in (0.005, 0.02, 0.05))
+    assert {r["transport"] for r in gop.values()} == {"quic-frame-streams per GOP"}
+    rows = _frames(mod)
+    easy = gop[(0.02, 0.005)]
+    assert easy["frames_lost"] == 0 and easy["frame_late"][1] == 0
+    assert rows[(0.02, 0.005, "tcp")]["frame_late"][0] < easy["frame_late"][0] \
+        < min(rows[(0.02, 0.005, t)]["frame_late"][0] for t in ("quic-stream", "quic-frame-streams"))
+    for (rtt, p), r in gop.items():
+        if (rtt, p) != (0.02, 0.005):
+            assert abs(r["frame_late"][1] - rows[(rtt, p, "quic-stream")]["frame_late"][1]) <= 0.05, (rtt, p)
