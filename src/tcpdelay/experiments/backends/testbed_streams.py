@@ -127,13 +127,14 @@ def _vlc(url: str, duration_s: float, start_at: float, network_caching_ms: int, 
 def _server_state(master_pid: int, port: int, flow_id: int, out_dir: str, period_s: float, stop_at: float,
                   cc_state_map_id: int | None) -> dict:
     """In the server's host: sample the connections on ``port`` of nginx (``master_pid`` and its
-    workers, read again at each look) every ``period_s`` until ``stop_at`` (new connections are
-    picked up as they come). It runs real time once set up, as the media programs' samplers do.
+    workers) every ``period_s`` until ``stop_at`` (new connections are picked up as they come).
+    It runs real time once set up, as the media programs' samplers do.
 
     A CI run once saw no connection in a 40 Mb/s stream whose connection lives the whole run; not
-    reproduced here. Both ways it could miss are closed: workers are looked up again each time
-    (not once, from a list that could predate the worker's fork), and a normal-class sampler
-    beside real-time emulators is no longer starved."""
+    reproduced here. Both ways it could miss are closed: the workers are looked up again every
+    second (not once, from a list that could predate the worker's fork; not at every look, since
+    a scan of /proc takes milliseconds of a real-time thread), and a normal-class sampler beside
+    real-time emulators is no longer starved."""
     from tcpdelay.records import RecordWriter
     from tcpdelay.testbed.http_server import nginx_pids
     from tcpdelay.testbed.testbed import become_realtime
@@ -148,12 +149,15 @@ def _server_state(master_pid: int, port: int, flow_id: int, out_dir: str, period
     seen: set[int] = set()
     variants: set[str] = set()
     last_look = 0.0
+    pids, pids_at = [], -1.0
     become_realtime()
     try:
         while (now := time.monotonic()) < stop_at:
             if now - last_look >= max(period_s, 0.05):
                 last_look = now
-                for inode, _, s in borrowed_socket.borrow_connections(nginx_pids(master_pid), port, skip=seen):
+                if now - pids_at >= 1.0:
+                    pids, pids_at = nginx_pids(master_pid), now
+                for inode, _, s in borrowed_socket.borrow_connections(pids, port, skip=seen):
                     seen.add(inode)
                     socks.append((flow_id, len(socks), s))
                     try:
