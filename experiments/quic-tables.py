@@ -144,15 +144,13 @@ def label(flow: dict) -> str:
 
 
 def _quic_choices(flow: dict) -> tuple[str | None, float | None]:
-    """A QUIC flow's congestion control and deadline (frame streams: the reset, 400 ms by
-    default; datagrams: the sender's drop, none by default); None, None for TCP and UDP."""
+    """A QUIC flow's congestion control and deadline as its scenario gives them (frame streams:
+    the reset, none when not given, as the sender has it; datagrams: the sender's drop); None,
+    None for TCP and UDP."""
     if not flow["transport"].startswith("quic-"):
         return None, None
     quic = flow.get("quic") or {}
-    if quic.get("streams_per") == "gop":      # (a group's stream: reset only when asked)
-        return quic.get("congestion_control", QUIC_DEFAULT_CC), quic.get("deadline_s")
-    deadline = (quic.get("deadline_s", QUIC_DEFAULT_DEADLINE_S) if flow["transport"] == "quic-frame-streams"
-                else quic.get("deadline_s") if flow["transport"] == "quic-datagram" else None)
+    deadline = quic.get("deadline_s") if flow["transport"] in ("quic-frame-streams", "quic-datagram") else None
     return quic.get("congestion_control", QUIC_DEFAULT_CC), deadline
 
 
@@ -435,8 +433,7 @@ def frame_rows(sweep: Path) -> list[dict]:
 
 def frames_table(sweep_name: str, beside: tuple[str, tuple[str, ...]] | None = None) -> str:
     """The frames table of ``sweep_name``; with ``beside`` (:data:`DEADLINES_BESIDE`,
-    :data:`GOP_BESIDE`) that
-    sweep's rows of those transports on the same paths too."""
+    :data:`GOP_BESIDE`) that sweep's rows of those transports on the same paths too."""
     rows = frame_rows(RESULTS / sweep_name)
     if beside is not None:
         rows = sorted(rows + _beside(rows, beside, frame_rows), key=_order)

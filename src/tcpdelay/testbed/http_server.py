@@ -129,15 +129,15 @@ class NginxServer:
                 # the worker holds the connections a sampler borrows: started means both are there
                 if len(self.pids()) == 1 + WORKER_PROCESSES:
                     return self
-                raise OSError("no worker yet")
             except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise TestbedError(f"nginx did not accept connections on {self.url} with its worker started in "
-                                       f"{self.start_timeout_s:g} s: {self._error_tail()}") from None
-                time.sleep(0.05)
+                pass
             finally:
                 s.close()
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TestbedError(f"nginx did not accept connections on {self.url} with its worker started in "
+                                   f"{self.start_timeout_s:g} s: {self._error_tail()}")
+            time.sleep(0.05)
 
     def pids(self) -> list[int]:
         """The master's and its workers' pids (after :meth:`start`: all of them)."""
