@@ -8,6 +8,8 @@ against what the reproduction scripts compute from the same files: test_repro_br
 
 from __future__ import annotations
 
+import base64
+import collections
 import json
 import math
 import re
@@ -19,6 +21,9 @@ from pathlib import Path
 import pytest
 
 from tcpdelay.cli import main
+from tcpdelay.report.html import Report, Section, Table, figure_title
+from tcpdelay.report.results import build_report
+from tcpdelay.results import load_results
 
 pytestmark = pytest.mark.slow   # reads and plots every committed result
 
@@ -64,39 +69,64 @@ def _tcpdelay(capsys, *args: str) -> tuple[int, str, str]:
     return exc.value.code, got.out, got.err
 
 
-def _report(name: str, tmp_path: Path, capsys) -> dict:
-    out = tmp_path / f"{name}.html"
-    code, stdout, stderr = _tcpdelay(capsys, "report", str(RESULTS / name), "--out", str(out), "--json")
-    assert code == 0, stderr
-    doc = json.loads(stdout)
-    html = out.read_text()
-    assert doc["report_path"] == str(out) and html.count("data:image/png;base64,") == doc["figures"]
-    return doc
+class _Drawn(Section):
+    """A section that keeps each figure's title, not its pixels: the figure is made from the data
+    and closed, the PNG step (matplotlib's rasterizing, 4/5 of a report's time) is left to the
+    directories of :data:`RENDERED`."""
+
+    def figure(self, fig, caption=""):
+        import matplotlib.pyplot as plt
+
+        title = figure_title(fig)
+        plt.close(fig)
+        return self.png(b"", caption, title)
 
 
-def test_every_directory_is_a_result_the_readme_lists():
-    rows = _readme_rows()
-    assert sorted(rows) == DIRS, "results/README.md lists exactly the directories under results/"
-    for d in DIRS:
-        if d in SWEEPS:
-            continue
-        # a directory of computed figures (playout-6): no runs of its own; it names the
-        # directories it is computed from, and those reopen (below)
-        assert not (RESULTS / d / "cells").exists() and not list((RESULTS / d).glob("seed-*")), d
-        sources = re.findall(r"`([\w.-]+)/`", rows[d].split("|")[3])
-        assert sources and all(s in SWEEPS for s in sources), (d, sources)
+class _Titles(Report):
+    def section(self, title):
+        sec = _Drawn(title)
+        self.sections.append(sec)
+        return sec
 
 
-@pytest.mark.parametrize("name", SWEEPS)
-def test_readme_run_counts_are_the_committed_ones(name):
-    runs = _committed_runs(name)
-    m = re.search(r"\((\d+) runs", _readme_rows()[name])
-    assert m, f"results/README.md: the row of {name}/ says how many runs it holds"
-    assert int(m.group(1)) == len(runs), (name, int(m.group(1)), len(runs))
+def figure_kind(title: str) -> str:
+    """What draws a figure, from its title: the words before its parameters (``TCP state: pie,
+    seed 3`` and ``Delay CDF, flow voip12 (cells part 2 of 3)`` are ``TCP state`` and ``Delay
+    CDF``)."""
+    title = re.sub(r"\s*\((cells|connections) part .*\)$", "", title)
+    return re.split(r"[:,]", title)[0].strip()
 
 
-@pytest.mark.parametrize("name", SWEEPS)
-def test_report_reopens_every_committed_run(name, tmp_path, capsys):
+#: The directories whose reports are written as ``tcpdelay report`` writes them, every figure
+#: rasterized, and the kinds of figure each of them is here to draw: between them every kind a
+#: committed report has (each walked report's kinds are checked against them below). One for
+#: each family of results and backend where it draws the most, and the largest of its family.
+RENDERED = {
+    "aqm-5.3-video-300s-ns3": {"Bottleneck queue length", "Bottleneck queue over time", "Cross traffic goodput",
+                               "Delay CDF", "Late fraction", "Media flows per cell", "TCP state"},
+    "aqm-5.3-bytes-ecn-reduced": {"Bottleneck queue length", "Bottleneck queue over time", "Cross traffic goodput",
+                                  "Delay CDF", "Late fraction", "Media flows per cell", "TCP state"},
+    "droptail-5.3": {"Cross traffic goodput", "Delay CDF", "Late fraction", "Media flows per cell"},
+    "fidelity-linux-2to5pct": {"Delay CDF", "Late fraction", "Media flows per cell"},
+    "hspa-audio-web": {"Cross traffic goodput", "Media flows per cell"},
+    "latency-cardwell-loss-iw10-state": {"TCP window", "Transfers"},
+    "latency-cardwell-lossfree-grid": {"Transfers per cell"},
+    "mpeg4-4.3-ns3": {"Bottleneck queue length", "Media flows per cell"},
+    "mpeg4-4.3-reduced": {"Bottleneck queue length", "Media flows per cell"},
+    "quic-voip-reduced": {"Delay CDF", "Late fraction", "Media flows per cell", "TCP state"},
+    "split-parallel-7": {"Bottleneck queue length", "Cross traffic goodput", "Delay CDF", "Late fraction",
+                         "Media flows per cell"},
+    "validate-grid": {"Delay CDF", "Late fraction", "Media flows per cell"},
+    "validate-full-ns3": {"Delay CDF", "Late fraction", "Media flows per cell"},
+    "video-tcp-variants-5b-reduced": {"Pulled stream"},
+}
+FIGURE_KINDS = set().union(*RENDERED.values())
+
+
+def _check_reopened(name: str, doc: dict, rep: Report | None = None) -> None:
+    """What a report of committed directory ``name`` must show: every committed run, complete;
+    the numbers of each run's metrics.json; for each kind the JSON says was measured, its rows
+    (issue 27); tables with rows; figures whose titles differ, of a kind :data:`RENDERED` draws."""
     runs = _committed_runs(name)
     index = json.loads((RESULTS / name / "sweep.json").read_text())
     assert runs, f"{name}: no committed run"
@@ -104,7 +134,6 @@ def test_report_reopens_every_committed_run(name, tmp_path, capsys):
     for rd in runs:
         assert (rd / "complete.json").is_file(), rd
         assert (rd / "packets.parquet").is_file() or (rd / "metrics.json").is_file(), rd
-    doc = _report(name, tmp_path, capsys)
     assert doc["kind"] == "sweep" and len(doc["cells"]) == len(index["cells"])
     assert doc["runs"] == {"complete": len(runs), "failed": 0, "incomplete": 0}
     assert sum(doc["packets"].values()) == len(runs)
@@ -129,6 +158,82 @@ def test_report_reopens_every_committed_run(name, tmp_path, capsys):
             # delay (ITU-T G.107: Id's slope is at most 0.134 R per ms, MOS's at most 0.053 per R),
             # so the same 2 µs as the delays above (a testbed run's MOS moved 4.3e-6 when kept)
             assert (f["mos"] is None and mos is None) or f["mos"] == pytest.approx(mos, abs=2e-5), rd
+
+    # what was measured is shown (issue 27): for each kind the JSON says was measured, its rows
+    assert doc["measured"], "nothing shown"
+    rows = {
+        "media": [f for c in doc["cells"] for f in c["flows"]],
+        "transfers": [t for t in doc["transfers"] if t["transfers"] > 0],
+        "streams": doc.get("streams", []),
+        "cross_traffic": doc["cross_traffic"],
+        "queue": doc["queue"],
+        "tcp_state": doc["tcp"]["state"] + doc["tcp"]["end"],
+    }
+    for kind in doc["measured"]:
+        assert rows[kind], f"{kind} measured but no rows"
+    # what a run's files hold is measured: media flows in metrics.json, transfers in run.json
+    assert ("media" in doc["measured"]) == any(rows["media"])
+    titles = [p["title"] for p in doc["plots"]]
+    assert doc["figures"] == len(titles) > 0
+    assert not [t for t, n in collections.Counter(titles).items() if n > 1], "two figures share a title"
+    new = {figure_kind(t) for t in titles} - FIGURE_KINDS
+    assert not new, f"a kind of figure no directory of RENDERED draws as PNG: {new}; add one that does"
+    if rep is not None:
+        tables = [i for sec in rep.sections for i in sec.items if isinstance(i, Table)]
+        assert any(t.rows for t in tables) and all(t.rows for t in tables), "an empty table"
+        assert all(len(t.columns) <= 13 for t in tables)
+
+
+def test_every_directory_is_a_result_the_readme_lists():
+    rows = _readme_rows()
+    assert sorted(rows) == DIRS, "results/README.md lists exactly the directories under results/"
+    for d in DIRS:
+        if d in SWEEPS:
+            continue
+        # a directory of computed figures (playout-6): no runs of its own; it names the
+        # directories it is computed from, and those reopen (below)
+        assert not (RESULTS / d / "cells").exists() and not list((RESULTS / d).glob("seed-*")), d
+        sources = re.findall(r"`([\w.-]+)/`", rows[d].split("|")[3])
+        assert sources and all(s in SWEEPS for s in sources), (d, sources)
+
+
+@pytest.mark.parametrize("name", SWEEPS)
+def test_readme_run_counts_are_the_committed_ones(name):
+    runs = _committed_runs(name)
+    m = re.search(r"\((\d+) runs", _readme_rows()[name])
+    assert m, f"results/README.md: the row of {name}/ says how many runs it holds"
+    assert int(m.group(1)) == len(runs), (name, int(m.group(1)), len(runs))
+
+
+def test_the_walk_finds_the_committed_results():
+    assert len(SWEEPS) >= 60 and "latency-cardwell-fig3" in SWEEPS and "video-tcp-variants-5a-reduced" in SWEEPS
+    assert set(RENDERED) <= set(SWEEPS)
+
+
+@pytest.mark.parametrize("name", SWEEPS)
+def test_report_reopens_every_committed_run(name):
+    """Every committed directory's report, built as ``tcpdelay report`` builds it (its figures
+    made from the data; not rasterized here, see the next test)."""
+    rep = _Titles(name)
+    doc = build_report(load_results(RESULTS / name), rep)
+    _check_reopened(name, doc, rep)
+
+
+@pytest.mark.parametrize("name", sorted(RENDERED))
+def test_report_writes_every_kind_of_figure(name, tmp_path, capsys):
+    """``tcpdelay report DIR --out F --json`` on the directories that between them draw every kind
+    of figure: the page embeds every figure as a PNG, and its JSON is what the walk checks."""
+    out = tmp_path / f"{name}.html"
+    code, stdout, stderr = _tcpdelay(capsys, "report", str(RESULTS / name), "--out", str(out), "--json")
+    assert code == 0, stderr
+    doc = json.loads(stdout)
+    html = out.read_text()
+    assert doc["report_path"] == str(out) and html.count("data:image/png;base64,") == doc["figures"]
+    pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)
+    assert all(base64.b64decode(p[:24])[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    _check_reopened(name, doc)
+    drawn = {figure_kind(p["title"]) for p in doc["plots"]}
+    assert RENDERED[name] <= drawn, (name, RENDERED[name] - drawn)
 
 
 VALIDATE = [d for d in SWEEPS if (RESULTS / d / "validation.json").is_file()]
