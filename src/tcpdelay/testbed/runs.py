@@ -42,14 +42,23 @@ def state_dir(run_id: str) -> str:
     return os.path.join(STATE_ROOT, run_id)
 
 
+#: The testbed spec a run was built from, beside its state.json (written once).
+SPEC_FILE = "spec.json"
+
+
 def write_state(run_id: str, state: dict) -> None:
     """Write ``state.json`` atomically (a reader never sees half a file)."""
+    write_state_file(run_id, "state.json", state)
+
+
+def write_state_file(run_id: str, name: str, doc: dict) -> None:
+    """Write ``name`` (JSON) in the run's state directory atomically."""
     d = state_dir(run_id)
     os.makedirs(d, exist_ok=True)
-    tmp = os.path.join(d, ".state.json.tmp")
+    tmp = os.path.join(d, f".{name}.tmp")
     with open(tmp, "w") as f:
-        json.dump(state, f, indent=2)
-    os.replace(tmp, os.path.join(d, "state.json"))
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, os.path.join(d, name))
 
 
 def read_state(run_id: str) -> dict | None:

@@ -426,7 +426,6 @@ class Testbed:
             "topology": self.spec.topology, "subnet": self.subnet, "namespaces": self._namespaces,
             "emulator_pid": self.emulator_pid, "processes": self._processes,
             "hosts": {h.name: {"side": h.side, "netns": h.netns, "address": h.address} for h in self.hosts.values()},
-            "spec": self.spec.model_dump(mode="json"),
         })
 
     def _pick_subnet(self) -> int:
@@ -457,6 +456,9 @@ class Testbed:
         self.state_dir = runs.state_dir(self.run_id)
         self._created = time.time()
         self._save_state()  # owner recorded first: a concurrent `clean` leaves this run alone
+        # what the testbed is made from, once: state.json is written again at every namespace
+        # and process, and the spec made most of it (a 40-flow run spent 1.5 s of CPU on it)
+        runs.write_state_file(self.run_id, runs.SPEC_FILE, self.spec.model_dump(mode="json"))
         n = self._pick_subnet()
         self.subnet = f"10.{n}.0.0/16"
         rid, spec = self.run_id, self.spec
