@@ -149,3 +149,32 @@ def test_guest_dies_with_its_owner_and_clean_removes_the_run():
     assert not process_alive(run["qemu"])
     assert not [n for n in list_netns() if n.startswith(f"td-{run['run_id']}-")]
 
+
+
+@needs_guest
+def test_the_guests_clock_offset_agrees_with_its_uptime_and_is_recorded(guest_bed):
+    """The offset of the guest's CLOCK_MONOTONIC (tdclock's NTP-style exchange) against an
+    independent reading: /proc/uptime (CLOCK_BOOTTIME, which is CLOCK_MONOTONIC in a guest that
+    never suspends; 10-ms steps) read through the command server between two host instants."""
+    import time
+
+    from tcpdelay.testbed.guest import read_guests
+    from tcpdelay.testbed.guest_clock import MAX_ERROR_S
+
+    tb, guest = guest_bed
+    booted = guest.clock
+    assert booted is not None and 0 < booted.answered <= booted.probes
+    assert booted.error_s == pytest.approx(booted.delay_s / 2) and booted.error_s > 0
+    assert booted.usable_for_delays() == (booted.error_s <= MAX_ERROR_S)
+    recorded = read_guests(tb.state_dir)["left0"]["clock"]
+    assert recorded["offset_s"] == booted.offset_s and recorded["clock"] == "CLOCK_MONOTONIC"
+
+    t_a = time.monotonic()
+    uptime_s = float(guest.exec("cat /proc/uptime").stdout.split()[0])
+    t_b = time.monotonic()
+    now = guest.measure_clock()
+    slack = 0.011 + now.error_s     # uptime's 10-ms step, and the estimate's own error
+    assert uptime_s - t_b - slack <= now.offset_s <= uptime_s - t_a + slack, (uptime_s, t_a, t_b, now)
+    # the guest's emulated timer drifts, slowly: well under 1000 ppm between the two measurements
+    span_s = now.measured_at_s - booted.measured_at_s
+    assert abs(now.offset_s - booted.offset_s) < 1e-3 * span_s + booted.error_s + now.error_s

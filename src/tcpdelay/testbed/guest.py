@@ -33,6 +33,7 @@ import time
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError, TestbedError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import reference_kernel as rk
+from tcpdelay.testbed.guest_clock import MAX_ERROR_S, ClockOffset, measure_offset
 from tcpdelay.testbed.spec import TcpSettings
 
 ACCELERATORS = ("tcg", "kvm")
@@ -128,6 +129,7 @@ class Guest:
         self.host, self.kernel, self.accel, self.proc = host, kernel, accel, proc
         self.log_path, self.boot_s, self.tap = log_path, boot_s, tap
         self.tcp_applied: dict = {}
+        self.clock: ClockOffset | None = None   # measured when it booted (measure_clock)
 
     @property
     def address(self) -> str:
@@ -141,6 +143,11 @@ class Guest:
         if check and res.returncode != 0:
             raise TestbedError(f"guest {self.host.name}: {command} exited {res.returncode}: {res.stderr.strip()[-500:]}")
         return res
+
+    def measure_clock(self, probes: int = 64) -> ClockOffset:
+        """The guest's CLOCK_MONOTONIC minus this machine's, now, and its error
+        (:func:`guest_clock.measure_offset`)."""
+        return measure_offset(self.host.netns, self.address, probes=probes)
 
     def sysctl(self, key: str) -> str:
         return " ".join(self.exec(f"cat /proc/sys/{key.replace('.', '/')}").stdout.split())
@@ -175,7 +182,10 @@ class Guest:
         return {"host": self.host.name, "netns": self.host.netns, "address": self.address,
                 "kernel": self.kernel.name, "package": self.kernel.package, "release": self.kernel.release,
                 "accelerator": self.accel, "qemu_pid": self.proc.pid, "tap": self.tap, "boot_s": self.boot_s,
-                "console_log": self.log_path, "control_port": rk.CONTROL_PORT, "tcp": self.tcp_applied}
+                "console_log": self.log_path, "control_port": rk.CONTROL_PORT, "tcp": self.tcp_applied,
+                "clock": None if self.clock is None else {
+                    **self.clock.to_dict(), "clock": "CLOCK_MONOTONIC",
+                    "usable_for_delays": self.clock.usable_for_delays(), "max_error_s": MAX_ERROR_S}}
 
 
 def _route_via_tun(host) -> tuple[str, str]:
@@ -264,6 +274,7 @@ def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSett
     if failed:
         raise TestbedError(f"the {kernel} guest of {host.name}: {failed[0].strip()}")
     guest.tcp_applied = guest.read_back()
+    guest.clock = guest.measure_clock()
     wanted = {k: v for k, v in tcp.model_dump().items() if v is not None and k != "congestion_params"}
     if "congestion_control" in wanted:
         wanted["congestion_control"] = guest_congestion_control(wanted["congestion_control"])

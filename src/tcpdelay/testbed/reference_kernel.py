@@ -16,7 +16,8 @@ base initramfs (:func:`base_initramfs`) is built from it beside:
 - ``/init`` (:data:`INIT_SCRIPT`): loads the modules, applies ``/etc/tdguest.conf`` (address,
   gateway, sysctls, written per guest into a second cpio archive appended to the first: the kernel
   unpacks both) and serves commands on TCP port :data:`CONTROL_PORT` (``busybox nc -ll -e``) for
-  ``tcpdelay testbed exec``.
+  ``tcpdelay testbed exec``, and starts ``/bin/tdclock`` (:mod:`tcpdelay.testbed.guest_clock`,
+  compiled statically here), which answers clock probes on UDP port ``CLOCK_PORT``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import stat
 import subprocess
 
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError
+from tcpdelay.testbed.guest_clock import CLOCK_PORT, build_tdclock
 
 CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "tcpdelay", "kernels")
 
@@ -87,8 +89,9 @@ while read -r key value; do
 done < /etc/tdguest.sysctl
 echo "tdguest: up $(uname -r) $ADDRESS"
 nc -ll -p PORT -e /bin/tdcmd &
+/bin/tdclock CLOCKPORT &
 while true; do sleep 3600; done
-""".replace("PORT", str(CONTROL_PORT))
+""".replace("CLOCKPORT", str(CLOCK_PORT)).replace("PORT", str(CONTROL_PORT))
 
 #: One command per connection: the first line is the command for ``sh -c``; the reply is its
 #: standard output, STDERR_MARK, its standard error, EXIT_MARK and its exit status.
@@ -311,7 +314,9 @@ def base_initramfs(kernel: FetchedKernel, cache_dir: str = CACHE_DIR) -> str:
         if need not in order:
             raise EnvironmentNotSupported(f"kernel {kernel.package} has no {need} module")
     libs = sorted(set(_shared_libraries(iperf3)) | set(_shared_libraries(iproute)))
-    key = hashlib.sha256("\n".join([INIT_SCRIPT, COMMAND_SERVER, busybox, iperf3, iproute, *libs, *order]).encode()).hexdigest()[:12]
+    tdclock = build_tdclock(cache_dir)
+    key = hashlib.sha256("\n".join([INIT_SCRIPT, COMMAND_SERVER, busybox, tdclock, iperf3, iproute, *libs,
+                                    *order]).encode()).hexdigest()[:12]
     path = os.path.join(cache_dir, f"initramfs-{kernel.release}-{key}.cpio")
     if os.path.exists(path):
         return path
@@ -322,6 +327,7 @@ def base_initramfs(kernel: FetchedKernel, cache_dir: str = CACHE_DIR) -> str:
     cpio.symlink("bin/sh", "busybox")
     cpio.file("init", INIT_SCRIPT.encode(), 0o755)
     cpio.file("bin/tdcmd", COMMAND_SERVER.encode(), 0o755)
+    cpio.file("bin/tdclock", _read(tdclock), 0o755)
     cpio.file("usr/bin/iperf3", _read(iperf3), 0o755)
     cpio.file("usr/sbin/ip", _read(iproute), 0o755)
     for lib in libs:
