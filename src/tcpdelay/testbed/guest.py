@@ -33,7 +33,7 @@ import time
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError, TestbedError
 from tcpdelay.testbed import netns as nsutil
 from tcpdelay.testbed import reference_kernel as rk
-from tcpdelay.testbed.guest_clock import MAX_ERROR_S, ClockOffset, measure_offset
+from tcpdelay.testbed.guest_clock import MAX_ERROR_S, ClockOffset, build_tdclock, measure_offset
 from tcpdelay.testbed.spec import TcpSettings
 
 ACCELERATORS = ("tcg", "kvm")
@@ -356,11 +356,12 @@ def attach_guests(tb, request: dict) -> dict[str, Guest]:
 
 def unavailable_reason(kernel: str = "debian-6.1") -> str | None:
     """Why a reference-kernel guest cannot run here (one line), or ``None`` when it can: the
-    testbed's needs, QEMU, iperf3, apt/dpkg and a package of ``kernel`` in the apt sources."""
+    testbed's needs, QEMU, iperf3, apt/dpkg, a package of ``kernel`` in the apt sources and a C
+    compiler that links statically (the guest's clock server)."""
     reason = nsutil.unavailable_reason()
     if reason:
         return reason
-    missing = [t for t in ("qemu-system-x86_64", "iperf3", "apt-get", "apt-cache", "dpkg-deb", "ldd")
+    missing = [t for t in ("qemu-system-x86_64", "iperf3", "apt-get", "apt-cache", "dpkg-deb", "ldd", "cc")
                if shutil.which(t) is None]
     if missing:
         return f"reference-kernel guests need {', '.join(missing)} (Debian: apt-get install qemu-system-x86 iperf3)"
@@ -368,4 +369,8 @@ def unavailable_reason(kernel: str = "debian-6.1") -> str | None:
         rk.package_name(rk.get_kernel(kernel))
     except Exception as err:  # noqa: BLE001 - any failure is the reason, in one line
         return f"kernel {kernel} cannot be had: {err}"
+    try:
+        build_tdclock(rk.CACHE_DIR)   # the guest's clock server, static: needs libc's static archive
+    except EnvironmentNotSupported as err:
+        return str(err)
     return None
