@@ -146,3 +146,71 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(NS3_GROUP))
         elif any(fd[-1].scope == "module" for fd in defs.name2fixturedefs.values() if fd):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    _longest_first(items)
+
+
+#: Each test's seconds (setup, call and teardown) in a fresh clone's make test (tests of at
+#: least 0.5 s; written by ``TCPDELAY_WRITE_DURATIONS=1 make test``, below).
+DURATIONS_FILE = Path(__file__).with_name("durations.json")
+
+
+def _base_id(nodeid: str) -> str:
+    return nodeid.split("@")[0]    # pytest-xdist appends "@group" to a grouped test's id
+
+
+def _longest_first(items) -> None:
+    """Order the tests longest first, as :data:`DURATIONS_FILE` has them (a test it lacks counts
+    0 s): pytest-xdist hands tests out in this order, and a long test handed out last held one
+    worker for two minutes after the others had finished (the classic longest-processing-time
+    rule for spreading jobs over machines). The tests of one ``xdist_group`` stay together, in
+    their order, at the place of their sum; a module's tests keep their relative order
+    otherwise (the sort is stable)."""
+    try:
+        known = json.loads(DURATIONS_FILE.read_text())
+    except (OSError, ValueError):
+        return
+    group_s: dict[str, float] = {}
+    first: dict[str, int] = {}
+    keys = []
+    for i, item in enumerate(items):
+        mark = item.get_closest_marker("xdist_group")
+        group = (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark is not None else None
+        seconds = known.get(_base_id(item.nodeid), 0.0)
+        if group is not None:
+            group_s[group] = group_s.get(group, 0.0) + seconds
+            first.setdefault(group, i)
+        keys.append((group, seconds, i))
+    order = {id(item): (-(group_s[g] if g is not None else s), first[g] if g is not None else i, i)
+             for item, (g, s, i) in zip(items, keys)}
+    items.sort(key=lambda item: order[id(item)])
+
+
+class _Durations:
+    """With ``TCPDELAY_WRITE_DURATIONS=1``: each test's seconds, merged into :data:`DURATIONS_FILE`
+    when the session ends (in the process that reports, pytest-xdist's controller)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report) -> None:
+        key = _base_id(report.nodeid)
+        self.seconds[key] = self.seconds.get(key, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session) -> None:
+        if hasattr(session.config, "workerinput"):
+            return      # a pytest-xdist worker: its controller writes
+        try:
+            known = json.loads(DURATIONS_FILE.read_text())
+        except (OSError, ValueError):
+            known = {}
+        for key, seconds in self.seconds.items():
+            if seconds >= 0.5:
+                known[key] = round(seconds, 1)
+            else:
+                known.pop(key, None)
+        DURATIONS_FILE.write_text(json.dumps(dict(sorted(known.items())), indent=0) + "\n")
+
+
+def pytest_configure(config):
+    if os.environ.get("TCPDELAY_WRITE_DURATIONS") == "1" and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Durations(), "tcpdelay-durations")

@@ -11,6 +11,9 @@ import subprocess
 import sys
 import textwrap
 
+#: The environment of the pytest runs below: not the one that writes tests/durations.json.
+_ENV = {k: v for k, v in os.environ.items() if k != "TCPDELAY_WRITE_DURATIONS"}
+
 GROUPED = textwrap.dedent('''
     import os
     import pytest
@@ -30,7 +33,7 @@ def test_tests_of_one_xdist_group_run_in_one_worker(tmp_path):
     workers = tmp_path / "workers.txt"
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
                           "--dist", "loadgroup", "test_grouped.py"], cwd=tmp_path, capture_output=True,
-                         text=True, env={**os.environ, "WORKERS_FILE": str(workers)})
+                         text=True, env={**_ENV, "WORKERS_FILE": str(workers)})
     assert out.returncode == 0, out.stdout + out.stderr
     seen = workers.read_text().split()
     assert len(seen) == 8 and len(set(seen)) == 1, seen
@@ -48,9 +51,41 @@ def test_the_groups_conftest_gives_reach_pytest_xdist():
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist",
                           "loadgroup", "tests/testbed/test_fixed_pow.py"], cwd=root, capture_output=True, text=True,
-                         timeout=300, env={**os.environ, "COLUMNS": "400"})    # node ids whole
+                         timeout=300, env={**_ENV, "COLUMNS": "400"})    # node ids whole
     assert out.returncode == 0, out.stdout + out.stderr
     ran = [line.split() for line in out.stdout.splitlines() if line.startswith("[gw")]
     assert len(ran) == 3, out.stdout
     assert len({r[0] for r in ran}) == 1, ran
     assert all(r[-1].endswith("@test_fixed_pow") for r in ran), ran
+
+
+def test_tests_are_handed_out_longest_first_and_groups_stay_together(tmp_path, monkeypatch):
+    """tests/conftest.py orders the collected tests by tests/durations.json, longest first; a
+    group's tests stay together at the place of their sum; unknown tests last, in their order."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import pytest
+
+    path = Path(__file__).with_name("conftest.py")
+    spec = importlib.util.spec_from_file_location("tcpdelay_tests_conftest", path)
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+
+    class Item:
+        def __init__(self, nodeid, group=None):
+            self.nodeid, self.group = nodeid, group
+
+        def get_closest_marker(self, name):
+            return pytest.mark.xdist_group(self.group).mark if name == "xdist_group" and self.group else None
+
+    durations = tmp_path / "durations.json"
+    durations.write_text(json.dumps({"a.py::short": 1.0, "a.py::long": 9.0, "g.py::one": 4.0, "g.py::two": 3.0,
+                                     "b.py::mid": 5.0}))
+    monkeypatch.setattr(conftest, "DURATIONS_FILE", durations)
+    items = [Item("a.py::short"), Item("u.py::unknown"), Item("g.py::one@g", "g"), Item("a.py::long"),
+             Item("g.py::two@g", "g"), Item("b.py::mid"), Item("u.py::unknown2")]
+    conftest._longest_first(items)
+    assert [i.nodeid for i in items] == ["a.py::long", "g.py::one@g", "g.py::two@g", "b.py::mid", "a.py::short",
+                                         "u.py::unknown", "u.py::unknown2"]
