@@ -141,12 +141,17 @@ def test_guest_dies_with_its_owner_and_clean_removes_the_run():
     assert line, f"orchestrator died (exit {proc.wait()})"
     run = json.loads(line)
     assert process_alive(run["qemu"])
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
     from tcpdelay.testbed import runs
 
+    def virtiofsd():   # the guest's file server, by the socket in the run's state directory
+        out = subprocess.run(["pgrep", "-f", f"{runs.state_dir(run['run_id'])}/virtiofs-"], capture_output=True, text=True)
+        return out.stdout.split()
+
+    assert virtiofsd()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
     runs.clean(run_ids=[run["run_id"]])
-    assert not process_alive(run["qemu"])
+    assert not process_alive(run["qemu"]) and not virtiofsd()
     assert not [n for n in list_netns() if n.startswith(f"td-{run['run_id']}-")]
 
 
@@ -178,3 +183,19 @@ def test_the_guests_clock_offset_agrees_with_its_uptime_and_is_recorded(guest_be
     # the guest's emulated timer drifts, slowly: well under 1000 ppm between the two measurements
     span_s = now.measured_at_s - booted.measured_at_s
     assert abs(now.offset_s - booted.offset_s) < 1e-3 * span_s + booted.error_s + now.error_s
+
+
+@needs_guest
+def test_the_guest_runs_this_machines_tcpdelay_on_its_own_kernel(guest_bed):
+    """This machine's file system is the guest's /host (virtiofs, read-only): tcpdelay's own Python
+    runs there on the guest's 6.1 kernel, and sees the guest's TCP settings."""
+    import tcpdelay
+
+    tb, guest = guest_bed
+    assert guest.has_host_fs
+    res = guest.exec_host(f"{sys.executable} -c 'import os, tcpdelay; print(os.uname().release, tcpdelay.__version__)'"
+                          " && cat /proc/sys/net/ipv4/tcp_recovery", timeout_s=300)
+    release, version, recovery = res.stdout.split()
+    assert release.startswith("6.1.") and version == tcpdelay.__version__ and recovery == "0"
+    # read-only: the guest cannot write this machine's files
+    assert guest.exec_host(f"touch {tb.state_dir}/from-the-guest", check=False).returncode != 0

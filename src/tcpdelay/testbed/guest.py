@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -149,6 +150,19 @@ class Guest:
         (:func:`guest_clock.measure_offset`)."""
         return measure_offset(self.host.netns, self.address, probes=probes)
 
+    @property
+    def has_host_fs(self) -> bool:
+        """Whether this machine's file system is mounted at /host in the guest."""
+        return self.exec("test -d /host/proc/self", check=False).returncode == 0
+
+    def exec_host(self, command: str, *, check: bool = True, timeout_s: float | None = 120.0) -> GuestResult:
+        """Run ``command`` (``sh -c``) with this machine's file system as its root (``chroot
+        /host``): this machine's programs, on the guest's kernel. ``tcpdelay``'s Python starts in
+        ~6 s under TCG."""
+        if not self.has_host_fs:
+            raise TestbedError(f"guest {self.host.name} has no /host (virtiofsd missing: Debian's qemu-system-common)")
+        return self.exec(f"chroot /host /bin/sh -c {shlex.quote(command)}", check=check, timeout_s=timeout_s)
+
     def sysctl(self, key: str) -> str:
         return " ".join(self.exec(f"cat /proc/sys/{key.replace('.', '/')}").stdout.split())
 
@@ -199,7 +213,7 @@ def _route_via_tun(host) -> tuple[str, str]:
 
 
 def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSettings | None = None,
-                 accel: str = "tcg", memory_mib: int = 256, boot_timeout_s: float = 300.0) -> Guest:
+                 accel: str = "tcg", memory_mib: int = 1024, boot_timeout_s: float = 300.0) -> Guest:
     """Boot a guest running reference kernel ``kernel`` as the endpoint of host ``host_name`` of
     open testbed ``tb``, with TCP settings ``tcp`` (default: the host's own), and return it once its
     command server answers. ``accel``: ``tcg`` (emulated CPU, works everywhere) or ``kvm``."""
@@ -242,14 +256,20 @@ def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSett
     # At the ordinary niceness (0), above the cross-traffic programs (10): the guest runs the
     # measured sender or receiver. At niceness 19 it once starved beside two busy loops and four
     # test workers on two cores (no answer in 300 s, the guest kernel's RCU stalled).
+    # This machine's file system shared read-only (virtiofs): the guest runs tcpdelay's own Python
+    # from it (Guest.exec_host). virtiofsd is one of the testbed's processes, as QEMU is.
+    share = _share_host_fs(tb, host)
+    # TCG's default CPU (qemu64) lacks instructions this machine's Python was built with
+    # ("Illegal instruction"): `max` emulates every feature TCG has.
     argv = [qemu, "-name", f"tdguest-{tb.run_id}-{host.name}", "-nodefaults",
-            "-machine", "q35", "-accel", accel, *(["-cpu", "host"] if accel == "kvm" else []),
+            "-machine", "q35", "-accel", accel, "-cpu", "host" if accel == "kvm" else "max", *share,
             "-smp", "1", "-m", str(memory_mib), "-display", "none", "-monitor", "none", "-no-reboot",
             "-kernel", fetched.vmlinuz, "-initrd", initrd,
             "-append", "console=ttyS0 panic=-1 quiet loglevel=4 net.ifnames=0",
             "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
             "-device", f"virtio-net-pci,netdev=n0,mac={mac}",
             "-serial", f"file:{log_path}"]
+    argv = [a.replace("{mem}", str(memory_mib)) for a in argv]
     t0 = time.monotonic()
     with open(log_path + ".stderr", "wb") as err:
         proc = host.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
@@ -285,6 +305,34 @@ def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSett
     _guests(tb)[host.name] = guest
     write_guests(tb.state_dir, {name: g.describe() for name, g in _guests(tb).items()})
     return guest
+
+
+def virtiofsd_path() -> str | None:
+    """QEMU's virtiofsd (Debian: qemu-system-common), or None."""
+    for path in (shutil.which("virtiofsd"), "/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd"):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _share_host_fs(tb, host) -> list[str]:
+    """Start virtiofsd serving ``/`` for the guest of ``host`` and return QEMU's arguments for it
+    (guest memory shared with virtiofsd, a vhost-user-fs device tagged ``hostroot``); no
+    arguments where virtiofsd is missing (the guest then has no /host)."""
+    daemon = virtiofsd_path()
+    if daemon is None:
+        return []
+    sock = os.path.join(tb.state_dir, f"virtiofs-{host.name}.sock")
+    log = open(os.path.join(tb.state_dir, f"virtiofs-{host.name}.log"), "wb")
+    host.popen([daemon, f"--socket-path={sock}", "-o", "source=/", "-o", "cache=auto", "-o", "sandbox=chroot"],
+               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 10.0
+    while not os.path.exists(sock):
+        if time.monotonic() > deadline:
+            raise TestbedError(f"virtiofsd for the guest of {host.name} made no socket in 10 s: {_tail(log.name)}")
+        time.sleep(0.05)
+    return ["-object", f"memory-backend-memfd,id=mem,size={{mem}}M,share=on", "-numa", "node,memdev=mem",
+            "-chardev", f"socket,id=hostfs,path={sock}", "-device", "vhost-user-fs-pci,chardev=hostfs,tag=hostroot"]
 
 
 def _guests(tb) -> dict:
@@ -362,9 +410,9 @@ def unavailable_reason(kernel: str = "debian-6.1") -> str | None:
     if reason:
         return reason
     missing = [t for t in ("qemu-system-x86_64", "iperf3", "apt-get", "apt-cache", "dpkg-deb", "ldd", "cc")
-               if shutil.which(t) is None]
+               if shutil.which(t) is None] + ([] if virtiofsd_path() else ["virtiofsd"])
     if missing:
-        return f"reference-kernel guests need {', '.join(missing)} (Debian: apt-get install qemu-system-x86 iperf3)"
+        return f"reference-kernel guests need {', '.join(missing)} (Debian: apt-get install qemu-system-x86 iperf3; virtiofsd comes with qemu-system-common)"
     try:
         rk.package_name(rk.get_kernel(kernel))
     except Exception as err:  # noqa: BLE001 - any failure is the reason, in one line

@@ -66,7 +66,7 @@ KERNELS: dict[str, KernelSource] = {
 #: the congestion controls the papers' variants need as the kernel's own code.
 BOOT_MODULES = ("virtio_pci", "virtio_net", "tcp_vegas", "tcp_westwood", "tcp_veno", "tcp_hybla",
                 "tcp_htcp", "tcp_bic", "tcp_highspeed", "tcp_scalable", "tcp_illinois", "tcp_yeah",
-                "tcp_lp", "tcp_bbr")
+                "tcp_lp", "tcp_bbr", "fuse", "virtiofs")
 
 INIT_SCRIPT = r"""#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -90,6 +90,15 @@ done < /etc/tdguest.sysctl
 echo "tdguest: up $(uname -r) $ADDRESS"
 nc -ll -p PORT -e /bin/tdcmd &
 /bin/tdclock CLOCKPORT &
+# This machine's file system, when QEMU shares it (virtiofs tag "hostroot"), read-only at /host,
+# with the guest's own /proc, /sys, /dev and a writable /tmp inside it: `chroot /host CMD` runs
+# this machine's programs (tcpdelay's Python) on the guest's kernel.
+mkdir -p /host
+if mount -t virtiofs -o ro hostroot /host 2>/dev/null; then
+  mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
+  mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run
+  echo "tdguest: host file system at /host"
+fi
 while true; do sleep 3600; done
 """.replace("CLOCKPORT", str(CLOCK_PORT)).replace("PORT", str(CONTROL_PORT))
 
