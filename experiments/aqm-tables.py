@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from tcpdelay.reproductions.page_tables import write_or_print
-from tcpdelay.reproductions.sweep_data import REPO_ROOT, media_delays, run_json, runs
+from tcpdelay.reproductions.sweep_data import REPO_ROOT, CellIndex, media_delays, run_json, runs
 from tcpdelay.sim.aqm import unsupported
 
 PAGE = REPO_ROOT / "docs" / "experiments" / "aqm.md"
@@ -133,7 +133,7 @@ def refused_rows(sweep: Path, ecn: bool, other_key: str, present: set[str]) -> l
 def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
     """One row per cell of ``sweep``: its discipline, ECN, other value and figures."""
     delays = media_delays(sweep)
-    d_cell = np.asarray(delays["cell_id"].to_pylist())
+    cells = CellIndex(delays)
     d_seed = delays["seed"].to_numpy(zero_copy_only=False)
     d_delay = delays["delay_s"].to_numpy(zero_copy_only=False)
     by_cell: dict[str, list[dict]] = {}
@@ -146,7 +146,8 @@ def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
         other = ov.get(other_key, None)
         if other is None:
             other = _fixed_value(sweep, other_key)
-        d = d_delay[d_cell == cell_id]
+        in_cell = cells.mask(cell_id)
+        d, d_seed_cell = d_delay[in_cell], d_seed[in_cell]
         got = d[np.isfinite(d)]
         if not got.size:
             raise SystemExit(f"{sweep.name}: cell {cell_id} has no delivered media packet (an unfinished run?)")
@@ -164,7 +165,7 @@ def cell_rows(sweep: Path, ecn: bool, other_key: str) -> list[dict]:
             sojourn = fwd.get("sojourn_ms") or {}
             soj50.append(sojourn.get("p50", np.nan))
             soj99.append(sojourn.get("p99", np.nan))
-            mine = d[d_seed[d_cell == cell_id] == r["seed"]]
+            mine = d[d_seed_cell == r["seed"]]
             mine_got = mine[np.isfinite(mine)]
             if not mine_got.size:
                 raise SystemExit(f"{sweep.name}: cell {cell_id} seed {r['seed']} has no delivered media packet")

@@ -74,7 +74,7 @@ import numpy as np
 
 from tcpdelay.metrics.delay import miss_fraction
 from tcpdelay.reproductions.page_tables import write_or_print
-from tcpdelay.reproductions.sweep_data import REPO_ROOT, emulator_lateness_us, media_delays, run_json, runs
+from tcpdelay.reproductions.sweep_data import REPO_ROOT, CellIndex, emulator_lateness_us, media_delays, run_json, runs
 
 PAGE = REPO_ROOT / "docs" / "experiments" / "media-over-quic.md"
 RESULTS = REPO_ROOT / "results"
@@ -196,7 +196,7 @@ def cell_rows(sweep: Path) -> list[dict]:
     """One row per cell of ``sweep``: transport, RTT, loss, profile and the figures above."""
     scenario = _scenario(sweep)
     delays = media_delays(sweep)
-    d_cell = np.asarray(delays["cell_id"].to_pylist())
+    cells = CellIndex(delays)
     d_delay = delays["delay_s"].to_numpy(zero_copy_only=False)
     by_cell: dict[str, list[dict]] = {}
     for r in runs(sweep):
@@ -204,7 +204,7 @@ def cell_rows(sweep: Path) -> list[dict]:
     rows = []
     for cell_id, rs in by_cell.items():
         rtt_s, loss, flow = _path_and_flow(rs[0]["overrides"], scenario)
-        d = d_delay[d_cell == cell_id]
+        d = d_delay[cells.mask(cell_id)]
         got = d[np.isfinite(d)]
         if not got.size:
             raise SystemExit(f"{sweep.name}: cell {cell_id} has no delivered media packet (an unfinished run?)")
@@ -397,7 +397,7 @@ def frame_rows(sweep: Path) -> list[dict]:
 
     types, _ = parse_trace(PAPER_TRACE)
     delays = media_delays(sweep)
-    cells = np.asarray(delays["cell_id"].to_pylist())
+    cells = CellIndex(delays)
     seeds = delays["seed"].to_numpy()
     send = delays["send_time_s"].to_numpy()
     delay = delays["delay_s"].to_numpy(zero_copy_only=False)
@@ -407,7 +407,7 @@ def frame_rows(sweep: Path) -> list[dict]:
     for r in runs(sweep):
         rtt_s, loss, flow = _path_and_flow(r["overrides"], scenario)
         row = by_path[(rtt_s, loss, label(flow))]
-        m = (cells == r["cell_id"]) & (seeds == r["seed"])
+        m = cells.mask(r["cell_id"]) & (seeds == r["seed"])
         t, d = send[m], delay[m]
         # a frame: the packets written at one instant (send times kept at 1 ms; frames 33 ms apart)
         frame_t, inverse = np.unique(t, return_inverse=True)

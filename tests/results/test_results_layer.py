@@ -307,3 +307,16 @@ def test_each_committed_result_loads(name):
         return bool(kinds) and "media" not in kinds
     assert all(r.flows or json.loads((r.run_dir / "metrics.json").read_text()).get("streams")
                or cross_only(r.run_dir) for r in runs)
+
+
+def test_cell_index_masks_the_rows_of_each_cell_as_comparing_the_strings_does():
+    import numpy as np
+    import pyarrow as pa
+
+    from tcpdelay.reproductions.sweep_data import CellIndex
+
+    cells = ["c2", "c0", "c2", "c1", "c0", "c2"]
+    table = pa.Table.from_batches([pa.record_batch({"cell_id": cells[:4]}), pa.record_batch({"cell_id": cells[4:]})])
+    index = CellIndex(table)
+    for cell in ("c0", "c1", "c2", "c9"):
+        assert np.array_equal(index.mask(cell), np.asarray(cells) == cell), cell
