@@ -93,6 +93,10 @@ def _hol_peaks(delay: np.ndarray, threshold_s: float) -> list[float]:
     return peaks
 
 
+# Its UDP half judges how few packets arrive late (at most 2 %), which a receiver stalled by a
+# loaded machine exceeds: a fresh clone's first pass (28 November, pass 1 at 15:50 against 10:32
+# the run before) saw 2.08 %. With the machine to itself, in the second pass.
+@pytest.mark.alone
 def test_loss_gives_tcp_head_of_line_delays_and_udp_losses(tmp_path):
     link = LinkSpec(a_to_b=DirectionSpec(delay_s=L_S, loss=BernoulliLoss(p=0.03)),
                     b_to_a=DirectionSpec(delay_s=L_S))

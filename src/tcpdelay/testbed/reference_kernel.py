@@ -91,12 +91,12 @@ echo "tdguest: up $(uname -r) $ADDRESS"
 nc -ll -p PORT -e /bin/tdcmd &
 /bin/tdclock CLOCKPORT &
 # This machine's file system, when QEMU shares it (virtiofs tag "hostroot"), read-only at /host,
-# with the guest's own /proc, /sys, /dev and a writable /tmp inside it: `chroot /host CMD` runs
-# this machine's programs (tcpdelay's Python) on the guest's kernel.
+# with the guest's own /proc, /sys and /dev inside it: `chroot /host CMD` runs this machine's
+# programs (tcpdelay's Python) on the guest's kernel. Nothing is mounted over its /tmp: a
+# checkout or a virtualenv may live there (a fresh clone in /tmp was hidden by a tmpfs).
 mkdir -p /host
 if mount -t virtiofs -o ro hostroot /host 2>/dev/null; then
   mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
-  mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run
   echo "tdguest: host file system at /host"
 fi
 while true; do sleep 3600; done
