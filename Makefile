@@ -21,19 +21,11 @@ run: install native
 # Both passes run even if the first fails; each prints its 15 slowest tests.
 PYTEST_WORKERS ?= 4
 
-# The emulator's cargo test (~20 s of compiling) runs beside the first pass, which leaves CPU idle
-# while its testbeds wait in real time; its output follows that pass.
 test: install-dev native media-tools guest-tools
-	@status=0; cargo_pid=""; \
-	if [ -f $(EMU)/Cargo.toml ]; then \
-	  (cd $(EMU) && $(CARGO) test --release --quiet > target/cargo-test.log 2>&1) & cargo_pid=$$!; \
-	fi; \
+	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet; fi
+	@status=0; \
 	echo "pytest, pass 1 of 2: every test not marked alone ($(PYTEST_WORKERS) workers; 0: in this process)"; \
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" || status=$$?; \
-	if [ -n "$$cargo_pid" ]; then \
-	  echo "cargo test (the emulator), run beside pass 1:"; \
-	  wait $$cargo_pid || status=$$?; cat $(EMU)/target/cargo-test.log; \
-	fi; \
 	echo "pytest, pass 2 of 2: the tests marked alone, one at a time"; \
 	$(BIN)/python -m pytest -m alone || status=$$?; \
 	exit $$status
