@@ -252,6 +252,37 @@ def read_records(run_dir: str | os.PathLike, kind: str) -> pa.Table:
     return pa.concat_tables(pq.read_table(p, schema=SCHEMAS[kind]) for p in parts)
 
 
+def move_times(run_dir: str | os.PathLike, kind: str, column: str, flow_ids, to_this_clock) -> int:
+    """Rewrite ``column`` (a time, s) of the rows of ``flow_ids`` in every part of ``kind`` in
+    ``run_dir`` as ``to_this_clock(values)`` (an array function): times a program recorded on
+    another clock (a reference-kernel guest's) moved onto the run's. Each part is replaced whole
+    (written, then renamed). Returns the rows moved."""
+    import numpy as np
+
+    schema = SCHEMAS[kind]
+    if column not in schema.names or "flow_id" not in schema.names:
+        raise ValueError(f"record kind {kind!r} has no per-flow column {column!r}")
+    wanted = np.asarray(sorted(flow_ids), dtype=np.int64)
+    moved = 0
+    for part in sorted((Path(run_dir) / kind).glob("part-*.parquet")):
+        table = pq.read_table(part, schema=schema)
+        rows = np.isin(table["flow_id"].to_numpy().astype(np.int64), wanted)
+        if not rows.any():
+            continue
+        values = table[column].to_numpy(zero_copy_only=False).astype(float)
+        values[rows] = to_this_clock(values[rows])
+        table = table.set_column(schema.get_field_index(column), column, pa.array(values, pa.float64()))
+        tmp = part.with_name(f".{part.name}.tmp")
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, part)
+        except BaseException:
+            _discard(tmp)
+            raise
+        moved += int(rows.sum())
+    return moved
+
+
 def write_run_metadata(run_dir: str | os.PathLike, metadata: dict) -> None:
     """``run.json``: the run's parameters and its clock (e.g. {"clock": "shared-monotonic"} inside
     the testbed, {"clock": "unsynchronized"} across real hosts)."""

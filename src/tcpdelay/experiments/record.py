@@ -211,6 +211,8 @@ def write_run_record(run_dir: Path, plan: RunPlan, outcome: BackendOutcome) -> d
     meta = read_run_metadata(run_dir)
     meta.update({"clock": outcome.clock, "clock_source": outcome.clock_source, "run": summary,
                  "duration_s": plan.duration_s, "tcp_stats": tcp_stats(summary)})
+    if outcome.clock_detail is not None:
+        meta["clock_offset"] = outcome.clock_detail
     if plan.cross:  # the metrics' jitter filter takes its base delay from the 2 s before this
         meta["cross_traffic_start_s"] = outcome.t0_monotonic_s + min(c.start_s for c in plan.cross)
     write_run_metadata(run_dir, meta)

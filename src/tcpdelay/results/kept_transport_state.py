@@ -87,12 +87,17 @@ def kept_transport_state(sweep_dir: str | os.PathLike) -> dict[tuple[str, int], 
     if not path.is_file():
         return {}
     t = pq.read_table(path)
-    cell = np.asarray(t["cell_id"].to_pylist(), dtype=object)
-    seed = t["seed"].to_numpy()
+    # Grouped by integer codes (cell's dictionary code, seed), not by comparing each row's
+    # cell-id string per group: the rows of one (cell, seed) are one slice of a stable sort.
+    encoded = t["cell_id"].combine_chunks().dictionary_encode()
+    cells = encoded.dictionary.to_pylist()
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    seed = t["seed"].to_numpy().astype(np.int64)
     cols = {k: t[k].to_numpy(zero_copy_only=False).astype(float)
             for k in ("time_s", "cwnd_bytes", "srtt_s", "bytes_in_flight")}
-    out = {}
-    for c, s in sorted({(str(a), int(b)) for a, b in zip(cell, seed)}):
-        m = (cell == c) & (seed == s)
-        out[(c, s)] = {k: v[m] for k, v in cols.items()}
-    return out
+    order = np.lexsort((seed, code))
+    keys = np.stack([code[order], seed[order]], axis=1)
+    starts = np.flatnonzero(np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)]) if keys.size else np.array([], int)
+    ends = np.r_[starts[1:], order.size]
+    groups = {(str(cells[keys[a, 0]]), int(keys[a, 1])): order[a:b] for a, b in zip(starts, ends)}
+    return {key: {k: v[np.sort(groups[key])] for k, v in cols.items()} for key in sorted(groups)}

@@ -131,6 +131,8 @@ class Guest:
         self.log_path, self.boot_s, self.tap = log_path, boot_s, tap
         self.tcp_applied: dict = {}
         self.clock: ClockOffset | None = None   # measured when it booted (measure_clock)
+        self.has_host_fs = False                # this machine's / mounted at /host (found at boot)
+        self.rw_dir: str | None = None          # a directory of this machine it may write (same path)
 
     @property
     def address(self) -> str:
@@ -149,11 +151,6 @@ class Guest:
         """The guest's CLOCK_MONOTONIC minus this machine's, now, and its error
         (:func:`guest_clock.measure_offset`)."""
         return measure_offset(self.host.netns, self.address, probes=probes)
-
-    @property
-    def has_host_fs(self) -> bool:
-        """Whether this machine's file system is mounted at /host in the guest."""
-        return self.exec("test -d /host/proc/self", check=False).returncode == 0
 
     def exec_host(self, command: str, *, check: bool = True, timeout_s: float | None = 120.0) -> GuestResult:
         """Run ``command`` (``sh -c``) with this machine's file system as its root (``chroot
@@ -197,6 +194,7 @@ class Guest:
                 "kernel": self.kernel.name, "package": self.kernel.package, "release": self.kernel.release,
                 "accelerator": self.accel, "qemu_pid": self.proc.pid, "tap": self.tap, "boot_s": self.boot_s,
                 "console_log": self.log_path, "control_port": rk.CONTROL_PORT, "tcp": self.tcp_applied,
+                "host_fs": self.has_host_fs,
                 "clock": None if self.clock is None else {
                     **self.clock.to_dict(), "clock": "CLOCK_MONOTONIC",
                     "usable_for_delays": self.clock.usable_for_delays(), "max_error_s": MAX_ERROR_S}}
@@ -213,10 +211,13 @@ def _route_via_tun(host) -> tuple[str, str]:
 
 
 def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSettings | None = None,
-                 accel: str = "tcg", memory_mib: int = 1024, boot_timeout_s: float = 300.0) -> Guest:
+                 accel: str = "tcg", memory_mib: int = 1024, boot_timeout_s: float = 300.0,
+                 rw_dir: str | None = None) -> Guest:
     """Boot a guest running reference kernel ``kernel`` as the endpoint of host ``host_name`` of
     open testbed ``tb``, with TCP settings ``tcp`` (default: the host's own), and return it once its
-    command server answers. ``accel``: ``tcg`` (emulated CPU, works everywhere) or ``kvm``."""
+    command server answers. ``accel``: ``tcg`` (emulated CPU, works everywhere) or ``kvm``.
+    ``rw_dir``: a directory of this machine the guest may write, at the same path under /host (a
+    run directory: what the guest's programs record lands there)."""
     if accel not in ACCELERATORS:
         raise ParameterError(f"accelerator {accel!r} is unknown; allowed: {', '.join(ACCELERATORS)}")
     if host_name not in tb.hosts:
@@ -258,7 +259,8 @@ def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSett
     # test workers on two cores (no answer in 300 s, the guest kernel's RCU stalled).
     # This machine's file system shared read-only (virtiofs): the guest runs tcpdelay's own Python
     # from it (Guest.exec_host). virtiofsd is one of the testbed's processes, as QEMU is.
-    share = _share_host_fs(tb, host)
+    rw_dir = os.path.abspath(rw_dir) if rw_dir is not None else None
+    share = _share_host_fs(tb, host, memory_mib, rw_dir)
     # TCG's default CPU (qemu64) lacks instructions this machine's Python was built with
     # ("Illegal instruction"): `max` emulates every feature TCG has.
     argv = [qemu, "-name", f"tdguest-{tb.run_id}-{host.name}", "-nodefaults",
@@ -269,7 +271,6 @@ def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSett
             "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
             "-device", f"virtio-net-pci,netdev=n0,mac={mac}",
             "-serial", f"file:{log_path}"]
-    argv = [a.replace("{mem}", str(memory_mib)) for a in argv]
     t0 = time.monotonic()
     with open(log_path + ".stderr", "wb") as err:
         proc = host.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
@@ -294,6 +295,10 @@ def attach_guest(tb, host_name: str, kernel: str = "debian-6.1", *, tcp: TcpSett
     if failed:
         raise TestbedError(f"the {kernel} guest of {host.name}: {failed[0].strip()}")
     guest.tcp_applied = guest.read_back()
+    guest.has_host_fs = bool(share) and guest.exec("test -d /host/proc/self", check=False).returncode == 0
+    if rw_dir is not None and guest.has_host_fs:
+        guest.exec(f"mount -t virtiofs rundir {shlex.quote('/host' + rw_dir)}")
+        guest.rw_dir = rw_dir
     guest.clock = guest.measure_clock()
     wanted = {k: v for k, v in tcp.model_dump().items() if v is not None and k != "congestion_params"}
     if "congestion_control" in wanted:
@@ -315,24 +320,35 @@ def virtiofsd_path() -> str | None:
     return None
 
 
-def _share_host_fs(tb, host) -> list[str]:
-    """Start virtiofsd serving ``/`` for the guest of ``host`` and return QEMU's arguments for it
-    (guest memory shared with virtiofsd, a vhost-user-fs device tagged ``hostroot``); no
-    arguments where virtiofsd is missing (the guest then has no /host)."""
+def _share_host_fs(tb, host, memory_mib: int, rw_dir: str | None = None) -> list[str]:
+    """Start virtiofsd serving ``/`` (tag ``hostroot``, mounted read-only at the guest's /host)
+    and, with ``rw_dir``, a second one serving that directory writable (tag ``rundir``, mounted
+    over its own path under /host: :func:`attach_guest`) for the guest of ``host``; return QEMU's
+    arguments for them (the guest's ``memory_mib`` MiB of memory shared with the daemons, a
+    vhost-user-fs device per share). No arguments where virtiofsd is missing (the guest then has
+    no /host)."""
     daemon = virtiofsd_path()
     if daemon is None:
         return []
-    sock = os.path.join(tb.state_dir, f"virtiofs-{host.name}.sock")
-    log = open(os.path.join(tb.state_dir, f"virtiofs-{host.name}.log"), "wb")
-    host.popen([daemon, f"--socket-path={sock}", "-o", "source=/", "-o", "cache=auto", "-o", "sandbox=chroot"],
-               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 10.0
-    while not os.path.exists(sock):
-        if time.monotonic() > deadline:
-            raise TestbedError(f"virtiofsd for the guest of {host.name} made no socket in 10 s: {_tail(log.name)}")
-        time.sleep(0.05)
-    return ["-object", f"memory-backend-memfd,id=mem,size={{mem}}M,share=on", "-numa", "node,memdev=mem",
-            "-chardev", f"socket,id=hostfs,path={sock}", "-device", "vhost-user-fs-pci,chardev=hostfs,tag=hostroot"]
+    shares = [("hostroot", "/", "cache=auto")]
+    if rw_dir is not None:
+        # cache=none: the guest sees at once what this machine writes there, and the reverse
+        shares.append(("rundir", rw_dir, "cache=none"))
+    args = ["-object", f"memory-backend-memfd,id=mem,size={memory_mib}M,share=on", "-numa", "node,memdev=mem"]
+    for tag, source, cache in shares:
+        sock = os.path.join(tb.state_dir, f"virtiofs-{host.name}-{tag}.sock")
+        log_path = os.path.join(tb.state_dir, f"virtiofs-{host.name}-{tag}.log")
+        with open(log_path, "wb") as log:   # the daemon keeps its own descriptor
+            host.popen([daemon, f"--socket-path={sock}", "-o", f"source={source}", "-o", cache,
+                        "-o", "sandbox=chroot"],
+                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10.0
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline:
+                raise TestbedError(f"virtiofsd for the guest of {host.name} made no socket in 10 s: {_tail(log_path)}")
+            time.sleep(0.05)
+        args += ["-chardev", f"socket,id={tag},path={sock}", "-device", f"vhost-user-fs-pci,chardev={tag},tag={tag}"]
+    return args
 
 
 def _guests(tb) -> dict:
@@ -393,13 +409,18 @@ def guest_request(kernel: str, side: str = "left", accel: str = "tcg") -> dict:
     return {"kernel": kernel, "side": side, "accel": accel}
 
 
-def attach_guests(tb, request: dict) -> dict[str, Guest]:
+def attach_guests(tb, request: dict, *, rw_dir: str | None = None) -> dict[str, Guest]:
     """Guests for every host on ``request['side']`` (``left``, ``right`` or ``both``) of open
-    testbed ``tb`` (see :func:`guest_request`)."""
+    testbed ``tb`` (see :func:`guest_request`), each given ``rw_dir`` (:func:`attach_guest`)."""
     req = guest_request(request["kernel"], request.get("side", "left"), request.get("accel", "tcg"))
-    sides = ("left", "right") if req["side"] == "both" else (req["side"],)
-    return {h.name: attach_guest(tb, h.name, req["kernel"], accel=req["accel"])
-            for h in list(tb.hosts.values()) if h.side in sides}
+    return {name: attach_guest(tb, name, req["kernel"], accel=req["accel"], rw_dir=rw_dir)
+            for name in guest_hosts([(h.name, h.side) for h in tb.hosts.values()], req["side"])}
+
+
+def guest_hosts(hosts, side: str) -> list[str]:
+    """The names of ``hosts`` (``(name, side)`` pairs) that ``side`` makes guests."""
+    sides = ("left", "right") if side == "both" else (side,)
+    return [name for name, host_side in hosts if host_side in sides]
 
 
 def unavailable_reason(kernel: str = "debian-6.1") -> str | None:

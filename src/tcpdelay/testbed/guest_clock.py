@@ -99,6 +99,47 @@ def drift_ppm(a: ClockOffset, b: ClockOffset) -> float:
     return (b.offset_s - a.offset_s) / span * 1e6
 
 
+@dataclasses.dataclass(frozen=True)
+class GuestClock:
+    """A guest's clock over a run: the offset measured at its start and at its end, taken as
+    drifting linearly between them (the drift of an emulated timer is steady over a minute:
+    ``benchmarks/guest_clock.py``). What moves guest times onto this machine's clock and says
+    whether one-way delays across the guest boundary may be reported."""
+
+    start: ClockOffset
+    end: ClockOffset
+
+    @property
+    def error_s(self) -> float:
+        """The larger of the two measurements' errors: a time moved is within it."""
+        return max(self.start.error_s, self.end.error_s)
+
+    def usable_for_delays(self, max_error_s: float = MAX_ERROR_S) -> bool:
+        return self.error_s <= max_error_s
+
+    def offset_at(self, host_s):
+        """The offset (guest minus host, s) at this machine's instants ``host_s`` (array)."""
+        import numpy as np
+
+        a, b = self.start, self.end
+        span = b.measured_at_s - a.measured_at_s
+        slope = (b.offset_s - a.offset_s) / span if span > 0 else 0.0
+        return a.offset_s + slope * (np.asarray(host_s, dtype=float) - a.measured_at_s)
+
+    def to_host(self, guest_s):
+        """This machine's instants of the guest's instants ``guest_s`` (array; NaN stays NaN)."""
+        import numpy as np
+
+        g = np.asarray(guest_s, dtype=float)
+        first = g - self.start.offset_s            # the offset moves microseconds a minute:
+        return g - self.offset_at(first)            # one step of the fixed point is exact enough
+
+    def to_dict(self) -> dict:
+        return {"start": self.start.to_dict(), "end": self.end.to_dict(), "error_s": self.error_s,
+                "max_error_s": MAX_ERROR_S, "usable_for_delays": self.usable_for_delays(),
+                "drift_ppm": drift_ppm(self.start, self.end) if self.end.measured_at_s > self.start.measured_at_s else 0.0}
+
+
 def _receive_time_ns(sock: socket.socket) -> tuple[bytes, int]:
     """A datagram and when it reached the socket layer, on CLOCK_MONOTONIC (ns)."""
     data, ancdata, _, _ = sock.recvmsg(256, socket.CMSG_SPACE(16))

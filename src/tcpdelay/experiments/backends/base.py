@@ -72,6 +72,9 @@ class BackendOutcome:
     #: the clock every time of the records is on (run.json ``clock``, ``clock_source``)
     clock: str = "shared-monotonic"
     clock_source: str = "CLOCK_MONOTONIC"
+    #: how times recorded on another clock were moved onto the run's (run.json ``clock_offset``:
+    #: per reference-kernel guest, its offset at the run's start and end and the error)
+    clock_detail: dict | None = None
 
 
 class Backend(abc.ABC):

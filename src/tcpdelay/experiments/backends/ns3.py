@@ -140,6 +140,9 @@ def unsupported(plan: RunPlan) -> list[Unsupported]:
     from tcpdelay.sim.job import unsupported as tcp_unsupported
 
     out: list[Unsupported] = []
+    if plan.host_kernel:
+        out.append(Unsupported(f"host_kernel {plan.host_kernel['kernel']}: reference-kernel guests run only "
+                               "on the testbed (ns-3 has its own TCP)", "hosts"))
     values: dict[str, dict[float, list[str]]] = {}
     for h in plan.hosts:
         tcp = h.get("tcp") or {}

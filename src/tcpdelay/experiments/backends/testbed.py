@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tcpdelay.errors import ParameterError
-from tcpdelay.experiments.backends import testbed_streams
+from tcpdelay.experiments.backends import testbed_guests as guest_ends, testbed_streams
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, Unsupported, part_name
 from tcpdelay.experiments.plan import CROSS_TCP_PORT, LEAD_S, CrossPlan, RunPlan
 from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
@@ -119,7 +119,7 @@ class TestbedBackend(Backend):
         out += [Unsupported(f"kind {c.kind!r} has no starter on the testbed (one of "
                             f"{', '.join(sorted(CROSS_STARTERS))})", f"cross {c.name!r}")
                 for c in plan.cross if c.kind not in CROSS_STARTERS]
-        return out
+        return out + guest_ends.unsupported(plan)
 
     def run(self, job: BackendJob) -> BackendOutcome:
         from tcpdelay.testbed import Testbed
@@ -151,9 +151,14 @@ class TestbedBackend(Backend):
         sources = {m.flow_id: PreparedSource(m.source, m.stop_s - m.start_s, m.seed) for m in plan.media}
         with Testbed(spec) as tb:
             t_emu = _emulator_start(tb)
-            job.on_environment(environment(tb, plan))
+            guests = guest_ends.attach(tb, plan, rd)      # none without [host_kernel]
+            job.on_environment(environment(tb, plan, guests))
             mover.start()
             try:
+                # a guest's ends load for seconds (TCG): started first, the run's start waits for them
+                on_guest = guest_ends.start(tb, plan, rd, guests, handles, sources,
+                                            _sender_config, _receiver_config)
+                clocks = guest_ends.wait_ready(on_guest, guests)
                 t_recv = time.monotonic()
                 _start_receivers(tb, plan, rd, handles)
                 servers += testbed_streams.start_servers(tb, plan, rd, prepared)
@@ -164,9 +169,10 @@ class TestbedBackend(Backend):
                     # the time that took measures this machine now: a busy machine gets a later start
                     # rather than a failed run.
                     now = time.monotonic()
-                    t0 = now + busy_factor() * max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)),
-                                                   2 * (now - t_recv))
+                    t0 = now + busy_factor() * (max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)),
+                                                    2 * (now - t_recv)) + guest_ends.start_margin_s(on_guest))
                 _start_all(tb, plan, rd, t0, handles, sources)
+                guest_ends.go(plan, on_guest, clocks, t0)
                 testbed_streams.start_clients(tb, plan, rd, t0, handles, prepared, servers)
                 if time.monotonic() > t0:
                     raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
@@ -200,9 +206,13 @@ class TestbedBackend(Backend):
                 mover.stop.set()
                 mover.join()
                 consolidate(rd)
+            clock = guest_ends.to_this_clock(plan, rd, guests, clocks)   # (None without guests)
         _queue_records(Path(spec.queue_file), rd)
-        return BackendOutcome(results=results, counters=counters, t0_monotonic_s=t0,
-                              link_start_monotonic_s=t_emu, started_unix_s=started, lost=lost)
+        outcome = BackendOutcome(results=results, counters=counters, t0_monotonic_s=t0,
+                                 link_start_monotonic_s=t_emu, started_unix_s=started, lost=lost)
+        if clock is not None:
+            outcome.clock, outcome.clock_detail = clock
+        return outcome
 
 
 def _queue_records(csv: Path, rd) -> None:
@@ -245,7 +255,7 @@ def _emulator_start(tb) -> float:
         return time.monotonic()
 
 
-def environment(tb, plan: RunPlan) -> dict:
+def environment(tb, plan: RunPlan, guests: dict | None = None) -> dict:
     """The machine and the settings as read back from every host."""
     def read(path: str) -> str | None:
         try:
@@ -267,6 +277,8 @@ def environment(tb, plan: RunPlan) -> dict:
         "hosts_requested": plan.hosts,
         # a process per media flow end, or grouped (tcpdelay.testbed.grouped_endpoints)
         "media_endpoints": "grouped" if _grouped_media(plan) else "per-flow",
+        # reference-kernel hosts: kernel, release, accelerator (kvm or tcg), clock at boot
+        **({"guests": {name: g.describe() for name, g in guests.items()}} if guests else {}),
     }
 
 
@@ -275,7 +287,9 @@ def _grouped_media(plan: RunPlan) -> set[int]:
     receivers: :mod:`tcpdelay.testbed.grouped_endpoints`); QUIC flows keep a process each."""
     from tcpdelay.testbed.grouped_endpoints import endpoints_mode
 
-    ids = {m.flow_id for m in plan.media if m.flow.transport in ("tcp", "udp")}
+    on_guest = guest_ends.guest_host_names(plan)
+    ids = {m.flow_id for m in plan.media if m.flow.transport in ("tcp", "udp")
+           and m.sender not in on_guest and m.receiver not in on_guest}
     return ids if ids and endpoints_mode(len(ids)) == "grouped" else set()
 
 
@@ -285,21 +299,29 @@ def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
 
     grouped, members = _grouped_media(plan), []
     for m in plan.media:
-        f = m.flow
-        fd = rd / "flows" / str(m.flow_id)
-        fd.mkdir(parents=True, exist_ok=True)
-        rx_opts = TcpOptions(rcvbuf_bytes=f.tcp.rcvbuf_bytes)
-        # (a sender offers its run as soon as it is started, up to the run's lead before its first
-        # packet: the silence before that first packet counts as idle, hence the 60 s)
-        cfg = ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
-                             runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s) + 60.0, tcp=rx_opts,
-                             handshake_timeout_s=10.0, udp_linger_s=1.0)
+        if f"rx:{m.flow_id}" in handles:      # on a guest: started already
+            continue
+        cfg = _receiver_config(tb, plan, m, rd)
         if m.flow_id in grouped:
             members.append(Member(f"rx:{m.flow_id}", tb.hosts[m.receiver].netns, cfg))
         else:
             handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg, tb.spec.realtime)
     if members:
         handles.update(start_group(tb.hosts[plan.media[0].receiver], members, tb.spec.realtime, "media receivers"))
+
+
+def _receiver_config(tb, plan: RunPlan, m, rd):
+    """A media flow's receiver: its records in ``flows/<flow_id>/``."""
+    from tcpdelay.transport import ReceiverConfig, TcpOptions
+
+    fd = rd / "flows" / str(m.flow_id)
+    fd.mkdir(parents=True, exist_ok=True)
+    # (a sender offers its run as soon as it is started, up to the run's lead before its first
+    # packet: the silence before that first packet counts as idle, hence the 60 s)
+    return ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
+                          runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s) + 60.0,
+                          tcp=TcpOptions(rcvbuf_bytes=m.flow.tcp.rcvbuf_bytes),
+                          handshake_timeout_s=10.0, udp_linger_s=1.0)
 
 
 # Cross-traffic starters, one per kind: (testbed, the flow's plan, its start instant, its
@@ -401,10 +423,34 @@ def cross_starter(kind: str) -> Callable[..., Any]:
                              f"(one of {', '.join(sorted(CROSS_STARTERS))})") from None
 
 
-def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -> None:
-    from tcpdelay.traffic import response_server, transfers, udp_background
+def _sender_config(tb, plan: RunPlan, m, rd, *, on_guest: bool = False):
+    """A media flow's sender: its records in ``flows/<flow_id>/``. On a guest it has no BPF
+    state map (the guest's congestion control is its kernel's own)."""
     from tcpdelay.transport import RunParams, SenderConfig, TcpOptions
     from tcpdelay.transport.quic_config import QuicOptions
+
+    f = m.flow
+    h = f.heuristics
+    tcp = f.tcp
+    return SenderConfig(
+        to_host=tb.hosts[m.receiver].address, to_port=m.port,
+        run=RunParams(transport=f.transport, connections=h.connections, split=h.split,
+                      duration_s=m.stop_s - m.start_s, flow_id=m.flow_id, source=m.name[:64]),
+        scheduler=h.scheduler,
+        tcp=TcpOptions(nodelay=True if tcp.nodelay is None else tcp.nodelay,
+                       notsent_lowat_bytes=tcp.notsent_lowat_bytes,
+                       sndbuf_bytes=tcp.sndbuf_bytes, rcvbuf_bytes=tcp.rcvbuf_bytes),
+        proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
+        seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
+        connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s,
+        cc_state_map_id=None if on_guest else _cc_state_map_id(tb, tcp),
+        quic=QuicOptions(congestion=f.quic.congestion_control, deadline_s=f.quic.deadline_s,
+                         streams_per=f.quic.streams_per,
+                         max_datagram_bytes=f.quic.max_datagram_bytes))
+
+
+def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -> None:
+    from tcpdelay.traffic import response_server, transfers, udp_background
     from tcpdelay.testbed.grouped_endpoints import Member, start_group
 
     grouped, members = _grouped_media(plan), []
@@ -440,24 +486,9 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -
                 udp_background.sink, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic())
     # Then every sending end, each waiting for its own start instant.
     for m in plan.media:
-        f = m.flow
-        h = f.heuristics
-        tcp = f.tcp
-        cfg = SenderConfig(
-            to_host=tb.hosts[m.receiver].address, to_port=m.port,
-            run=RunParams(transport=f.transport, connections=h.connections, split=h.split,
-                          duration_s=m.stop_s - m.start_s, flow_id=m.flow_id, source=m.name[:64]),
-            scheduler=h.scheduler,
-            tcp=TcpOptions(nodelay=True if tcp.nodelay is None else tcp.nodelay,
-                           notsent_lowat_bytes=tcp.notsent_lowat_bytes,
-                           sndbuf_bytes=tcp.sndbuf_bytes, rcvbuf_bytes=tcp.rcvbuf_bytes),
-            proactive_drop_delay_s=h.proactive_drop_s, keepalive=h.keepalive,
-            seed=m.seed, out_dir=str(rd / "flows" / str(m.flow_id)), run_id=f"flow{m.flow_id}",
-            connect_timeout_s=10.0, drain_timeout_s=DRAIN_S, tcp_state_period_s=plan.tcp_state_period_s,
-            cc_state_map_id=_cc_state_map_id(tb, tcp),
-            quic=QuicOptions(congestion=f.quic.congestion_control, deadline_s=f.quic.deadline_s,
-                             streams_per=f.quic.streams_per,
-                             max_datagram_bytes=f.quic.max_datagram_bytes))
+        if f"tx:{m.flow_id}" in handles:      # on a guest: started already, told its start by go()
+            continue
+        cfg = _sender_config(tb, plan, m, rd)
         if m.flow_id in grouped:
             members.append(Member(f"tx:{m.flow_id}", tb.hosts[m.sender].netns, cfg, sources[m.flow_id], t0 + m.start_s))
             continue
@@ -497,6 +528,9 @@ def _interrupt(handles: dict, grace_s: float = 2.0) -> dict:
     they hold (the last record parts) before the testbed kills what is left. Returns what they
     answered (or their error) by handle key."""
     for h in handles.values():
+        if hasattr(h, "interrupt"):       # an end on a guest: SIGINT there
+            h.interrupt()
+            continue
         with contextlib.suppress(ProcessLookupError, OSError):
             os.kill(h.pid, signal.SIGINT)
     deadline = time.monotonic() + grace_s

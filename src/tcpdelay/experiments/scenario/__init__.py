@@ -26,6 +26,7 @@ One room per part of the file, each importing only the rooms above it in this li
 - ``flows``: ``[[flows]]``, media flows and their delay heuristics;
 - ``cross``: ``[[cross]]``, one class per cross-traffic kind;
 - ``streams``: ``[[streams]]``, pulled streams (video over HTTP);
+- ``host_kernel``: ``[host_kernel]``, hosts that boot a reference kernel (testbed only);
 - ``experiment``: the top table (:class:`Scenario`) and the checks spanning its parts;
 - ``validate``: data -> :class:`Scenario`, or one line naming the bad key;
 - ``grid``: ``[sweep]`` keys, the grid of cells and each cell's scenario;
@@ -42,6 +43,7 @@ from tcpdelay.experiments.scenario.experiment import (
     DEFAULT_METRICS, DEFAULT_TCP_STATE_PERIOD_S, MAX_DURATION_S, METRICS, Scenario,
 )
 from tcpdelay.experiments.scenario.flows import PROFILES, Flow, Heuristics
+from tcpdelay.experiments.scenario.host_kernel import HostKernel
 from tcpdelay.experiments.scenario.grid import (
     MAX_SWEEP_CELLS, apply_overrides, cell_scenario, describe, grid, linked_keys,
 )
@@ -68,7 +70,7 @@ __all__ = [
     "MIN_MSS_BYTES", "MIN_MTU_BYTES", "MSS_OVERHEAD_BYTES", "PROFILES", "STREAM_KINDS", "TCP_PRESETS",
     "TRANSFERS_ONLY_TCP_KEYS",
     "Access", "BernoulliLoss", "BulkCross", "Cross", "DelaySeconds", "Direction", "DirectionSpec",
-    "Flow", "GilbertElliottLoss", "Heuristics", "HttpVideo", "JitterSeconds", "KnownKeys", "Loss",
+    "Flow", "GilbertElliottLoss", "Heuristics", "HostKernel", "HttpVideo", "JitterSeconds", "KnownKeys", "Loss",
     "LossSpec", "NoLoss", "Outage", "PageLoadCross", "Path", "PositiveSeconds", "QueueBytes",
     "QueuePackets", "RateBps", "Scenario", "Seconds", "Stream", "Tcp", "TransfersCross", "UdpCross",
     "VideoFile", "WebOnOffCross",

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from tcpdelay.experiments.scenario.base import StrictTable
 from tcpdelay.experiments.scenario.cross import Cross
 from tcpdelay.experiments.scenario.flows import Flow
+from tcpdelay.experiments.scenario.host_kernel import HostKernel
 from tcpdelay.experiments.scenario.path import Access, Path
 from tcpdelay.experiments.scenario.quic import Quic
 from tcpdelay.experiments.scenario.streams import Stream
@@ -53,6 +54,8 @@ class Scenario(StrictTable):
     path: Path = Field(default_factory=Path)
     #: Per-host access links (papers/004's topology); unset: hosts reach the bottleneck directly.
     access: Access | None = None
+    #: The hosts of a side as QEMU guests booting a reference kernel (testbed only; unset: none).
+    host_kernel: HostKernel | None = None
     flows: tuple[Flow, ...] = ()
     cross: tuple[Cross, ...] = ()
     #: Streams a client pulls (papers/003's video over HTTP). A scenario has flows, streams or
