@@ -123,6 +123,7 @@ def test_a_voip_sender_on_the_61_guest_measures_the_paths_one_way_delay(tmp_path
     assert totals["errors"] == [] and totals["packets_received"] == totals["packets_sent"] == 250
     assert env["guests"]["ltx0"]["release"].startswith("6.1.") and env["guests"]["ltx0"]["accelerator"] == "tcg"
     g = _check_clock(run, "ltx0")
+    assert json.loads((tmp_path / "flows" / "0" / "run.json").read_text())["clock"] == OFFSET_CORRECTED
     assert g["rows_moved"]["sent.send_time_s"] == 250 and g["rows_moved"]["received.send_time_s"] == 250
     # On the guest's clock (started at its boot) the delays would be off by its uptime's distance
     # from this machine's: moved, they are the path's 20 ms plus the guest's send-side latency.

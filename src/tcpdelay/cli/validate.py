@@ -101,9 +101,13 @@ def evaluate_validation(out_dir: str | os.PathLike, **options: Any) -> dict:
               help="Which of the delay model's stacks the table sets beside the paper's chain "
                    "[default: linux on the testbed, classic in ns-3]; validation.json holds every "
                    "stack (model_linux, model_classic; model is the paper's).")
+@click.option("--host-kernel", type=click.Choice(["debian-6.1"]), default=None,
+              help="Run each sender on a QEMU guest booting this reference kernel (testbed only; "
+                   "docs/testbed.md): newreno-2008 there has RACK really off, the second ground "
+                   "truth of the classic stack beside ns-3.")
 @json_option
 def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, profiles, stacks, backend,
-                 model_stack, as_json):
+                 model_stack, host_kernel, as_json):
     """Measure CBR over real Linux TCP with configured random drops on the testbed and set it
     against the delay model (Brosh et al. §5.1, Figs 5, 8, 11): mean, 95th percentile and
     standard deviation of the delay, with the relative error, in OUT/validation.html and
@@ -114,7 +118,7 @@ def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, p
     if backend == "ns3" and not stacks:
         stacks = ("newreno-2008",)   # linux-default needs RACK and TLP, which ns-3 3.44 lacks
     grid = {k: v for k, v in (("rtts_s", rtts_s), ("losses", losses), ("profiles", profiles),
-                              ("stacks", stacks)) if v}
+                              ("stacks", stacks), ("host_kernel", host_kernel)) if v}
     size = "full" if full else "reduced"
     out = out_dir or (f"out/validate-{size}" + ("-ns3" if backend == "ns3" else ""))
     jobs = jobs or (default_jobs() if backend == "testbed" else max(1, os.cpu_count() or 1))

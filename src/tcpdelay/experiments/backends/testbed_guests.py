@@ -148,6 +148,14 @@ def to_this_clock(plan: RunPlan, rd: Path, guests: dict, clocks: dict) -> tuple[
     clock, detail = run_clock(by_guest)
     for name, rows in moved.items():
         detail["guests"][name]["rows_moved"] = rows
+    # a flow's own run.json says what its receiver saw (two kernels: "unsynchronized"); its
+    # times are now on the run's clock
+    from tcpdelay.records import read_run_metadata, write_run_metadata
+
+    for m in plan.media:
+        fd = Path(rd) / "flows" / str(m.flow_id)
+        if (m.sender in guests or m.receiver in guests) and (fd / "run.json").is_file():
+            write_run_metadata(fd, {**read_run_metadata(fd), "clock": clock, "clock_moved_by_run": True})
     return clock, detail
 
 

@@ -30,9 +30,10 @@ REDUCED = {"rtts_s": (0.1,), "losses": (0.005, 0.01, 0.02), "duration_s": 20.0, 
 
 
 def scenario_data(*, rtts_s, losses, duration_s: float, repetitions: int,
-                  profiles=PROFILES, stacks=STACKS, seed: int = 1) -> dict:
-    """The validation scenario as data (the grid in the order of the paper's figures)."""
-    return {
+                  profiles=PROFILES, stacks=STACKS, seed: int = 1, host_kernel: str | None = None) -> dict:
+    """The validation scenario as data (the grid in the order of the paper's figures); with
+    ``host_kernel`` the sender is a guest booting that reference kernel (``[host_kernel]``)."""
+    return {**({"host_kernel": {"kernel": host_kernel, "side": "left"}} if host_kernel else {}),
         "name": "validate-5.1",
         "description": "CBR over TCP (voip 64 kb/s, video 573 kb/s) with Bernoulli drops: model vs Linux TCP",
         "duration_s": float(duration_s),
@@ -54,13 +55,14 @@ def validation_scenario(full: bool = False, *, duration_s: float | None = None,
                         repetitions: int | None = None, grid: dict | None = None) -> Scenario:
     """The full or reduced validation scenario, optionally with another run length or number
     of repetitions (e.g. ``--full --repetitions 2 --duration-s 120`` for a ~6 h run), or
-    another grid (``grid``: any of ``rtts_s``, ``losses``, ``profiles``, ``stacks``)."""
+    another grid (``grid``: any of ``rtts_s``, ``losses``, ``profiles``, ``stacks``, and
+    ``host_kernel``: the senders on a guest booting that reference kernel, e.g. ``debian-6.1``)."""
     size = dict(FULL if full else REDUCED)
-    allowed = ("rtts_s", "losses", "profiles", "stacks")
+    allowed = ("rtts_s", "losses", "profiles", "stacks", "host_kernel")
     for key, values in (grid or {}).items():
         if key not in allowed:
             raise ParameterError(f"grid: {key!r} is not one of {', '.join(allowed)}")
-        size[key] = tuple(values)
+        size[key] = values if key == "host_kernel" else tuple(values)
     if duration_s is not None:
         if not (isinstance(duration_s, (int, float)) and math.isfinite(duration_s) and 1 <= duration_s <= 3600):
             raise ParameterError(f"duration_s: {duration_s!r} must be between 1 and 3600 seconds")
@@ -79,7 +81,7 @@ def size_label(full: bool, *, duration_s: float | None = None, repetitions: int 
     size = "full" if full else "reduced"
     if grid or duration_s is not None or repetitions is not None:
         size += " (" + ", ".join(
-            [f"{k}={list(v)}" for k, v in (grid or {}).items()]
+            [f"{k}={v}" if isinstance(v, str) else f"{k}={list(v)}" for k, v in (grid or {}).items()]
             + ([f"duration_s={duration_s:g}"] if duration_s is not None else [])
             + ([f"repetitions={repetitions}"] if repetitions is not None else [])) + ")"
     return size
