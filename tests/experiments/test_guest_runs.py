@@ -103,7 +103,13 @@ def test_move_times_rewrites_only_the_named_flows(tmp_path):
 def _run(tmp_path, **extra):
     from tcpdelay.experiments.run import run_scenario
 
-    totals = run_scenario(parse_scenario(_scenario(**extra)), 1, tmp_path)
+    # a relative run directory, as `tcpdelay run --out results/x` gives (the guest starts in its /)
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.chdir(tmp_path.parent)
+    try:
+        totals = run_scenario(parse_scenario(_scenario(**extra)), 1, tmp_path.relative_to(tmp_path.parent))
+    finally:
+        monkeypatch.undo()
     return totals, json.loads((tmp_path / "run.json").read_text()), json.loads((tmp_path / "environment.json").read_text())
 
 

@@ -84,7 +84,8 @@ def start(tb, plan: RunPlan, rd: Path, guests: dict, handles: dict, sources: dic
     from tcpdelay.testbed import guest_endpoint
 
     started = {}
-    base = Path(rd).resolve() / "guest"
+    rd = Path(rd).resolve()     # the guest's programs start in its / (a relative path would be there)
+    base = rd / "guest"
     for m in plan.media:
         if m.receiver in guests:
             key = f"rx:{m.flow_id}"
