@@ -159,7 +159,18 @@ def ground_truth() -> dict:
         for k, (x, runs, means) in _delays(full / "validation-delays.parquet", "newreno-2008").items():
             ns3[k] = {"delays": x, "runs": runs, "run_means": means, "origin": "validate-full-ns3",
                       "rtos_per_drop": (drops.get(k) or (0, 0, None))[2], "realised_drops": realised.get(k)}
-    return {"testbed": linux, "ns3": ns3}
+    # classic recovery on real Linux: the sender on a Debian 6.1 guest with RACK off (issue 32;
+    # experiments/model-fidelity-classic-guest.sh)
+    guest: dict = {}
+    for d in sorted(glob.glob(str(ROOT / "results" / "fidelity-classic-guest-*"))):
+        d = Path(d)
+        if (d / "validation-delays.parquet").exists():
+            drops = _drops(d, "newreno-2008")
+            realised = _realised_drops(d, "newreno-2008")
+            for k, (x, runs, means) in _delays(d / "validation-delays.parquet", "newreno-2008").items():
+                guest[k] = {"delays": x, "runs": runs, "run_means": means, "origin": d.name,
+                            "rtos_per_drop": (drops.get(k) or (0, 0, None))[2], "realised_drops": realised.get(k)}
+    return {"testbed": linux, "ns3": ns3, "guest61": guest}
 
 
 def _err(model: float | None, meas: float) -> float | None:
@@ -407,6 +418,50 @@ def print_markdown(out: dict) -> None:
               f"| {cell(res.get(('paper', 'ns3'), {}).get(k))} |")
 
 
+def print_guest(gt: dict, losses, *, measured_floor: bool, as_json: bool) -> int:
+    """The classic stack's two ground truths side by side: Linux 6.1 with RACK off (the guest)
+    and ns-3, at the points the guest measured; then the summary of each."""
+    points = gt["guest61"]
+    if not points:
+        print("no results/fidelity-classic-guest-* with validation-delays.parquet: run "
+              "experiments/model-fidelity-classic-guest.sh first", file=sys.stderr)
+        return 2
+    ns3 = {k: v for k, v in gt["ns3"].items() if k in points}
+    results = [{"stack": st, "source": src, "points": rows, "summary": summary(rows)}
+               for st, src, pts in (("classic", "guest61", points), ("classic", "ns3", ns3),
+                                    ("paper", "guest61", points))
+               for rows in [evaluate(st, src, pts, losses, measured_floor=measured_floor)]]
+    if as_json:
+        json.dump({"results": results}, sys.stdout, indent=1)
+        print()
+        return 0
+    by = {(r["stack"], r["source"]): {(p["profile"], p["rtt_s"], p["loss"]): p for p in r["points"]} for r in results}
+
+    def cell(p):
+        if p is None:
+            return "—"
+        if not p["stable"]:
+            return f"{p['measured_mean_s'] * 1e3:.0f} / unstable"
+        return (f"{p['measured_mean_s'] * 1e3:.0f} / {p['model_mean_s'] * 1e3:.0f}, {p['measured_p95_s'] * 1e3:.0f} / "
+                f"{p['model_p95_s'] * 1e3:.0f} ({_pct(p['mean_error'])}, {_pct(p['p95_error'])})")
+    print("| point | runs × packets (6.1) | `classic` vs Linux 6.1, RACK off: measured / model mean, p95 ms (error) "
+          "| `classic` vs ns-3 | `paper` vs Linux 6.1 |")
+    print("|---|---|---|---|---|")
+    for k in sorted(by[("classic", "guest61")], key=lambda k: (PROFILES.index(k[0]), k[1], k[2])):
+        g = by[("classic", "guest61")][k]
+        print(f"| {k[0]} {k[1] * 1e3:g} ms {k[2] * 100:g} % | {g['runs']} × {g['packets']} | {cell(g)} "
+              f"| {cell(by[('classic', 'ns3')].get(k))} | {cell(by[('paper', 'guest61')].get(k))} |")
+    fmt = (lambda v: "—" if v is None else f"{v * 100:.0f} %")   # noqa: E731
+    print()
+    print("| stack | against | points (stable / all) | mean within 10 % | p95 within 15 % | median abs. error mean / p95 |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        s = r["summary"]
+        print(f"| `{r['stack']}` | {r['source']} | {s['stable_points']} / {s['points']} | {fmt(s['mean_within'])} "
+              f"| {fmt(s['p95_within'])} | {fmt(s['median_abs_mean_error'])} / {fmt(s['median_abs_p95_error'])} |")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--all-losses", action="store_true", help="also 0.1 and 10 %% drop rates")
@@ -421,12 +476,17 @@ def main(argv=None) -> int:
                          "its realised drop rate and the model's mean at that rate")
     ap.add_argument("--configured-one-way", action="store_true",
                     help="the model's L = RTT/2 instead of the measured floor (5th percentile)")
+    ap.add_argument("--guest", action="store_true",
+                    help="instead: the classic and paper stacks against Linux 6.1 with RACK off (a guest sender; "
+                         "results/fidelity-classic-guest-*) beside ns-3 at the same points")
     ap.add_argument("--write", metavar="PATH", default=None,
                     help="write the fidelity table (summary and points) to PATH (the committed one: "
                          "src/tcpdelay/model/delay/fidelity.json)")
     args = ap.parse_args(argv)
     losses = ALL_LOSSES if args.all_losses else GRID_LOSSES
     gt = ground_truth()
+    if args.guest:
+        return print_guest(gt, losses, measured_floor=not args.configured_one_way, as_json=args.json)
     pairs = [("linux", "testbed"), ("classic", "ns3"), ("paper", "testbed"), ("paper", "ns3")]
     out = {"bounds": {"mean": MEAN_BOUND, "p95": P95_BOUND},
            "one_way": "configured RTT/2" if args.configured_one_way else "measured floor (5th percentile)",

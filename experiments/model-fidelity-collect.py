@@ -1,5 +1,6 @@
-"""Bring the ground truth of experiments/model-fidelity-linux.sh from the clone that measures it
-into this one, complete runs only, and compare it with the model (no measuring).
+"""Bring the ground truth of experiments/model-fidelity-linux.sh (and -classic-guest.sh) from the
+clone that measures it into this one, complete runs only, and compare it with the model (no
+measuring).
 
     .venv/bin/python experiments/model-fidelity-collect.py /path/to/measuring-clone [SWEEP ...]
 
@@ -7,7 +8,7 @@ With SWEEP names (e.g. ``fidelity-linux-1pct``) only those are brought (a sweep 
 measured stays behind). Paths in ``validation.json`` are relative to the clone's root, as
 ``tcpdelay validate`` run from the root writes them.
 
-For each ``results/fidelity-linux-*`` there: the sweep's files, each cell's, and of every run
+For each ``results/fidelity-*`` there: the sweep's files, each cell's, and of every run
 with ``complete.json`` the files a report and the comparison read (the raw ``sent/``,
 ``received/`` and queue records stay behind: they are ten times the size). Then
 ``validation.json``, ``validation.html`` and ``validation-delays.parquet`` are written here as
@@ -28,7 +29,7 @@ KEEP = ("complete.json", "environment.json", "flows.parquet", "metrics.json", "p
 
 def collect(src_root: Path, dst_root: Path, only: list[str] | None = None) -> list[Path]:
     done = []
-    for src in sorted((src_root / "results").glob("fidelity-linux-*")):
+    for src in sorted((src_root / "results").glob("fidelity-*")):
         if only and src.name not in only:
             continue
         dst = dst_root / "results" / src.name
@@ -69,7 +70,9 @@ def main(argv: list[str]) -> int:
     os.chdir(Path(__file__).resolve().parents[1])   # results/… paths, relative to the root
     for dst in collect(src_root, Path("."), only):
         doc = evaluate_validation(dst, size=f"model fidelity ground truth ({dst.name}, complete runs so far)")
-        doc["sweep"] = {"collected_from": "a measuring clone (experiments/model-fidelity-linux.sh)"}
+        script = "model-fidelity-classic-guest.sh" if dst.name.startswith("fidelity-classic-guest") \
+            else "model-fidelity-linux.sh"
+        doc["sweep"] = {"collected_from": f"a measuring clone (experiments/{script})"}
         write_validation_json(dst / "validation.json", doc)
         print(f"{dst}: {len(doc['points'])} points")
     return 0
