@@ -59,8 +59,18 @@ def _run_extras(run_dir: Path) -> dict:
         "lateness_p99_us": max(((link.get(d) or {}).get("lateness_us") or {}).get("p99") or 0.0
                                for d in ("a_to_b", "b_to_a")),
         "total_retrans": sum(int(s.get("total_retrans") or 0) for s in stats),
-        "total_rto": sum(int(s.get("total_rto") or 0) for s in stats),
+        "total_rto": _rtos(meta, stats),
     }
+
+
+def _rtos(meta: dict, stats: list[dict]) -> int:
+    """The run's retransmission timeouts: TCP_INFO's ``tcpi_total_rto`` (Linux 6.7 on); from an
+    older kernel (a reference-kernel guest's 6.1) the sender's own ``TCPTimeouts`` counter (its
+    host runs the one media sender)."""
+    if not stats or any(s.get("total_rto") is not None for s in stats):
+        return sum(int(s.get("total_rto") or 0) for s in stats)
+    return sum(int(((m.get("sender") or {}).get("tcp_counters") or {}).get("TCPTimeouts") or 0)
+               for m in (meta.get("run") or {}).get("media") or [])
 
 
 def measured_points(results) -> list[dict]:
