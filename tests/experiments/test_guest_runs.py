@@ -222,3 +222,13 @@ def test_a_guest_sender_killed_mid_run_is_a_lost_part_named_and_nothing_is_left(
         left = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
         assert left.stdout.strip() == "", (pattern, left.stdout)
     assert not [n for n in list_netns() if n.startswith(f"td-{run_id}-")]
+
+
+def test_rtos_of_a_kernel_without_tcpi_total_rto_come_from_the_senders_counter(tmp_path):
+    from tcpdelay.experiments.validation.measured import _run_extras
+
+    run = {"media": [{"sender": {"tcp_counters": {"TCPTimeouts": 7}}}], "link_counters": {}}
+    (tmp_path / "run.json").write_text(json.dumps({"run": run, "tcp_stats": [{"total_retrans": 30}]}))
+    assert _run_extras(tmp_path)["total_rto"] == 7          # Linux 6.1's TCP_INFO: no tcpi_total_rto
+    (tmp_path / "run.json").write_text(json.dumps({"run": run, "tcp_stats": [{"total_retrans": 30, "total_rto": 2}]}))
+    assert _run_extras(tmp_path)["total_rto"] == 2          # 6.7 on: TCP_INFO's own
