@@ -128,14 +128,15 @@ def _run(tmp_path, **extra):
 def _check_delays(run_dir, totals):
     """On the guest's clock (started at its boot) the delays would be off by its boot's distance
     from this machine's (hours here); moved, no packet beats the path's 20 ms by more than the
-    offset's error, and the mean is the path's plus the guest's own send or receive latency
-    (~1-2 ms idle under TCG; the bound leaves room for a loaded machine)."""
+    offset's error, and the median is the path's plus the guest's own send or receive latency
+    (~1-2 ms idle under TCG; the bound leaves room for an emulated CPU on a loaded machine, and
+    still catches an offset wrong by more than that)."""
     from tcpdelay.results.packets import load_flows
 
     flows, _ = load_flows(run_dir)
     delay = flows[0].recv_time_s - flows[0].send_time_s
     assert np.nanmin(delay) >= ONE_WAY_S - MAX_ERROR_S, np.nanmin(delay)
-    assert ONE_WAY_S <= totals["flows"][0]["delay_mean_s"] <= ONE_WAY_S + 0.03, totals["flows"][0]
+    assert np.nanmedian(delay) <= ONE_WAY_S + 0.05, (np.nanmedian(delay), totals["flows"][0])
 
 
 def _check_clock(run, guest):
