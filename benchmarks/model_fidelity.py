@@ -23,7 +23,6 @@ points as the committed fidelity table that ``tcpdelay delay`` and ``advise`` re
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import math
 import sys
@@ -135,42 +134,30 @@ def _realised_drops(result_dir: Path, stack: str) -> dict:
 
 def ground_truth() -> dict:
     """{source: {point: {"delays", "runs", "origin", "rtos_per_drop"}}} for the sources above."""
+    results = ROOT / "results"
     linux: dict = {}
-    for d in sorted(glob.glob(str(ROOT / "results" / "fidelity-linux-*"))):
-        d = Path(d)
-        if (d / "validation-delays.parquet").exists():
-            drops = _drops(d, "linux-default")
-            realised = _realised_drops(d, "linux-default")
-            for k, (x, runs, means) in _delays(d / "validation-delays.parquet", "linux-default").items():
-                linux[k] = {"delays": x, "runs": runs, "run_means": means, "origin": d.name,
-                            "rtos_per_drop": (drops.get(k) or (0, 0, None))[2], "realised_drops": realised.get(k)}
-    grid = ROOT / "results" / "validate-grid"
-    if (grid / "validation-delays.parquet").exists():
-        drops = _drops(grid, "linux-default")
-        realised = _realised_drops(grid, "linux-default")
-        for k, (x, runs, means) in _delays(grid / "validation-delays.parquet", "linux-default").items():
-            linux.setdefault(k, {"delays": x, "runs": runs, "run_means": means, "origin": "validate-grid (20s)",
-                                 "rtos_per_drop": (drops.get(k) or (0, 0, None))[2], "realised_drops": realised.get(k)})
-    ns3: dict = {}
-    full = ROOT / "results" / "validate-full-ns3"
-    if (full / "validation-delays.parquet").exists():
-        drops = _drops(full, "newreno-2008")
-        realised = _realised_drops(full, "newreno-2008")
-        for k, (x, runs, means) in _delays(full / "validation-delays.parquet", "newreno-2008").items():
-            ns3[k] = {"delays": x, "runs": runs, "run_means": means, "origin": "validate-full-ns3",
-                      "rtos_per_drop": (drops.get(k) or (0, 0, None))[2], "realised_drops": realised.get(k)}
+    for d in sorted(results.glob("fidelity-linux-*")):
+        linux.update(_points(d, "linux-default", d.name))
+    for k, v in _points(results / "validate-grid", "linux-default", "validate-grid (20s)").items():
+        linux.setdefault(k, v)
+    ns3 = _points(results / "validate-full-ns3", "newreno-2008", "validate-full-ns3")
     # classic recovery on real Linux: the sender on a Debian 6.1 guest with RACK off (issue 32;
     # experiments/model-fidelity-classic-guest.sh)
     guest: dict = {}
-    for d in sorted(glob.glob(str(ROOT / "results" / "fidelity-classic-guest-*"))):
-        d = Path(d)
-        if (d / "validation-delays.parquet").exists():
-            drops = _drops(d, "newreno-2008")
-            realised = _realised_drops(d, "newreno-2008")
-            for k, (x, runs, means) in _delays(d / "validation-delays.parquet", "newreno-2008").items():
-                guest[k] = {"delays": x, "runs": runs, "run_means": means, "origin": d.name,
-                            "rtos_per_drop": (drops.get(k) or (0, 0, None))[2], "realised_drops": realised.get(k)}
+    for d in sorted(results.glob("fidelity-classic-guest-*")):
+        guest.update(_points(d, "newreno-2008", d.name))
     return {"testbed": linux, "ns3": ns3, "guest61": guest}
+
+
+def _points(d: Path, stack: str, origin: str) -> dict:
+    """{point: ground truth} of ``stack`` in validation sweep ``d`` ({} without its delays)."""
+    if not (d / "validation-delays.parquet").exists():
+        return {}
+    drops = _drops(d, stack)
+    realised = _realised_drops(d, stack)
+    return {k: {"delays": x, "runs": runs, "run_means": means, "origin": origin,
+                "rtos_per_drop": (drops.get(k) or (0, 0, None))[2], "realised_drops": realised.get(k)}
+            for k, (x, runs, means) in _delays(d / "validation-delays.parquet", stack).items()}
 
 
 def _err(model: float | None, meas: float) -> float | None:
