@@ -148,9 +148,12 @@ def test_example_runs_in_tiny_form(path, tmp_path):
         for f in totals["flows"]:
             assert f["delay_mean_s"] is not None and f["delay_mean_s"] > 0
     if totals["streams"]:
-        # each pulled stream: the server sent its video, the player received it (the model player
-        # most of its frames; VLC, which needs a second to start, at least its first bytes) and
-        # the stream has metrics
+        # each pulled stream: the server sent its video, the player received it and the stream has
+        # metrics. The model player: some frames arrived, and exactly those whose last byte is within
+        # the body it read, as its log says. How many is the path's and the machine's business (the
+        # 1.5-s form of papers/003's 5 Mb/s link for a 5.24 Mb/s video brings 25 of 40 idle, 16 of
+        # 40 beside two busy loops); the 40 Mb/s run of test_http_video_run wants them all. VLC,
+        # which needs a second to start: at least its first bytes.
         import json
 
         run = json.loads((tmp_path / "run.json").read_text())["run"]
@@ -159,8 +162,13 @@ def test_example_runs_in_tiny_form(path, tmp_path):
         for st, m in zip(run["streams"], metrics):
             assert st["server"]["bytes_sent"] > 0 and m["player"] == st["player_kind"]
             if st["player_kind"] == "model":
-                assert st["player"]["status"] == 200
-                assert st["player"]["frames_arrived"] > 0.5 * st["player"]["frames"] == 0.5 * m["frames"]
+                p = st["player"]
+                assert p["status"] == 200 and p["frames"] == m["frames"]
+                assert 0 < p["body_bytes"] <= p["content_length_bytes"] <= st["server"]["bytes_sent"]
+                log = read_records(tmp_path, "playout").to_pydict()
+                ends = sorted(e for e, ev in zip(log["end_byte"], log["event"]) if ev in ("arrival", "never"))
+                assert len(ends) == p["frames"]
+                assert 0 < p["frames_arrived"] == m["frames_arrived"] == sum(e <= p["body_bytes"] for e in ends)
             else:
                 assert st["player"]["exit_status"] == 0 and st["player"]["counters"]["input_bytes"] > 0
 
