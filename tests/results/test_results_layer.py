@@ -320,3 +320,33 @@ def test_cell_index_masks_the_rows_of_each_cell_as_comparing_the_strings_does():
     index = CellIndex(table)
     for cell in ("c0", "c1", "c2", "c9"):
         assert np.array_equal(index.mask(cell), np.asarray(cells) == cell), cell
+
+
+def test_processes_asking_for_one_sweeps_delays_at_once_build_its_cache_once(tmp_path, monkeypatch):
+    """A fresh clone's test workers and page scripts ask for the same sweeps together: one builds
+    ``delays.parquet`` under the sweep's lock, the others wait and read it (each used to build it)."""
+    import threading
+    import time
+
+    from tcpdelay.reproductions import sweep_data
+
+    copy = tmp_path / "aqm-5.3-bytes-reduced"
+    shutil.copytree(RESULTS / "aqm-5.3-bytes-reduced", copy)
+    (copy / layout.DELAYS_FILE).unlink(missing_ok=True)
+    built, real = [], sweep_data._build
+
+    def slow_build(*args):
+        built.append(threading.get_ident())
+        time.sleep(0.3)          # long enough that every caller arrives while it builds
+        real(*args)
+
+    monkeypatch.setattr(sweep_data, "_build", slow_build)
+    answers: list = []
+    callers = [threading.Thread(target=lambda: answers.append(sweep_data.media_delays(copy))) for _ in range(3)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert len(built) == 1 and len(answers) == 3
+    assert all(a.equals(answers[0]) for a in answers) and answers[0].num_rows > 0
+    assert sweep_data.media_delays(copy).equals(answers[0]) and len(built) == 1   # fresh now: no rebuild

@@ -12,6 +12,7 @@ before are of results format 1 and read the same).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -68,11 +69,41 @@ def media_delays(sweep_dir: Path) -> pa.Table:
     have_records = all(has_records(r["dir"]) for r in rs) and rs
     have_packets = all((r["dir"] / PACKETS_FILE).is_file() for r in rs) and rs
     sources = [r["dir"] / ("received" if have_records else PACKETS_FILE) for r in rs]
-    if cache.exists() and (have_records or have_packets) and cache.stat().st_mtime >= max(
-            p.stat().st_mtime for p in sources):
+
+    def fresh() -> bool:
+        return cache.exists() and bool(have_records or have_packets) and cache.stat().st_mtime >= max(
+            p.stat().st_mtime for p in sources)
+
+    if fresh():
         return _cached(cache)
     if not (have_records or have_packets):
         raise ParameterError(f"{sweep_dir}: the runs have neither their per-packet records nor packets.parquet")
+    # One process builds a sweep's cache at a time; the others wait and read it (a fresh clone's
+    # test workers and page scripts all asked for the same sweeps at once and each built them all).
+    with _build_lock(sweep_dir):
+        if fresh():
+            return _cached(cache)
+        _build(sweep_dir, rs, cache)
+    return _cached(cache)
+
+
+#: The lock file :func:`media_delays` holds while it builds a sweep's cache (results/.gitignore).
+DELAYS_LOCK = ".delays.lock"
+
+
+@contextmanager
+def _build_lock(sweep_dir: Path):
+    import fcntl
+
+    with open(sweep_dir / DELAYS_LOCK, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _build(sweep_dir: Path, rs: list[dict], cache: Path) -> None:
     parts = [(r, run_delays(r["dir"])) for r in rs]
     send = np.concatenate([t["send_time_s"].to_numpy() for _, t in parts])
     write_delays(cache, np.concatenate([t["flow_id"].to_numpy() for _, t in parts]),
@@ -84,7 +115,6 @@ def media_delays(sweep_dir: Path) -> pa.Table:
                  keys={"cell_id": np.concatenate([[r["cell_id"]] * t.num_rows for r, t in parts]),
                        "seed": np.concatenate([np.full(t.num_rows, r["seed"], np.int32) for r, t in parts])},
                  source=f"media packets of the sweep {sweep_dir.name}")
-    return _cached(cache)
 
 
 def _cached(cache: Path) -> pa.Table:
