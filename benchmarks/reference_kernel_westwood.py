@@ -16,7 +16,12 @@ kernel algorithm on both) is the control for what that costs. Figures: docs/test
 "Reference-kernel hosts".
 
 ``--variant vegas`` runs the same against Vegas (BPF ``tdvegas`` / module ``tcp_vegas``), and
-``--loss 0`` on the clean path.
+``--loss 0`` on the clean path. ``--port-on-guest`` also runs the BPF port on the 6.1 guest
+(``tcpdelay-cc-load`` registers it there without a BPF link, which 6.1 lacks): the port and the
+module then see the same emulated CPU, so a difference left between them is the port's, and one
+that goes is the guest's timing. Every run also gives its sender's congestion window and RTT
+every 0.1 s (iperf3's intervals): the peak window and when it was reached are printed, the
+series are in ``--json``.
 
 Run as root: .venv/bin/python benchmarks/reference_kernel_westwood.py [--duration-s 40]
 [--seeds 1 2] [--variant westwood+|vegas] [--loss P] [--json]
@@ -35,6 +40,8 @@ from tcpdelay.testbed import BernoulliLoss, LinkSpec, Testbed, TestbedSpec
 from tcpdelay.testbed.guest import attach_guest
 
 PORT = 5301
+#: The segment size on the emulated path (1500-byte MTU, timestamps): cwnd bytes -> segments.
+MSS_BYTES = 1448
 
 
 def link(loss: float, rate_bps: float, one_way_s: float, queue_packets: int) -> LinkSpec:
@@ -42,13 +49,27 @@ def link(loss: float, rate_bps: float, one_way_s: float, queue_packets: int) -> 
                               loss=BernoulliLoss(p=loss))
 
 
+#: iperf3's reporting interval (its smallest): the cwnd / RTT series' step.
+INTERVAL_S = 0.1
+
+
 def _summary(report: dict) -> dict:
     end = report["end"]
     rtts = [s["sender"].get("mean_rtt") for s in end.get("streams", []) if s.get("sender", {}).get("mean_rtt")]
+    series = [{"t_s": iv["sum"]["end"], "cwnd_bytes": iv["streams"][0].get("snd_cwnd"),
+               "rtt_s": iv["streams"][0].get("rtt", 0) / 1e6, "retransmits": iv["streams"][0].get("retransmits")}
+              for iv in report.get("intervals", []) if iv.get("streams")]
+    peak = max(series, key=lambda r: r["cwnd_bytes"] or 0) if series else None
     return {"goodput_bps": end["sum_received"]["bits_per_second"],
             "retransmits": end["sum_sent"].get("retransmits"),
             "mean_srtt_s": rtts[0] / 1e6 if rtts else None,
-            "congestion_control": end.get("sender_tcp_congestion")}
+            "congestion_control": end.get("sender_tcp_congestion"),
+            "peak_cwnd_bytes": peak["cwnd_bytes"] if peak else None, "peak_at_s": peak["t_s"] if peak else None,
+            "series": series}
+
+
+def _client(server: str, cc: str, duration_s: float) -> str:
+    return f"iperf3 -c {server} -p {PORT} -t {duration_s:g} -i {INTERVAL_S:g} -C {cc} -J"
 
 
 def _server(tb: Testbed) -> subprocess.Popen:
@@ -66,22 +87,30 @@ def host_runs(spec: TestbedSpec, duration_s: float, variant: str) -> dict[str, d
         port = tb.kernel_name(variant)
         for label, cc in ((f"{variant} (BPF {port}, 6.18)", port), ("reno (6.18)", "reno")):
             srv = _server(tb)
-            res = tb.hosts["left0"].run(["iperf3", "-c", tb.hosts["right0"].address, "-p", str(PORT), "-t",
-                                         str(duration_s), "-C", cc, "-J"], timeout_s=duration_s + 60)
+            res = tb.hosts["left0"].run(_client(tb.hosts["right0"].address, cc, duration_s).split(),
+                                        timeout_s=duration_s + 60)
             srv.wait(30)
             out[label] = _summary(json.loads(res.stdout))
     return out
 
 
-def guest_runs(spec: TestbedSpec, duration_s: float, variant: str) -> tuple[dict[str, dict], dict]:
+#: The kernel name the BPF port is registered under on the guest.
+GUEST_PORT_NAME = "tdguestport"
+
+
+def guest_runs(spec: TestbedSpec, duration_s: float, variant: str,
+               port_on_guest: bool = False) -> tuple[dict[str, dict], dict]:
     out = {}
     with Testbed(spec) as tb:
         guest = attach_guest(tb, "left0")
         module = MODULES[variant]
-        for label, cc in ((f"{module} (module, 6.1 guest)", module), ("reno (6.1 guest)", "reno")):
+        runs = [(f"{module} (module, 6.1 guest)", module), ("reno (6.1 guest)", "reno")]
+        if port_on_guest:
+            guest.register_bpf_port(variant, GUEST_PORT_NAME)
+            runs.insert(1, (f"{variant} (BPF port, 6.1 guest)", GUEST_PORT_NAME))
+        for label, cc in runs:
             srv = _server(tb)
-            res = guest.exec(f"iperf3 -c {tb.hosts['right0'].address} -p {PORT} -t {duration_s:g} -C {cc} -J",
-                             timeout_s=duration_s + 120)
+            res = guest.exec(_client(tb.hosts["right0"].address, cc, duration_s), timeout_s=duration_s + 120)
             srv.wait(30)
             out[label] = _summary(json.loads(res.stdout))
         info = {"boot_s": guest.boot_s, "accelerator": guest.accel, "release": guest.kernel.release}
@@ -94,6 +123,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--loss", type=float, default=0.005)
     ap.add_argument("--variant", choices=sorted(MODULES), default="westwood+")
+    ap.add_argument("--port-on-guest", action="store_true", help="also run the BPF port on the 6.1 guest")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     results: dict[str, list] = {}
@@ -102,7 +132,8 @@ def main() -> None:
         spec = TestbedSpec(link=link(a.loss, 10e6, 0.05, 200), seed=seed, congestion_controls=(a.variant,))
         for label, s in host_runs(spec, a.duration_s, a.variant).items():
             results.setdefault(label, []).append({"seed": seed, **s})
-        g, info = guest_runs(spec.model_copy(update={"congestion_controls": ()}), a.duration_s, a.variant)
+        g, info = guest_runs(spec.model_copy(update={"congestion_controls": ()}), a.duration_s, a.variant,
+                             a.port_on_guest)
         guests.append({"seed": seed, **info})
         for label, s in g.items():
             results.setdefault(label, []).append({"seed": seed, **s})
@@ -111,12 +142,14 @@ def main() -> None:
         return
     t = Table(title=f"one bulk flow, 10 Mb/s, RTT 100 ms, loss {a.loss:.1%} each way, 200-packet queue, "
                     f"{a.duration_s:g} s; seeds {' / '.join(map(str, a.seeds))}")
-    for col in ("sender", "goodput (Mb/s)", "retransmits", "mean sRTT (ms)"):
+    for col in ("sender", "goodput (Mb/s)", "retransmits", "mean sRTT (ms)", "peak cwnd (segments) at (s)"):
         t.add_column(col)
     for label, rows in results.items():
         t.add_row(label, " / ".join(f"{r['goodput_bps'] / 1e6:.2f}" for r in rows),
                   " / ".join(str(r["retransmits"]) for r in rows),
-                  " / ".join(f"{r['mean_srtt_s'] * 1e3:.0f}" if r["mean_srtt_s"] else "—" for r in rows))
+                  " / ".join(f"{r['mean_srtt_s'] * 1e3:.0f}" if r["mean_srtt_s"] else "—" for r in rows),
+                  " / ".join(f"{r['peak_cwnd_bytes'] / MSS_BYTES:.0f} at {r['peak_at_s']:.1f}"
+                             if r["peak_cwnd_bytes"] else "—" for r in rows))
     Console().print(t)
     Console().print(f"guests: {guests}")
 

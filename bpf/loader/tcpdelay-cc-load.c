@@ -12,6 +12,11 @@
  * {"name", "map_id", "link_id", "state_map_id"} and waits until its stdin reaches end of file
  * (its parent died or let go) or a signal ends it. Errors: one line on stderr; exit status 2
  * for bad arguments, 1 when the kernel or libbpf refused.
+ *
+ * Kernels before 6.4 (a reference-kernel guest's 6.1) have no struct_ops links: there the ops
+ * are registered by the map update itself (libbpf's bpf_map__attach_struct_ops), "link_id" is 0,
+ * and the registration is removed when stdin ends or on SIGTERM/SIGINT, but outlives a SIGKILL
+ * (the guest it runs in goes with its testbed; on a host `tcpdelay testbed clean` removes it).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -212,6 +218,25 @@ static void set_param(struct bpf_object *obj, const char *arg, const char *path)
 	die(2, "no parameter %.*s in %s; allowed: %s", (int)(eq - arg), arg, path, allowed);
 }
 
+/* Whether the running kernel registers struct_ops through a link (BPF_F_LINK, Linux 6.4). */
+static int kernel_has_struct_ops_link(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return 1;
+	return major > 6 || (major == 6 && minor >= 4);
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
 static unsigned int map_id(int fd)
 {
 	struct bpf_map_info info = {0};
@@ -235,7 +260,7 @@ int main(int argc, char **argv)
 	struct bpf_link *attached;
 	char *buf, c;
 	size_t size;
-	int i, err, link_fd;
+	int i, err, link_fd = -1, linked;
 
 	if (argc < 3)
 		die(2, "usage: tcpdelay-cc-load OBJECT KERNEL_NAME [PARAM=VALUE ...]");
@@ -255,31 +280,47 @@ int main(int argc, char **argv)
 		die(2, "%s: no struct_ops map (not a congestion control)", argv[1]);
 	for (i = 3; i < argc; i++)
 		set_param(obj, argv[i], argv[1]);
-	if (bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK))
+	linked = kernel_has_struct_ops_link();
+	if (linked && bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK))
 		die(1, "%s: cannot ask for a BPF link", argv[1]);
 	err = bpf_object__load(obj);
 	if (err)
 		die(1, "%s: the kernel refused it: %s", argv[1], last_msg[0] ? last_msg : strerror(-err));
-	/* With BPF_F_LINK the update stores the ops without registering them; the link registers. */
+	/* With BPF_F_LINK the update stores the ops without registering them; the link registers.
+	 * Without (before 6.4) the update registers them. */
 	attached = bpf_map__attach_struct_ops(ops);
-	if (!attached)
-		die(1, "%s: cannot store its ops: %s", argv[1], last_msg[0] ? last_msg : strerror(errno));
-	link_fd = bpf_link_create(bpf_map__fd(ops), 0, TDCC_ATTACH_STRUCT_OPS, NULL);
-	if (link_fd < 0) {
-		if (errno == EEXIST)
+	if (!attached) {
+		if (!linked && errno == EEXIST)
 			die(1, "%s: a congestion control named %s is registered already", argv[1], argv[2]);
-		die(1, "%s: cannot register %s: %s", argv[1], argv[2], strerror(errno));
+		die(1, "%s: cannot store its ops: %s", argv[1], last_msg[0] ? last_msg : strerror(errno));
+	}
+	if (linked) {
+		link_fd = bpf_link_create(bpf_map__fd(ops), 0, TDCC_ATTACH_STRUCT_OPS, NULL);
+		if (link_fd < 0) {
+			if (errno == EEXIST)
+				die(1, "%s: a congestion control named %s is registered already", argv[1], argv[2]);
+			die(1, "%s: cannot register %s: %s", argv[1], argv[2], strerror(errno));
+		}
+	} else {
+		struct sigaction sa = {0};
+
+		sa.sa_handler = on_stop; /* no SA_RESTART: the read below returns */
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
 	}
 	state = bpf_object__find_map_by_name(obj, "tdcc_state");
 	printf("{\"name\": \"%s\", \"map_id\": %u, \"link_id\": %u, \"state_map_id\": ", argv[2],
-	       map_id(bpf_map__fd(ops)), link_id(link_fd));
+	       map_id(bpf_map__fd(ops)), linked ? link_id(link_fd) : 0);
 	if (state && map_id(bpf_map__fd(state)))
 		printf("%u}\n", map_id(bpf_map__fd(state)));
 	else
 		printf("null}\n");
 	fflush(stdout);
-	while (read(0, &c, 1) > 0)
+	while (!stop && read(0, &c, 1) > 0)
 		;
-	close(link_fd); /* the kernel unregisters it (it would on exit anyway) */
+	if (linked)
+		close(link_fd); /* the kernel unregisters it (it would on exit anyway) */
+	else
+		bpf_link__destroy(attached); /* deletes the map's element: unregisters */
 	return 0;
 }

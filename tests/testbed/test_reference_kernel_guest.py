@@ -123,6 +123,27 @@ def test_iperf3_from_the_guest_crosses_the_emulator(guest_bed):
     assert received["bits_per_second"] <= RATE_BPS
 
 
+@needs_guest
+def test_a_bpf_port_registers_on_the_61_guest_and_carries_a_flow(guest_bed):
+    """tcpdelay's BPF Vegas on the guest's 6.1 kernel (no struct_ops links there: the loader
+    registers it by the map update), beside the kernel's own module: a flow runs on it."""
+    tb, guest = guest_bed
+    with pytest.raises(ParameterError, match="no BPF port of it"):
+        guest.register_bpf_port("cubic", "tdx")
+    with pytest.raises(ParameterError, match="1 to 15 characters"):
+        guest.register_bpf_port("vegas", "a-name-far-too-long")
+    answer = guest.register_bpf_port("vegas", "tdgvegas")
+    assert answer["name"] == "tdgvegas" and answer["link_id"] == 0 and answer["map_id"] > 0
+    assert {"tdgvegas", "vegas"} <= set(guest.sysctl("net.ipv4.tcp_available_congestion_control").split())
+    server = tb.hosts["right0"]
+    srv = server.popen(["iperf3", "-s", "-1", "-p", "5298"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    res = guest.exec(f"iperf3 -c {server.address} -p 5298 -t 2 -C tdgvegas -J", timeout_s=240)
+    srv.wait(30)
+    report = json.loads(res.stdout)
+    assert report["end"]["sender_tcp_congestion"] == "tdgvegas"
+    assert report["end"]["sum_received"]["bytes"] > 50_000
+
+
 ORPHAN = textwrap.dedent("""
     import json, time
     from tcpdelay.testbed import LinkSpec, Testbed, TestbedSpec

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -162,6 +163,38 @@ class Guest:
 
     def sysctl(self, key: str) -> str:
         return " ".join(self.exec(f"cat /proc/sys/{key.replace('.', '/')}").stdout.split())
+
+    def register_bpf_port(self, variant: str, kernel_name: str, *, wait_s: float = 30.0) -> dict:
+        """Register tcpdelay's BPF port of ``variant`` (``vegas``, ``westwood+``, ...) in the
+        guest's kernel under ``kernel_name``, so the port and the kernel's own module run on the
+        same kernel and the same emulated CPU. ``tcpdelay-cc-load`` runs in ``chroot /host``; 6.1
+        has no struct_ops links, so the map update itself registers it and it stays until the
+        guest goes. Returns the loader's answer (``{"name", "map_id", "link_id": 0, ...}``)."""
+        from tcpdelay.testbed import bpf_cc
+        from tcpdelay.testbed.congestion import NAME_MAX, VARIANTS
+
+        v = VARIANTS.get(variant)
+        if v is None or v.bpf_object is None:
+            raise ParameterError(f"{variant!r}: tcpdelay has no BPF port of it (ports: "
+                                 f"{', '.join(sorted(n for n, x in VARIANTS.items() if x.bpf_object))})")
+        if not re.fullmatch(f"[a-z0-9_]{{1,{NAME_MAX}}}", kernel_name):
+            raise ParameterError(f"kernel_name: {kernel_name!r} is not 1 to {NAME_MAX} characters of a-z, 0-9 and _")
+        if not self.has_host_fs:
+            raise TestbedError(f"guest {self.host.name} has no /host (virtiofsd missing: Debian's qemu-system-common)")
+        loader, obj = bpf_cc.bpf_dir() / bpf_cc.LOADER, bpf_cc.object_path(v.bpf_object)
+        out = f"/tmp/cc-load-{kernel_name}.json"      # the guest's own /tmp (/host is read-only)
+        self.exec(f"(sleep 2147483647 | chroot /host {shlex.quote(str(loader))} {shlex.quote(str(obj))} "
+                  f"{kernel_name} > {out} 2>&1 &)")
+        deadline = time.monotonic() + wait_s
+        while True:
+            answer = self.exec(f"cat {out}", check=False).stdout.strip()
+            if answer.startswith("{") or "tcpdelay-cc-load:" in answer or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        if not answer.startswith("{"):
+            raise TestbedError(f"guest {self.host.name}: the BPF port of {variant} did not register: "
+                               f"{answer or 'no answer in ' + format(wait_s, 'g') + ' s'}")
+        return json.loads(answer.splitlines()[0])
 
     def read_back(self) -> dict:
         """The guest kernel's TCP settings now (the keys of :func:`tcp_settings.read_back`)."""
