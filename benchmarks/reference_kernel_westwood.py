@@ -24,7 +24,7 @@ every 0.1 s (iperf3's intervals): the peak window and when it was reached are pr
 series are in ``--json``.
 
 Run as root: .venv/bin/python benchmarks/reference_kernel_westwood.py [--duration-s 40]
-[--seeds 1 2] [--variant westwood+|vegas] [--loss P] [--json]
+[--seeds 1 2] [--variant westwood+|vegas] [--loss P] [--port-on-guest] [--plot PNG [--replot JSON]] [--json]
 """
 
 from __future__ import annotations
@@ -117,6 +117,31 @@ def guest_runs(spec: TestbedSpec, duration_s: float, variant: str,
     return out, info
 
 
+def plot(results: dict[str, list], path: str, first_s: float = 3.0) -> None:
+    """Each sender's runs: congestion window (segments) and RTT (ms) over the first ``first_s``
+    seconds, one colour per sender, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for i, (label, rows) in enumerate(results.items()):
+        for k, r in enumerate(rows):
+            pts = [p for p in r["series"] if p["t_s"] <= first_s]
+            t = [p["t_s"] for p in pts]
+            kw = {"color": f"C{i}", "alpha": 0.8, "label": label if k == 0 else None}
+            top.plot(t, [(p["cwnd_bytes"] or 0) / MSS_BYTES for p in pts], **kw)
+            bottom.plot(t, [p["rtt_s"] * 1e3 for p in pts], **kw)
+    top.set_ylabel("cwnd (segments)")
+    bottom.set_ylabel("smoothed RTT (ms)")
+    bottom.set_xlabel("time since the flow started (s)")
+    top.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration-s", type=float, default=40.0)
@@ -125,7 +150,15 @@ def main() -> None:
     ap.add_argument("--variant", choices=sorted(MODULES), default="westwood+")
     ap.add_argument("--port-on-guest", action="store_true", help="also run the BPF port on the 6.1 guest")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--plot", metavar="PNG", help="also draw every run's cwnd and RTT over its first seconds")
+    ap.add_argument("--replot", metavar="JSON", help="draw --plot from a saved --json output instead of running")
     a = ap.parse_args()
+    if a.replot:
+        if not a.plot:
+            ap.error("--replot needs --plot PNG")
+        with open(a.replot) as f:
+            plot(json.load(f)["results"], a.plot)
+        return
     results: dict[str, list] = {}
     guests = []
     for seed in a.seeds:
@@ -137,6 +170,8 @@ def main() -> None:
         guests.append({"seed": seed, **info})
         for label, s in g.items():
             results.setdefault(label, []).append({"seed": seed, **s})
+    if a.plot:
+        plot(results, a.plot)
     if a.json:
         print(json.dumps({"results": results, "guests": guests}, indent=1))
         return
