@@ -157,9 +157,12 @@ class Guest:
         """Run ``command`` (``sh -c``) with this machine's file system as its root (``chroot
         /host``): this machine's programs, on the guest's kernel. ``tcpdelay``'s Python starts in
         ~6 s under TCG."""
+        self._need_host_fs()
+        return self.exec(f"chroot /host /bin/sh -c {shlex.quote(command)}", check=check, timeout_s=timeout_s)
+
+    def _need_host_fs(self) -> None:
         if not self.has_host_fs:
             raise TestbedError(f"guest {self.host.name} has no /host (virtiofsd missing: Debian's qemu-system-common)")
-        return self.exec(f"chroot /host /bin/sh -c {shlex.quote(command)}", check=check, timeout_s=timeout_s)
 
     def sysctl(self, key: str) -> str:
         return " ".join(self.exec(f"cat /proc/sys/{key.replace('.', '/')}").stdout.split())
@@ -179,8 +182,7 @@ class Guest:
                                  f"{', '.join(sorted(n for n, x in VARIANTS.items() if x.bpf_object))})")
         if not re.fullmatch(f"[a-z0-9_]{{1,{NAME_MAX}}}", kernel_name):
             raise ParameterError(f"kernel_name: {kernel_name!r} is not 1 to {NAME_MAX} characters of a-z, 0-9 and _")
-        if not self.has_host_fs:
-            raise TestbedError(f"guest {self.host.name} has no /host (virtiofsd missing: Debian's qemu-system-common)")
+        self._need_host_fs()
         loader, obj = bpf_cc.bpf_dir() / bpf_cc.LOADER, bpf_cc.object_path(v.bpf_object)
         out = f"/tmp/cc-load-{kernel_name}.json"      # the guest's own /tmp (/host is read-only)
         self.exec(f"(sleep 2147483647 | chroot /host {shlex.quote(str(loader))} {shlex.quote(str(obj))} "
