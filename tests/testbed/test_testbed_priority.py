@@ -65,3 +65,43 @@ def test_every_cross_traffic_starter_nices_its_program():
         start(fake_tb, plan, 0.0, 1.0)
     assert len(log) == len(tb_backend.CROSS_STARTERS)
     assert all(nice == tb_backend.CROSS_NICENESS and not rt for _, nice, rt in log), log
+
+
+def _stopped_inside_a_callback(flag: str) -> str:
+    """A program whose stop (SIGINT) arrives while a weakref's callback runs, where Python cannot
+    raise it (importlib's module locks have such callbacks)."""
+    import time
+    import weakref
+
+    class Thing:
+        pass
+
+    def callback(_ref):
+        open(flag, "w").close()
+        time.sleep(5)           # the SIGINT lands here
+
+    thing = Thing()
+    ref = weakref.ref(thing, callback)  # noqa: F841 - the callback runs when thing goes
+    del thing
+    time.sleep(10)              # a program that missed its stop goes on
+    return "went on"
+
+
+def test_a_stop_that_lands_in_a_callback_still_stops_the_program_and_prints_nothing(tmp_path, capfd):
+    import signal
+    import time
+
+    from tcpdelay.testbed.testbed import RemoteError
+
+    spec = TestbedSpec(hosts=(HostSpec(name="a", side="left"), HostSpec(name="b", side="right")))
+    flag = tmp_path / "in-callback"
+    with Testbed(spec, start_link=False) as tb:
+        handle = tb.hosts["a"].spawn(_stopped_inside_a_callback, str(flag))
+        deadline = time.monotonic() + 30
+        while not flag.exists():
+            assert time.monotonic() < deadline, "the callback never ran"
+            time.sleep(0.01)
+        os.kill(handle.pid, signal.SIGINT)
+        with pytest.raises(RemoteError, match="KeyboardInterrupt"):
+            handle.result(timeout_s=8)
+    assert "Exception ignored" not in capfd.readouterr().err

@@ -77,6 +77,23 @@ def _die_with_parent() -> None:  # preexec_fn: runs in the child between fork an
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _interrupt_again(unraisable) -> None:
+    """``sys.unraisablehook`` of a :meth:`Host.spawn` child. The run stops its programs with SIGINT
+    (Ctrl-C's KeyboardInterrupt); one that lands in a callback which cannot raise (a weakref's
+    callback, as ``importlib``'s module locks have, or a ``__del__``) is swallowed there and
+    Python prints it as an ignored exception on the run's terminal, while the program goes on as
+    if never asked to stop. Such an interrupt is delivered to the main thread again, a moment
+    later (once this hook has returned, so it is not raised inside the hook), and not printed;
+    every other unraisable exception is printed as Python would."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        # a real signal, to the main thread: it also ends a wait the thread is blocked in
+        again = threading.Timer(0.01, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+        again.daemon = True
+        again.start()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 class RemoteError(TestbedError):
     """A function run by :meth:`Host.call` raised; the message carries its traceback."""
 
@@ -225,10 +242,13 @@ class Host:
                 nsutil.enter_for_good(self.netns)
                 if niceness:
                     os.nice(niceness)
+                sys.unraisablehook = _interrupt_again
                 try:
                     out = (True, fn(*args, **kwargs))
                 except BaseException as err:  # noqa: BLE001 - everything goes back to the parent
                     out = (False, f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
+                # Stopping already: a SIGINT from here on would only cut the result short.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
                 try:
                     data = pickle.dumps(out)
                 except Exception as err:  # noqa: BLE001
