@@ -109,6 +109,45 @@ def test_server_deadline_and_byte_cap_bound_every_response():
     assert stats["max_response_bytes"] == 50_000 and stats["capped_responses"] >= 1 and stats["warnings"]
 
 
+def test_the_server_takes_every_waiting_connection_at_once():
+    """The accept queue is emptied at each wake-up (a starved server that took one per wake-up
+    left connections there until its deadline, which reset them): five clients connected before
+    the server looks are taken in one call, which does not block once the queue is empty and
+    leaves the listening socket as it was."""
+    with socket.socket() as srv:
+        srv.bind((LO, 0))
+        srv.listen(16)
+        srv.settimeout(0.1)
+        clients = [socket.create_connection(srv.getsockname()) for _ in range(5)]
+        try:
+            time.sleep(0.05)    # the handshakes complete in the kernel
+            taken = response_server._accept_waiting(srv)
+            assert len(taken) == 5 and srv.gettimeout() == 0.1
+            assert response_server._accept_waiting(srv) == []
+            for conn in taken:
+                conn.close()
+        finally:
+            for c in clients:
+                c.close()
+
+
+def test_a_burst_of_clients_is_served_every_one():
+    """Eighty clients at once (a 100-web-flow scenario's burst at its start): every one gets its
+    whole response, none is left unaccepted."""
+    port = free_port()
+    srv = Background(response_server.serve, port, duration_s=4.0, host=LO)
+    out: list[dict] = []
+    threads = [threading.Thread(target=lambda: out.append(response_server.fetch(LO, port, size_bytes=20_000)))
+               for _ in range(80)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(15)
+    stats = srv.result(timeout=20)
+    assert len(out) == 80 and all(r["complete"] and r["bytes"] == 20_000 for r in out), out
+    assert stats["connections"] == 80 and stats["responses_completed"] == 80 and stats["rejected"] == 0
+
+
 def test_response_limit_unlimited_means_unlimited():
     assert response_server.response_limit(None, None) == float("inf")  # no cap at all by default
     assert response_server.response_limit(10, None) == 10
