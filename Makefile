@@ -10,7 +10,7 @@ EMU    := emulator
 # cargo from PATH, else rustup's default location (a non-login shell may lack ~/.cargo/bin).
 CARGO  ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: run test install install-dev native bpf bpf-tools media-tools guest-tools clean
+.PHONY: run test test-setup emulator-test-build install install-dev native bpf bpf-tools media-tools guest-tools clean
 
 run: install native
 	$(BIN)/tcpdelay evaluate
@@ -21,7 +21,7 @@ run: install native
 # Both passes run even if the first fails; each prints its 15 slowest tests.
 PYTEST_WORKERS ?= 4
 
-test: install-dev native media-tools guest-tools
+test: test-setup
 	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet; fi
 	@status=0; \
 	echo "pytest, pass 1 of 2: every test not marked alone ($(PYTEST_WORKERS) workers; 0: in this process)"; \
@@ -29,6 +29,16 @@ test: install-dev native media-tools guest-tools
 	echo "pytest, pass 2 of 2: the tests marked alone, one at a time"; \
 	$(BIN)/python -m pytest -m alone || status=$$?; \
 	exit $$status
+
+# make test's set-up: the system packages first, one after another (apt holds one lock), then the
+# venv's install (mostly unpacking files) beside the native builds and the emulator's test build
+# (compiling), two at a time: 39 s here instead of 71 s one after another.
+test-setup: media-tools guest-tools bpf-tools
+	@$(MAKE) --no-print-directory -j2 install-dev native emulator-test-build
+
+# The emulator's unit tests, compiled (make test runs them).
+emulator-test-build:
+	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet --no-run; fi
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
