@@ -89,6 +89,10 @@ def playout_delay_for_late_fraction(delay_s, target: float, *, n_sent: int | Non
     return float(recv[recv.size - 1 - allowed])
 
 
+RFC3550_JITTER_GAIN = 1.0 / 16.0
+"""The gain of the jitter estimator, RFC 3550 §6.4.1 ("the gain parameter 1/16")."""
+
+
 def interarrival_jitter(send_time_s, recv_time_s) -> np.ndarray:
     """RFC 3550 interarrival jitter after each packet, in arrival order (seconds).
 
@@ -106,12 +110,30 @@ def interarrival_jitter(send_time_s, recv_time_s) -> np.ndarray:
     transit = r[order] - s[order]
     if transit.size < 2:
         return np.zeros(transit.size)
-    out = np.zeros(transit.size)
-    j = 0.0
-    for i, dd in enumerate(np.abs(np.diff(transit)).tolist(), start=1):
-        j += (dd - j) / 16.0
-        out[i] = j
-    return out
+    return np.concatenate(([0.0], _smooth_from_zero(np.abs(np.diff(transit)), RFC3550_JITTER_GAIN)))
+
+
+
+def _smooth_from_zero(x: np.ndarray, gain: float) -> np.ndarray:
+    """``y_k = y_{k-1} + gain * (x_k - y_{k-1})`` for each ``k``, from ``y_{-1} = 0``: the
+    recursion of RFC 3550 §6.4.1 / Appendix A.8 (``gain`` 1/16) without a Python loop.
+
+    Unrolled, ``y_k = sum over j >= 0 of gain * (1 - gain)**j * x_{k-j}``. That sum is built by
+    recursive doubling: after adding ``(1 - gain)**s * y_{k-s}`` for ``s`` = 1, 2, 4, ... each
+    ``y_k`` holds the terms ``j < 2 s``; it stops when ``2 s`` covers the whole series or
+    ``(1 - gain)**s`` is 0 in floating point (``s`` = 16384 for 1/16), so the result equals the
+    loop's to rounding, in about log2(len(x)) passes over the array. (``scipy.signal.lfilter``
+    would do it too, but importing ``scipy.signal`` takes half a second, more than a whole small
+    ``tcpdelay metrics`` run; see also :func:`tcpdelay.model.delay.repair._fft_convolve`.)
+    """
+    y = gain * np.asarray(x, dtype=float)
+    decay = 1.0 - gain  # (1 - gain)**s
+    s = 1
+    while s < y.size and decay > 0.0:
+        y[s:] += decay * y[:-s]  # the right side is computed before the sum: no aliasing
+        s *= 2
+        decay *= decay
+    return y
 
 
 def loss_summary(lost, dropped) -> dict:
