@@ -31,19 +31,25 @@ def write_delays(path: Path, points: list[dict]) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    cols: dict[str, list] = {k: [] for k in ("profile", "stack", "rtt_s", "loss", "seed", "delay_s")}
+    labels: dict[str, dict[str, int]] = {"profile": {}, "stack": {}}  # label -> its index
+    codes: dict[str, list] = {"profile": [], "stack": []}
+    cols: dict[str, list] = {k: [] for k in ("rtt_s", "loss", "seed", "delay_s")}
     for p in points:
         d = p.get("_delays")
         if d is None:
             continue
         n = d.size
-        cols["profile"].append(np.full(n, p["profile"], dtype=object))
-        cols["stack"].append(np.full(n, p["stack"], dtype=object))
+        for k in codes:
+            codes[k].append(np.full(n, labels[k].setdefault(p[k], len(labels[k])), dtype=np.int32))
         cols["rtt_s"].append(np.full(n, p["rtt_s"], dtype=float))
         cols["loss"].append(np.full(n, p["loss"], dtype=float))
         cols["seed"].append(np.asarray(p["_seeds"], dtype=np.int64))
         cols["delay_s"].append(np.asarray(d, dtype=float))
-    types = {"profile": pa.string(), "stack": pa.string(), "rtt_s": pa.float64(), "loss": pa.float64(),
-             "seed": pa.int64(), "delay_s": pa.float64()}
-    table = pa.table({k: pa.array(np.concatenate(v) if v else [], type=types[k]) for k, v in cols.items()})
+    types = {"rtt_s": pa.float64(), "loss": pa.float64(), "seed": pa.int64(), "delay_s": pa.float64()}
+    # the label columns as plain strings, expanded from their few distinct values in Arrow
+    # (a NumPy array of Python strings per packet took most of this function's time)
+    table = pa.table({
+        **{k: pa.array(list(labels[k]), type=pa.string()).take(
+            pa.array(np.concatenate(codes[k]) if codes[k] else np.zeros(0, np.int32))) for k in codes},
+        **{k: pa.array(np.concatenate(v) if v else [], type=types[k]) for k, v in cols.items()}})
     return write_atomic(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))  # whole or not at all
