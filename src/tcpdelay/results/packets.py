@@ -195,13 +195,26 @@ def _col(table: pa.Table, name: str, dtype=float) -> np.ndarray:
         return np.asarray(c.to_numpy(zero_copy_only=False), dtype=float)  # nulls -> NaN
     if c.null_count:
         c = c.fill_null(False if dtype is bool else 0)
-    return np.asarray(c.to_numpy(zero_copy_only=False), dtype=dtype)
+    a = np.asarray(c.to_numpy(zero_copy_only=False), dtype=dtype)
+    return a if a.flags.writeable else a.copy()  # not a read-only view of Arrow's buffer
+
+
+def _str_col(table: pa.Table, name: str) -> np.ndarray:
+    """A string column as a NumPy ``str`` array (a null as ``"None"``, as ``np.asarray(
+    column.to_pylist(), dtype=str)`` gives it), made from its few distinct values (a video
+    flow's frame types; "" for voice) rather than one Python string per packet."""
+    c = table.column(name)
+    if c.null_count:
+        return np.asarray(c.to_pylist(), dtype=str)
+    codes = c.combine_chunks().dictionary_encode()
+    return np.asarray(codes.dictionary.to_pylist(), dtype=str)[codes.indices.to_numpy(zero_copy_only=False)]
 
 
 def _open(path: Path) -> tuple[pa.Table, dict | None]:
     """The table and its ``tcpdelay.packets`` metadata (None: the file has none)."""
     try:
-        table = pq.read_table(path)
+        with pq.ParquetFile(path) as f:  # one file: none of read_table's dataset machinery, no thread pool
+            table = f.read(use_threads=False)
         raw = (table.schema.metadata or {}).get(_META_KEY)
         info = json.loads(raw) if raw is not None else None
     except (OSError, ValueError, pa.ArrowException) as err:
@@ -220,16 +233,17 @@ def read_run_packets(run_dir: str | os.PathLike) -> RunPackets | None:
     info = info or {}
     kind = info.get("kind")
     fid = _col(table, "flow_id", np.int64)
+    ids = np.unique(fid)
     flows: list = []
-    for f in np.unique(fid):
-        t = table.filter(pa.array(fid == f))
+    for f in ids:
+        t = table if ids.size == 1 else table.filter(pa.array(fid == f))
         if kind == "records":
             meta = (info.get("flows") or {}).get(str(int(f)), {})
             flows.append(FlowPackets(
                 int(f), _col(t, "seq", np.int64), _col(t, "size_bytes", np.int64),
                 _col(t, "send_time_us") / 1e6, _col(t, "recv_time_us") / 1e6,
                 _col(t, "connection", np.int64), _col(t, "frame_id", np.int64),
-                np.asarray(t.column("frame_type").to_pylist(), dtype=str), _col(t, "frame_last", bool),
+                _str_col(t, "frame_type"), _col(t, "frame_last", bool),
                 _col(t, "dropped", bool), duplicates=int(meta.get("duplicates", 0)),
                 unmatched_received=int(meta.get("unmatched_received", 0)),
                 inferred=bool(meta.get("inferred", False)),
