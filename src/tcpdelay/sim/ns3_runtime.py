@@ -54,9 +54,11 @@ def load():
     with ``t`` the ``tcpdelay_sim`` C++ namespace."""
     global _loaded
     if _loaded is None:
-        from ns import ns  # noqa: PLC0415 - seconds to import; only here
         import cppyy
 
+        from tcpdelay.sim.ns3_import import import_ns3
+
+        ns = import_ns3()   # seconds: the modules a simulation uses (ns3_import.MODULES), not all
         cppyy.cppdef(_HEADER.read_text())
         _loaded = (ns, cppyy.gbl.tcpdelay_sim)
     return _loaded
