@@ -37,7 +37,7 @@ def import_ns3(modules: tuple[str, ...] = MODULES):
     if _ns is None:
         try:
             _ns = _load(modules)
-        except (OSError, LookupError, ValueError) as err:
+        except (ImportError, OSError, LookupError, ValueError) as err:
             log.info("ns-3: loading the whole package (%s)", err)
             from ns import ns  # noqa: PLC0415 - the package's own import, every module
 
