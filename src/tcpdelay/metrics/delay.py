@@ -113,7 +113,6 @@ def interarrival_jitter(send_time_s, recv_time_s) -> np.ndarray:
     return np.concatenate(([0.0], _smooth_from_zero(np.abs(np.diff(transit)), RFC3550_JITTER_GAIN)))
 
 
-
 def _smooth_from_zero(x: np.ndarray, gain: float) -> np.ndarray:
     """``y_k = y_{k-1} + gain * (x_k - y_{k-1})`` for each ``k``, from ``y_{-1} = 0``: the
     recursion of RFC 3550 §6.4.1 / Appendix A.8 (``gain`` 1/16) without a Python loop.
