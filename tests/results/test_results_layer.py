@@ -293,9 +293,10 @@ def test_each_committed_result_is_found_and_has_its_version(name):
 
 
 @pytest.mark.slow  # measures every committed run again from its packets
-@pytest.mark.parametrize("name", SWEEPS)
-def test_each_committed_result_loads(name):
-    res = load_results(RESULTS / name)
+# one group per result with the other file's loading of it (tests/results/conftest.py)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(f"committed-{n}")) for n in SWEEPS])
+def test_each_committed_result_loads(name, committed_results):
+    res = committed_results(name)   # load_results, shared with test_results_walk's reopening
     runs = [r for c in res.cells for r in c.runs]
     assert runs and all(r.status == "complete" for r in runs), [(r.run_dir, r.error) for r in runs if r.error]
     # every run has its media flows, or (a run of pulled streams only) its streams' metrics, or

@@ -23,7 +23,6 @@ import pytest
 from tcpdelay.cli import main
 from tcpdelay.report.html import Report, Section, Table, figure_title
 from tcpdelay.report.results import build_report
-from tcpdelay.results import load_results
 
 pytestmark = pytest.mark.slow   # reads and plots every committed result
 
@@ -216,12 +215,13 @@ def test_the_walk_finds_the_committed_results():
     assert set(RENDERED) <= set(SWEEPS)
 
 
-@pytest.mark.parametrize("name", SWEEPS)
-def test_report_reopens_every_committed_run(name):
+# one group per result with the other file's loading of it (tests/results/conftest.py)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(f"committed-{n}")) for n in SWEEPS])
+def test_report_reopens_every_committed_run(name, committed_results):
     """Every committed directory's report, built as ``tcpdelay report`` builds it (its figures
     made from the data; not rasterized here, see the next test)."""
     rep = _Titles(name)
-    doc = build_report(load_results(RESULTS / name), rep)
+    doc = build_report(committed_results(name), rep)
     _check_reopened(name, doc, rep)
 
 
