@@ -30,13 +30,13 @@ _MODULE_DEFINES = {"openflow": ("NS3_OPENFLOW", "ENABLE_OPENFLOW"), "click": ("N
 _ns = None
 
 
-def import_ns3(modules: tuple[str, ...] = MODULES):
-    """The ``ns3`` C++ namespace (what ``from ns import ns`` gives) with ``modules`` and their
+def import_ns3():
+    """The ``ns3`` C++ namespace (what ``from ns import ns`` gives) with :data:`MODULES` and their
     dependencies loaded; once per process."""
     global _ns
     if _ns is None:
         try:
-            _ns = _load(modules)
+            _ns = _load(MODULES)
         except (ImportError, OSError, LookupError, ValueError) as err:
             log.info("ns-3: loading the whole package (%s)", err)
             from ns import ns  # noqa: PLC0415 - the package's own import, every module
