@@ -23,6 +23,7 @@ base initramfs (:func:`base_initramfs`) is built from it beside:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import hashlib
 import os
@@ -133,8 +134,11 @@ def _run(argv: list[str], cwd: str | None = None) -> str:
     return proc.stdout
 
 
+@functools.lru_cache(maxsize=None)
 def package_name(kernel: KernelSource) -> str:
-    """The newest package of ``kernel`` the configured Debian archive offers."""
+    """The newest package of ``kernel`` the configured Debian archive offers (asked once per
+    process: ``apt-cache search`` reads the whole package list, ~0.5 s here, and a test run's
+    collection asked it twice in each of its five processes)."""
     out = _run(["apt-cache", "search", "--names-only", kernel.search])
     found = []
     for line in out.splitlines():
