@@ -10,7 +10,7 @@ EMU    := emulator
 # cargo from PATH, else rustup's default location (a non-login shell may lack ~/.cargo/bin).
 CARGO  ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
-.PHONY: run test test-setup emulator-test install install-dev native bpf bpf-tools media-tools guest-tools clean
+.PHONY: run test test-setup emulator-test alone-files install install-dev native bpf bpf-tools media-tools guest-tools clean
 
 run: install native
 	$(BIN)/tcpdelay evaluate
@@ -29,8 +29,16 @@ test: test-setup
 	echo "pytest, pass 1 of 2: every test not marked alone ($(PYTEST_WORKERS) workers; 0: in this process)"; \
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" || status=$$?; \
 	echo "pytest, pass 2 of 2: the tests marked alone, one at a time"; \
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m alone || status=$$?; \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m alone $(ALONE_FILES) || status=$$?; \
 	exit $$status
+
+# The test files that mark a test `alone`: the second pass collects only these (1 s instead of the
+# whole suite's 6, one after another with nothing beside it). tests/test_suite_grouping.py checks
+# that every test marked alone is in one of them.
+ALONE_FILES = $(shell grep -rlE --include='*.py' 'mark\.alone\b' tests | sort)
+
+alone-files:
+	@echo $(ALONE_FILES)
 
 # make test's set-up: the system packages first, one after another (apt holds one lock), then the
 # venv's install (half of it waiting on downloads) beside the native builds and the emulator's

@@ -89,3 +89,25 @@ def test_tests_are_handed_out_longest_first_and_groups_stay_together(tmp_path, m
     conftest._longest_first(items)
     assert [i.nodeid for i in items] == ["a.py::long", "g.py::one@g", "g.py::two@g", "b.py::mid", "a.py::short",
                                          "u.py::unknown", "u.py::unknown2"]
+
+
+def test_the_second_pass_collects_every_test_marked_alone():
+    """``make test``'s second pass collects only the files ``make alone-files`` names (a grep for
+    the marker), not the whole suite: a test marked ``alone`` in any other file would then run in
+    neither pass (the first deselects it). Every test the whole suite marks ``alone`` is in them."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+
+    def alone(*paths: str) -> set[str]:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                              "-m", "alone", *paths], cwd=root, capture_output=True, text=True, timeout=300, env=_ENV)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return {line for line in out.stdout.splitlines() if "::" in line}
+
+    files = subprocess.run(["make", "-s", "--no-print-directory", "alone-files"], cwd=root, capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert files and all((root / f).is_file() for f in files), files
+    everywhere = alone("tests")
+    assert everywhere, "no test is marked alone: the second pass would run nothing"
+    assert alone(*files) == everywhere
