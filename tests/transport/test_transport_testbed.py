@@ -7,6 +7,8 @@ split-N and proactive drop run end to end. A few seconds of media each; toleranc
 loaded 2-core machine but not for a broken path.
 """
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -37,30 +39,57 @@ VOIP = CbrSource(172, 0.02)     # f = 50 packets/s
 PORT = 5000
 
 
-def media_run(run_dir, link, *, source=VOIP, tcp=None, seed=1, **kw):
-    """One run: receiver in host rx (right), sender in host tx (left); records in run_dir.
-
-    ``kw``: RunParams and SenderConfig fields (``tcp_options_nodelay`` for TcpOptions)."""
-    spec = TestbedSpec(hosts=(HostSpec(name="tx", side="left", **({"tcp": tcp} if tcp else {})),
+def _media_spec(link, tcp, seed):
+    return TestbedSpec(hosts=(HostSpec(name="tx", side="left", **({"tcp": tcp} if tcp else {})),
                               HostSpec(name="rx", side="right", **({"tcp": tcp} if tcp else {}))),
                        link=link, seed=seed)
+
+
+def _start_media(tb, run_dir, source, kw):
+    """Receiver in host rx (right), sender in host tx (left), records in ``run_dir``; returns
+    their handles. ``kw``: RunParams and SenderConfig fields (``tcp_options_nodelay`` for TcpOptions)."""
+    kw = dict(kw)
     sender_kw = {k: kw.pop(k) for k in list(kw) if k in SenderConfig.__dataclass_fields__}
     if "tcp_options_nodelay" in kw:
         sender_kw["tcp"] = TcpOptions(nodelay=kw.pop("tcp_options_nodelay"))
     if "tcp_sndbuf" in kw:
         sender_kw["tcp"] = TcpOptions(sndbuf_bytes=kw.pop("tcp_sndbuf"))
-    with Testbed(spec) as tb:
-        tx, rx = tb.hosts["tx"], tb.hosts["rx"]
-        handle = rx.spawn(run_receiver, ReceiverConfig(listen_host=rx.address, listen_port=PORT,
-                                                       out_dir=str(run_dir), idle_timeout_s=10))
-        cfg = SenderConfig(rx.address, PORT, run=RunParams(**kw), out_dir=str(run_dir), **sender_kw)
-        sres = tx.call(run_sender, cfg, source, timeout_s=120)
-        (rres,) = handle.result(timeout_s=60)
-        counters = tb.link_counters()
+    tx, rx = tb.hosts["tx"], tb.hosts["rx"]
+    receiving = rx.spawn(run_receiver, ReceiverConfig(listen_host=rx.address, listen_port=PORT,
+                                                      out_dir=str(run_dir), idle_timeout_s=10))
+    cfg = SenderConfig(rx.address, PORT, run=RunParams(**kw), out_dir=str(run_dir), **sender_kw)
+    return tx.spawn(run_sender, cfg, source), receiving
+
+
+def _finish_media(tb, run_dir, sending, receiving):
+    sres = sending.result(timeout_s=120)
+    (rres,) = receiving.result(timeout_s=60)
+    counters = tb.link_counters()
     table = read_records(run_dir, "received")
     order = np.argsort(table.column("seq").to_numpy())
     delay = (table.column("recv_time_s").to_numpy() - table.column("send_time_s").to_numpy())[order]
     return sres, rres, table, delay, counters
+
+
+def media_run(run_dir, link, *, source=VOIP, tcp=None, seed=1, **kw):
+    """One run: receiver in host rx (right), sender in host tx (left); records in run_dir.
+    Returns the sender's and receiver's results, the received records, each packet's delay (in
+    sequence order) and the link's counters.
+
+    ``kw``: RunParams and SenderConfig fields (``tcp_options_nodelay`` for TcpOptions)."""
+    with Testbed(_media_spec(link, tcp, seed)) as tb:
+        sending, receiving = _start_media(tb, run_dir, source, kw)
+        return _finish_media(tb, run_dir, sending, receiving)
+
+
+def media_runs_side_by_side(runs, link, *, source=VOIP, tcp=None, seed=1):
+    """``media_run`` for each ``(run_dir, kw)`` of ``runs``, each in a testbed of its own with the
+    same path and seed, all at once; their results in that order."""
+    specs = [_media_spec(link, tcp, seed) for _ in runs]
+    with contextlib.ExitStack() as stack:
+        tbs = [stack.enter_context(Testbed(spec)) for spec in specs]
+        started = [_start_media(tb, run_dir, source, kw) for tb, (run_dir, kw) in zip(tbs, runs)]
+        return [_finish_media(tb, run_dir, *handles) for tb, (run_dir, _), handles in zip(tbs, runs, started)]
 
 
 def emulator_late_s(counters, direction="a_to_b"):
@@ -102,7 +131,11 @@ def test_loss_gives_tcp_head_of_line_delays_and_udp_losses(tmp_path):
     link = LinkSpec(a_to_b=DirectionSpec(delay_s=L_S, loss=BernoulliLoss(p=0.03)),
                     b_to_a=DirectionSpec(delay_s=L_S))
     tcp = preset("newreno-2008")            # reno, SACK, TLP off (no probe before the repair)
-    s, r, _, delay, counters = media_run(tmp_path / "tcp", link, tcp=tcp, duration_s=4.0, transport="tcp")
+    # the TCP and the UDP run side by side, each in a testbed of its own (the same seed: the same
+    # packets dropped), a 50-packet/s flow each
+    (s, r, _, delay, counters), udp = media_runs_side_by_side(
+        [(tmp_path / "tcp", {"duration_s": 4.0, "transport": "tcp"}),
+         (tmp_path / "udp", {"duration_s": 4.0, "transport": "udp"})], link, tcp=tcp)
     assert r.received_packets == s.packets == 200    # TCP: nothing lost...
     assert s.tcp_info_end[0]["total_retrans"] >= 1
     # the sender's namespace counted the same repairs: retransmitted segments and recoveries
@@ -126,7 +159,7 @@ def test_loss_gives_tcp_head_of_line_delays_and_udp_losses(tmp_path):
     assert np.sum(delay > L_S + RTT_S / 2) > len(peaks)
     tcp_late = np.mean(delay > L_S + RTT_S / 2)
 
-    s, r, _, delay, counters = media_run(tmp_path / "udp", link, tcp=tcp, duration_s=4.0, transport="udp")
+    s, r, _, delay, counters = udp
     lost = s.packets - r.received_packets
     assert 1 <= lost <= 25                           # UDP: the losses show as losses...
     assert lost <= counters["a_to_b"]["drops"]["loss"]
