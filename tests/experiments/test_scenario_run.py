@@ -266,7 +266,7 @@ def test_cli_refuses_bad_input_and_a_missing_backend_with_one_line(tmp_path, cap
 @pytest.mark.slow
 def test_many_flows_behind_a_timed_link_start_after_the_testbeds_longer_lead(tmp_path):
     """32 programs to start behind a link with an outage: the flows start the testbed's lead
-    after the emulator (longer than its least) and the outage is shifted by the same lead."""
+    after the emulator (longer than 2 s) and the outage is shifted by the same lead."""
     from tcpdelay.experiments.backends.testbed import TestbedBackend
     from tcpdelay.experiments.run import run_scenario
 
@@ -277,7 +277,7 @@ def test_many_flows_behind_a_timed_link_start_after_the_testbeds_longer_lead(tmp
     assert totals["errors"] == [], totals
     run = json.loads((tmp_path / "run.json").read_text())
     lead = 32 * TestbedBackend.LEAD_PER_PROGRAM_S
-    assert lead - 1e-9 <= run["run"]["lead_s"] <= 5 * lead and lead > TestbedBackend.MIN_LEAD_S   # longer when busy
+    assert lead - 1e-9 <= run["run"]["lead_s"] <= 5 * lead and lead > LEAD_S   # longer on a busy machine
     sent = read_records(tmp_path, "sent")
     assert sent.num_rows > 16 * 50
 

@@ -18,7 +18,8 @@ It
 
 Timing: the emulator's clock starts when the testbed comes up. When the link's behaviour
 depends on that clock (outages, a delivery trace), ``t0`` is the plan's ``lead_s`` later
-(:meth:`TestbedBackend.lead_s`: 1 s, longer for runs with many programs to start and on a busy machine; measured with the emulator's own ``elapsed_s`` counter; the plan
+(:data:`~tcpdelay.experiments.plan.LEAD_S`, longer for runs with many programs to start:
+:meth:`TestbedBackend.lead_s`; measured with the emulator's own ``elapsed_s`` counter; the plan
 shifted the outages by the same lead); otherwise ``t0`` is as soon as every process is started. All hosts
 share CLOCK_MONOTONIC, so one-way delays are exact.
 """
@@ -37,7 +38,7 @@ from typing import Any, Callable
 from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.backends import testbed_guests as guest_ends, testbed_streams
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, Unsupported, part_name
-from tcpdelay.experiments.plan import CROSS_TCP_PORT, CrossPlan, RunPlan
+from tcpdelay.experiments.plan import CROSS_TCP_PORT, LEAD_S, CrossPlan, RunPlan
 from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
 from tcpdelay.traffic.source import PreparedSource
 
@@ -108,20 +109,14 @@ class TestbedBackend(Backend):
         endpoints_mode(0)     # a bad TCPDELAY_MEDIA_ENDPOINTS: one line before any run
 
     #: Start-up time per program a run starts (a media flow's sender and receiver, a cross flow's
-    #: two ends), measured from the emulator's start to the last program started (papers/004
-    #: §4.4's MPEG-4 flows, tiny form): 80 flows each with processes of their own
-    #: (``TCPDELAY_MEDIA_ENDPOINTS=per-flow``) 3.3 s beside two busy loops, 20 flows 0.5 s; 80
-    #: flows grouped (the default from 21) 0.2 s. (It was 0.08 when 80 flows took 11.2 s: each
-    #: sender computed its MPEG-4 schedule at its start, which now happens before the clock.)
-    LEAD_PER_PROGRAM_S = 0.04
-    #: The least lead of a timed link on the testbed (seconds): a run of a few programs is set up
-    #: 0.1-0.3 s after its emulator's start, 0.5 s beside two busy loops.
-    MIN_LEAD_S = 1.0
+    #: two ends): 80 flows took 11.2 s from the emulator's start to their last sender's start on
+    #: this 2-core machine (papers/004 §4.2 on the testbed), past a fixed lead of 2 s.
+    LEAD_PER_PROGRAM_S = 0.08
 
     def programs_lead_s(self, plan: RunPlan) -> float:
-        """The lead an idle machine needs: :attr:`MIN_LEAD_S`, or :attr:`LEAD_PER_PROGRAM_S` for
-        each program the run starts when it starts many."""
-        return max(self.MIN_LEAD_S, self.LEAD_PER_PROGRAM_S * 2 * (len(plan.media) + len(plan.cross)))
+        """The lead an idle machine needs: :data:`LEAD_S`, or :attr:`LEAD_PER_PROGRAM_S` for each
+        program the run starts when it starts many."""
+        return max(LEAD_S, self.LEAD_PER_PROGRAM_S * 2 * (len(plan.media) + len(plan.cross)))
 
     def lead_s(self, plan: RunPlan) -> float:
         """A timed link's outage schedule starts with the emulator, before the hosts' programs:
