@@ -304,16 +304,3 @@ def test_a_busy_machine_stretches_the_start_margin_by_its_load_per_cpu(monkeypat
     plan = plan_run(parse_scenario({"name": "a", "duration_s": 10, "path": {"rtt_s": 0.05},
                                     "flows": [{"profile": "voip", "transport": "udp"}]}), 1)
     assert testbed.TestbedBackend().lead_s(plan) == pytest.approx(3.5 * LEAD_S)
-
-
-def test_the_start_margin_grows_with_the_flows_to_start_or_with_what_the_receivers_took():
-    """An untimed run starts ``start_margin_s`` (times the busy factor) after its set-up: enough
-    to start every sender and cross-traffic client (measured: 110 flows' clients all in their
-    functions 0.8 s after the first was started, 1.2 s beside two busy loops), or twice what
-    starting the receivers took, the same kind of work on this machine now."""
-    from tcpdelay.experiments.backends.testbed import START_PER_CROSS_S, START_PER_MEDIA_S, start_margin_s
-
-    assert start_margin_s(0, 0, 0.0) == pytest.approx(0.3)
-    assert start_margin_s(5, 105, 0.1) == pytest.approx(0.3 + 5 * START_PER_MEDIA_S + 105 * START_PER_CROSS_S)
-    assert 0.8 < start_margin_s(5, 105, 0.0) < 4.6           # above the measured start, below the old 40 ms a flow
-    assert start_margin_s(5, 105, 2.0) == pytest.approx(4.0)  # slow receivers: a slow machine now

@@ -75,23 +75,6 @@ def busy_factor() -> float:
     return min(MAX_BUSY_FACTOR, max(1.0, load))
 
 
-#: Seconds to start one cross-traffic flow's client (a fork into its host, niceness, entering its
-#: function, which then sleeps until its start). Measured with papers/004 §5.3's tiny 5 video + 105
-#: cross-flow run: every client had entered its function 0.82 s after the first was started idle,
-#: 1.1-1.2 s beside two busy loops (7-11 ms a flow); the margin before was 40 ms a flow (4.6 s).
-START_PER_CROSS_S = 0.01
-#: The same for a media flow (its sender's source is prepared before the clock starts).
-START_PER_MEDIA_S = 0.02
-
-
-def start_margin_s(media: int, cross: int, receivers_s: float) -> float:
-    """Seconds from the end of setting up to a run's start instant ``t0`` on an idle machine
-    (:func:`busy_factor` stretches it): time to start ``media`` senders and ``cross``
-    cross-traffic clients, or twice what starting the receivers took (``receivers_s``: the same
-    kind of work, so it measures this machine now), whichever is longer; 0.3 s at least."""
-    return max(0.3 + START_PER_MEDIA_S * media + START_PER_CROSS_S * cross, 2 * receivers_s)
-
-
 class TestbedBackend(Backend):
     """Runs a plan on the namespace testbed (see the module doc)."""
 
@@ -186,8 +169,8 @@ class TestbedBackend(Backend):
                     # the time that took measures this machine now: a busy machine gets a later start
                     # rather than a failed run.
                     now = time.monotonic()
-                    t0 = now + busy_factor() * (start_margin_s(len(plan.media), len(plan.cross), now - t_recv)
-                                                + guest_ends.start_margin_s(on_guest))
+                    t0 = now + busy_factor() * (max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)),
+                                                    2 * (now - t_recv)) + guest_ends.start_margin_s(on_guest))
                 _start_all(tb, plan, rd, t0, handles, sources)
                 guest_ends.go(plan, on_guest, clocks, t0)
                 testbed_streams.start_clients(tb, plan, rd, t0, handles, prepared, servers)
