@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tcpdelay.errors import TestbedError
+from tcpdelay.start_gate import Instant
 from tcpdelay.testbed import netns as nsutil
 
 
@@ -49,10 +50,10 @@ class Member:
     netns: str
     config: Any
     source: Any = None
-    start_at: float | None = None
+    start_at: Instant = None
 
 
-def media_sender(config, source, start_at: float, realtime: bool, stop: threading.Event | None = None) -> dict:
+def media_sender(config, source, start_at: Instant, realtime: bool, stop: threading.Event | None = None) -> dict:
     """One flow's media sender, in a process of its own (``stop`` None) or a group's thread:
     real-time once set up, then :func:`tcpdelay.transport.run_sender`, which offers the run at
     once and sends its first packet at the start instant."""

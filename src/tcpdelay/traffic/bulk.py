@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.start_gate import Instant, start_instant
 from tcpdelay.traffic import response_server
 from tcpdelay.traffic.response_server import MAX_WRITE_BYTES
 
@@ -20,7 +21,7 @@ server = response_server.serve
 
 
 def client(server_address: str, port: int, *, duration_s: float, size_bytes: int | None = None,
-           congestion_control: str | None = None, start_at: float | None = None,
+           congestion_control: str | None = None, start_at: Instant = None,
            drain_s: float = 5.0) -> dict:
     """Download ``size_bytes`` (``None``: unlimited) from ``server_address:port``, starting at
     ``start_at`` (a ``time.monotonic()`` instant, shared by every namespace of the machine;
@@ -33,7 +34,7 @@ def client(server_address: str, port: int, *, duration_s: float, size_bytes: int
     """
     if not duration_s > 0:
         raise ParameterError(f"duration_s: {duration_s} must be > 0")
-    start = time.monotonic() if start_at is None else start_at
+    start = start_instant(start_at)   # a run's gate: ready, then its start (tcpdelay.start_gate)
     _sleep_until(start)
     end = start + duration_s
     # An unlimited download asks the server to send until ``end``; the client then reads what

@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.start_gate import Instant, start_instant
 from tcpdelay.traffic import response_server
 from tcpdelay.traffic.response_server import MAX_WRITE_BYTES
 
@@ -41,7 +42,7 @@ def split_bytes(total_bytes: int, connections: int) -> list[int]:
 
 def client(server_address: str, port: int, *, connections: int = 1, total_bytes: int = TOTAL_BYTES,
            duration_s: float = 60.0, congestion_control: str | None = None,
-           start_at: float | None = None) -> dict:
+           start_at: Instant = None) -> dict:
     """Open ``connections`` connections at once at ``start_at`` (``time.monotonic()`` instant,
     default now) and fetch ``total_bytes`` over them; give up at ``start_at + duration_s``.
 
@@ -52,7 +53,7 @@ def client(server_address: str, port: int, *, connections: int = 1, total_bytes:
     sizes = split_bytes(total_bytes, connections)
     if not duration_s > 0:
         raise ParameterError(f"duration_s: {duration_s} must be > 0")
-    start = time.monotonic() if start_at is None else start_at
+    start = start_instant(start_at)   # a run's gate: ready, then its start (tcpdelay.start_gate)
     while (left := start - time.monotonic()) > 0:
         time.sleep(min(left, 0.5))
     deadline = start + duration_s

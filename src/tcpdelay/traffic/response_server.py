@@ -49,6 +49,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.start_gate import Deadline, Instant
 from tcpdelay.transport import tcp_state
 
 log = logging.getLogger(__name__)
@@ -185,8 +186,9 @@ def _accept_waiting(srv: socket.socket) -> list[socket.socket]:
 def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_bytes: int | None = None,
           sndbuf_bytes: int | None = None, ready: threading.Event | None = None,
           tcp_state_dir: str | None = None, tcp_state_period_s: float = 0.0,
-          flow_ids: dict[str, int] | None = None) -> dict:
-    """Answer requests on ``host:port`` for ``duration_s`` seconds, then close everything.
+          flow_ids: dict[str, int] | None = None, start_at: Instant = None) -> dict:
+    """Answer requests on ``host:port`` for ``duration_s`` seconds from ``start_at`` (now; or a
+    run's start, fixed later: :class:`tcpdelay.start_gate.Deadline`), then close everything.
 
     ``max_response_bytes`` (default ``None``: no cap) bounds every response, the unlimited ones
     too; a response it cuts short is counted in ``capped_responses`` and warned about.
@@ -205,7 +207,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
         raise ParameterError(f"duration_s: {duration_s} must be > 0")
     if max_response_bytes is not None and not (isinstance(max_response_bytes, int) and max_response_bytes >= 1):
         raise ParameterError(f"max_response_bytes: {max_response_bytes!r} must be an integer >= 1 (or None: no cap)")
-    deadline = time.monotonic() + duration_s
+    end = Deadline(start_at, duration_s)
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if sndbuf_bytes:
@@ -238,7 +240,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                 peer = conn.getpeername()[0]
                 with lock:
                     live[index] = ((flow_ids or {}).get(peer, -1), index, conn)
-            conn.settimeout(max(0.01, min(5.0, deadline - time.monotonic())))
+            conn.settimeout(max(0.01, min(5.0, end.value() - time.monotonic())))
             try:
                 size, dur, write, cc, gap, seed = decode_request(_recv_exact(conn, REQUEST.size))
             except (ValueError, OSError):
@@ -254,7 +256,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                 # buffer later).
                 conn.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_WRITES * write)
             limit = response_limit(size, max_response_bytes)
-            stop = min(deadline, time.monotonic() + dur) if dur else deadline
+            stop = min(end.value(), time.monotonic() + dur) if dur else end.value()
             conn.settimeout(0.05)  # bounded sends: the deadline is checked between them
             if gap:
                 sent = _paced(conn, payload, write, limit, stop, gap, seed)
@@ -265,7 +267,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                     sent += conn.send(payload[: min(write, limit - sent)])
                 except (socket.timeout, BlockingIOError):
                     continue
-            complete = sent >= limit or (dur is not None and time.monotonic() >= stop and stop < deadline)
+            complete = sent >= limit or (dur is not None and time.monotonic() >= stop and stop < end.value())
             if max_response_bytes is not None and sent >= max_response_bytes and (size is None or size > max_response_bytes):
                 complete = False  # the server's cap, not the request, ended it
                 note = (f"a response was cut at the server's cap of {max_response_bytes} bytes "
@@ -281,7 +283,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                 stats["congestion_controls"].add(tcp_state.congestion_control(conn))
             conn.shutdown(socket.SHUT_WR)
             # Wait (bounded) for the client to read everything and close.
-            conn.settimeout(max(0.01, min(2.0, deadline - time.monotonic())))
+            conn.settimeout(max(0.01, min(2.0, end.value() - time.monotonic())))
             while conn.recv(4096):
                 pass
         except (OSError, ParameterError) as err:
@@ -298,7 +300,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
                 stats["responses_completed"] += int(complete)
 
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < end.value():
             if sampler is not None and (now := time.monotonic_ns()) >= sampler.due_ns():
                 with lock:
                     sampler.sample(list(live.values()), now)
@@ -320,7 +322,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", max_response_b
     finally:
         srv.close()
         for t in threads:
-            t.join(timeout=max(0.0, deadline - time.monotonic()) + 3.0)
+            t.join(timeout=max(0.0, end.value() - time.monotonic()) + 3.0)
         if state_writer is not None:
             state_writer.close()
     stats["mss_bytes"] = sorted(stats["mss_bytes"])

@@ -34,6 +34,7 @@ import socket
 import time
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.start_gate import Deadline, Instant, start_instant
 from tcpdelay.traffic.response_server import (
     REQUEST,
     TIMESTAMP_OPTION_BYTES,
@@ -114,9 +115,10 @@ def _delta(after: dict, before: dict, key: str) -> int | None:
 
 def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float = POLL_S,
           mss_bytes: int | None = None, expect: int | None = None, tcp_state_dir: str | None = None,
-          tcp_state_period_s: float = 0.0, flow_id: int = -1) -> dict:
+          tcp_state_period_s: float = 0.0, flow_id: int = -1, start_at: Instant = None) -> dict:
     """Answer transfer requests (:mod:`.response_server`'s request format, sized responses
-    only) one connection at a time for ``duration_s`` seconds, timing each (module doc).
+    only) one connection at a time for ``duration_s`` seconds from ``start_at`` (now; or a run's
+    start, fixed later: :class:`tcpdelay.start_gate.Deadline`), timing each (module doc).
     ``mss_bytes`` caps the payload per segment both ways (``TCP_MAXSEG`` of ``mss_bytes`` plus
     the 12-byte timestamp option on the listener, so each SYN/ACK advertises it); a row's
     ``mss_bytes`` is the kernel's ``tcpi_snd_mss``, what it actually sent.
@@ -146,7 +148,7 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
         raise ParameterError(f"poll_s: {poll_s} must be in (0, 0.1]")
     if expect is not None and expect < 1:
         raise ParameterError(f"expect: {expect} must be >= 1 (the client's transfers)")
-    deadline = time.monotonic() + duration_s
+    end = Deadline(start_at, duration_s)
     accepted = 0
     sampler = state_writer = None
     if tcp_state_dir is not None and tcp_state_period_s > 0:
@@ -166,14 +168,14 @@ def serve(port: int, *, duration_s: float, host: str = "0.0.0.0", poll_s: float 
     srv.settimeout(0.1)
     out: dict = {"transfers": [], "rejected": 0, "errors": []}
     try:
-        while time.monotonic() < deadline and (expect is None or accepted < expect):
+        while time.monotonic() < end.value() and (expect is None or accepted < expect):
             try:
                 conn, peer = srv.accept()
             except socket.timeout:
                 continue
             accepted += 1
             try:
-                row = _one_transfer(conn, peer[1], deadline, poll_s,
+                row = _one_transfer(conn, peer[1], end.value(), poll_s,
                                     None if sampler is None else (sampler, flow_id, accepted - 1))
                 if row is None:
                     out["rejected"] += 1
@@ -255,7 +257,7 @@ def _one_transfer(conn: socket.socket, peer_port: int, deadline: float, poll_s: 
 
 
 def client(server_address: str, port: int, *, size_bytes: int, transfers: int, gap_s: float,
-           duration_s: float, timeout_s: float = 120.0, start_at: float | None = None,
+           duration_s: float, timeout_s: float = 120.0, start_at: Instant = None,
            congestion_control: str | None = None, mss_bytes: int | None = None,
            window_clamp_bytes: int | None = None) -> dict:
     """``transfers`` transfers of ``size_bytes``, each on a fresh connection opened ``gap_s``
@@ -274,7 +276,7 @@ def client(server_address: str, port: int, *, size_bytes: int, transfers: int, g
     if size_bytes < 1 or transfers < 1 or gap_s < 0 or not duration_s > 0 or not timeout_s > 0:
         raise ParameterError(f"size_bytes {size_bytes}, transfers {transfers}, gap_s {gap_s}, duration_s "
                              f"{duration_s}: need size_bytes >= 1, transfers >= 1, gap_s >= 0, duration_s > 0")
-    start = time.monotonic() if start_at is None else start_at
+    start = start_instant(start_at)   # a run's gate: ready, then its start (tcpdelay.start_gate)
     while (left := start - time.monotonic()) > 0:
         time.sleep(min(left, 0.5))
     deadline = start + duration_s

@@ -16,13 +16,14 @@ import struct
 import time
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.start_gate import Deadline, Instant, start_instant
 
 HEADER = struct.Struct("!Qd")
 MAX_PAYLOAD_BYTES = 65_507
 
 
 def send(dst: str, port: int, *, rate_bps: float, duration_s: float, packet_size_bytes: int = 1200,
-         start_at: float | None = None) -> dict:
+         start_at: Instant = None) -> dict:
     """Send ``rate_bps`` of ``packet_size_bytes`` datagrams to ``dst:port`` from ``start_at``
     (``time.monotonic()`` instant, default now) for ``duration_s``.
 
@@ -39,7 +40,7 @@ def send(dst: str, port: int, *, rate_bps: float, duration_s: float, packet_size
     # Unconnected: an ICMP port-unreachable (a sink not bound yet) does not fail later sends.
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     addr = (dst, port)
-    start = time.monotonic() if start_at is None else start_at
+    start = start_instant(start_at)   # a run's gate: ready, then its start (tcpdelay.start_gate)
     end = start + duration_s
     seq = errors = 0
     try:
@@ -63,8 +64,10 @@ def send(dst: str, port: int, *, rate_bps: float, duration_s: float, packet_size
             "duration_s": span, "rate_bps": sent * packet_size_bytes * 8 / span}
 
 
-def sink(port: int, *, duration_s: float, host: str = "0.0.0.0", ready=None) -> dict:
-    """Count datagrams on ``host:port`` for ``duration_s``.
+def sink(port: int, *, duration_s: float, host: str = "0.0.0.0", ready=None,
+         start_at: Instant = None) -> dict:
+    """Count datagrams on ``host:port`` for ``duration_s`` from ``start_at`` (now; or a run's
+    start, fixed later: :class:`tcpdelay.start_gate.Deadline`).
 
     Returns ``{"packets", "bytes", "highest_seq", "lost" (sequence numbers up to the highest
     never received), "duplicates", "reordered", "delay_mean_s", "delay_max_s"}``.
@@ -76,14 +79,14 @@ def sink(port: int, *, duration_s: float, host: str = "0.0.0.0", ready=None) -> 
     s.bind((host, port))
     if ready is not None:  # a threading.Event, set once bound
         ready.set()
-    end = time.monotonic() + duration_s
+    end = Deadline(start_at, duration_s)
     seen: set[int] = set()
     packets = nbytes = dup = reordered = 0
     highest = -1
     delay_sum, delay_max = 0.0, 0.0
     buf = bytearray(MAX_PAYLOAD_BYTES)
     try:
-        while (left := end - time.monotonic()) > 0:
+        while (left := end.value() - time.monotonic()) > 0:
             s.settimeout(min(left, 0.2))
             try:
                 n = s.recv_into(buf)

@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from tcpdelay.errors import ParameterError
+from tcpdelay.start_gate import Instant, start_instant
 from tcpdelay.traffic import response_server
 
 server = response_server.serve
@@ -45,7 +46,7 @@ MODES = ("connections", "poisson")
 
 def client(server_address: str, port: int, *, duration_s: float, on_mean_s: float = 0.05,
            off_mean_s: float = 0.05, packet_size_bytes: int = 512, seed: int = 1,
-           congestion_control: str | None = None, start_at: float | None = None,
+           congestion_control: str | None = None, start_at: Instant = None,
            mode: str = "connections", gap_mean_s: float = 0.05) -> dict:
     """One web flow from ``start_at`` (``time.monotonic()`` instant, default now) for
     ``duration_s``. Random draws come from ``numpy.random.default_rng(seed)``.
@@ -67,7 +68,7 @@ def client(server_address: str, port: int, *, duration_s: float, on_mean_s: floa
     if not 64 <= packet_size_bytes <= 1448:
         raise ParameterError(f"packet_size_bytes: {packet_size_bytes} must be in 64..1448")
     rng = np.random.default_rng(seed)
-    start = time.monotonic() if start_at is None else start_at
+    start = start_instant(start_at)   # a run's gate: ready, then its start (tcpdelay.start_gate)
     while (left := start - time.monotonic()) > 0:
         time.sleep(min(left, 0.5))
     end = start + duration_s

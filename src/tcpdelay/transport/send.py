@@ -14,12 +14,13 @@ from typing import Callable
 from tcpdelay.transport.config import SenderConfig
 from tcpdelay.transport.quic_config import is_quic
 from tcpdelay.transport.quic_sender import run_quic_sender
+from tcpdelay.start_gate import Instant
 from tcpdelay.transport.sender import SenderResult, run_socket_sender, wait_until
 
 
 def run_sender(config: SenderConfig, source, *, stop: threading.Event | None = None,
                on_progress: Callable[[dict], None] | None = None,
-               start_at: float | None = None) -> SenderResult:
+               start_at: Instant = None) -> SenderResult:
     """Send ``source`` (a :class:`tcpdelay.traffic.Source`) for ``config.run.duration_s`` over
     ``config.run.transport``.
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Callable
 
 from tcpdelay import timing
+from tcpdelay.start_gate import Instant, StartAt, start_instant
 from tcpdelay.errors import ParameterError, TcpdelayError
 from tcpdelay.records import RecordWriter
 from tcpdelay.transport import clock, control, framing
@@ -220,9 +221,12 @@ def _offer_run(ctl: socket.socket, cfg: SenderConfig, rp: RunParams, run_id: str
     return reply
 
 
-def wait_until(start_at: float | None, stop: threading.Event | None = None) -> None:
+def wait_until(start_at: Instant, stop: threading.Event | None = None) -> None:
     """Sleep until the ``time.monotonic()`` instant ``start_at`` (None: return at once), or until
-    ``stop`` is set."""
+    ``stop`` is set. A :class:`tcpdelay.start_gate.StartAt` is resolved first: this program
+    reports ready and waits for its run's start to be fixed."""
+    if isinstance(start_at, StartAt):
+        start_at = start_instant(start_at, stop)
     while start_at is not None and (left := start_at - time.monotonic()) > 0 \
             and not (stop is not None and stop.is_set()):
         time.sleep(min(left, 0.5))
@@ -230,7 +234,7 @@ def wait_until(start_at: float | None, stop: threading.Event | None = None) -> N
 
 def run_socket_sender(config: SenderConfig, source, *, stop: threading.Event | None = None,
                       on_progress: Callable[[dict], None] | None = None,
-                      start_at: float | None = None) -> SenderResult:
+                      start_at: Instant = None) -> SenderResult:
     """:func:`tcpdelay.transport.run_sender` for TCP and UDP: send ``source`` (a
     :class:`tcpdelay.traffic.Source`) for ``config.run.duration_s``.
 

@@ -20,8 +20,11 @@ Timing: the emulator's clock starts when the testbed comes up. When the link's b
 depends on that clock (outages, a delivery trace), ``t0`` is the plan's ``lead_s`` later
 (:data:`~tcpdelay.experiments.plan.LEAD_S`, longer for runs with many programs to start:
 :meth:`TestbedBackend.lead_s`; measured with the emulator's own ``elapsed_s`` counter; the plan
-shifted the outages by the same lead); otherwise ``t0`` is as soon as every process is started. All hosts
-share CLOCK_MONOTONIC, so one-way delays are exact.
+shifted the outages by the same lead). Otherwise ``t0`` is fixed once every program is ready
+(:mod:`tcpdelay.start_gate`: each media sender once its connections are open, each cross client
+in its function, then :data:`READY_MARGIN_S` and a little per program; ends on a guest and HTTP
+streams keep a margin fixed in advance). All hosts share CLOCK_MONOTONIC, so one-way delays are
+exact.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from tcpdelay.experiments.backends import testbed_guests as guest_ends, testbed_
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, Unsupported, part_name
 from tcpdelay.experiments.plan import CROSS_TCP_PORT, LEAD_S, CrossPlan, RunPlan
 from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
+from tcpdelay.start_gate import Instant, StartAt, StartGate, process_ended
 from tcpdelay.traffic.source import PreparedSource
 
 #: Seconds a media sender waits for its queues to drain after its last packet.
@@ -162,21 +166,26 @@ class TestbedBackend(Backend):
                 t_recv = time.monotonic()
                 _start_receivers(tb, plan, rd, handles)
                 servers += testbed_streams.start_servers(tb, plan, rd, prepared)
-                if plan.timed_link:
-                    t0 = t_emu + plan.lead_s  # the outage schedule / trace was set relative to this
+                if starts_when_ready(plan, on_guest):
+                    gate = StartGate()
+                    _start_all(tb, plan, rd, _gate_instants(gate), handles, sources)
+                    t0 = _open_when_ready(gate, plan, handles, t_emu)
                 else:
-                    # Starting the senders is the same kind of work as starting the receivers was, so
-                    # the time that took measures this machine now: a busy machine gets a later start
-                    # rather than a failed run.
-                    now = time.monotonic()
-                    t0 = now + busy_factor() * (max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)),
-                                                    2 * (now - t_recv)) + guest_ends.start_margin_s(on_guest))
-                _start_all(tb, plan, rd, t0, handles, sources)
-                guest_ends.go(plan, on_guest, clocks, t0)
-                testbed_streams.start_clients(tb, plan, rd, t0, handles, prepared, servers)
-                if time.monotonic() > t0:
-                    raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
-                                         f"start {t0 - t_emu:.2f} s after the emulator's; too many flows for this machine?")
+                    if plan.timed_link:
+                        t0 = t_emu + plan.lead_s  # the outage schedule / trace was set relative to this
+                    else:
+                        # Starting the senders is the same kind of work as starting the receivers was, so
+                        # the time that took measures this machine now: a busy machine gets a later start
+                        # rather than a failed run.
+                        now = time.monotonic()
+                        t0 = now + busy_factor() * (max(0.3 + 0.02 * (len(plan.media) + 2 * len(plan.cross)),
+                                                        2 * (now - t_recv)) + guest_ends.start_margin_s(on_guest))
+                    _start_all(tb, plan, rd, _fixed_instants(t0), handles, sources)
+                    guest_ends.go(plan, on_guest, clocks, t0)
+                    testbed_streams.start_clients(tb, plan, rd, t0, handles, prepared, servers)
+                    if time.monotonic() > t0:
+                        raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
+                                             f"start {t0 - t_emu:.2f} s after the emulator's; too many flows for this machine?")
                 failures: dict[str, str] = {}
                 if _wait_all(handles, results, t0, plan.duration_s, job.on_progress,
                              watch=lambda: _dead_parts(tb, plan, handles, results), failures=failures):
@@ -215,6 +224,54 @@ class TestbedBackend(Backend):
         return outcome
 
 
+# --------------------------------------------------------------------------- the start instant
+
+#: Seconds from the moment every program of a run is ready to its start instant ``t0``, and per
+#: program: the programs wait on the gate and must each wake and go back to sleep until their
+#: own start before ``t0`` (times :func:`busy_factor`).
+READY_MARGIN_S = 0.1
+READY_MARGIN_PER_PROGRAM_S = 0.005
+#: The longest a run waits for its programs to be ready (times :func:`busy_factor`); past it the
+#: run fails, naming how many were not.
+READY_TIMEOUT_S = 30.0
+
+
+def starts_when_ready(plan: RunPlan, on_guest: dict) -> bool:
+    """Whether a run's start instant is fixed once its programs are ready
+    (:mod:`tcpdelay.start_gate`) rather than by a margin fixed in advance: every run but those
+    whose start is tied to something else — a timed link (its schedule starts with the
+    emulator), ends on a guest (told their start through their share, with its own margin) and
+    HTTP streams (the player starts through nginx's host)."""
+    return not plan.timed_link and not on_guest and not plan.streams
+
+
+def _fixed_instants(t0: float) -> Callable[..., float]:
+    """Programs' start instants when ``t0`` is fixed in advance: ``t0 + offset_s``."""
+    return lambda offset_s, waits=True: t0 + offset_s
+
+
+def _gate_instants(gate: StartGate) -> Callable[..., StartAt]:
+    """Programs' start instants fixed by ``gate``: the run waits for those that ``waits``."""
+    return lambda offset_s, waits=True: gate.at(offset_s) if waits else gate.later(offset_s)
+
+
+def _open_when_ready(gate: StartGate, plan: RunPlan, handles: dict, t_emu: float) -> float:
+    """Wait for every program given a start instant by ``gate`` to be ready, then open the gate
+    at ``t0`` (returned) a short margin later. A program that ended before it was ready stops
+    the wait (the run then names it lost); one not ready after :data:`READY_TIMEOUT_S` fails
+    the run."""
+    factor = busy_factor()
+    pids = [h.pid for h in handles.values() if hasattr(h, "pid")]
+    ready = gate.wait_ready(READY_TIMEOUT_S * factor, gone=lambda: any(process_ended(p) for p in pids))
+    if not ready and not any(process_ended(p) for p in pids):
+        raise ParameterError(f"{gate.expected - gate.ready} of the run's {gate.expected} programs were not "
+                             f"ready {time.monotonic() - t_emu:.1f} s after the emulator's start; too many "
+                             f"flows for this machine?")
+    t0 = time.monotonic() + factor * (READY_MARGIN_S + READY_MARGIN_PER_PROGRAM_S * gate.expected)
+    gate.open(t0)
+    return t0
+
+
 def _queue_records(csv: Path, rd) -> None:
     """The emulator's queue trace (written until it stopped) as the run's ``link_queue`` records
     (time on the link's clock, as ns-3's); the CSV goes once they are written."""
@@ -229,7 +286,7 @@ def _queue_records(csv: Path, rd) -> None:
 # --------------------------------------------------------------------------- in the hosts
 
 
-def _media_sender(config, source, start_at: float, realtime: bool):
+def _media_sender(config, source, start_at: Instant, realtime: bool):
     from tcpdelay.testbed.grouped_endpoints import media_sender
 
     return media_sender(config, source, start_at, realtime)
@@ -349,7 +406,7 @@ def _congestion_control(tb, c: CrossPlan) -> str | None:
     return tb.kernel_name(name, params or None)
 
 
-def _start_bulk(tb, c: CrossPlan, start_at: float, dur: float):
+def _start_bulk(tb, c: CrossPlan, start_at: Instant, dur: float):
     from tcpdelay.traffic import bulk
 
     x = c.cross
@@ -359,7 +416,7 @@ def _start_bulk(tb, c: CrossPlan, start_at: float, dur: float):
                                     start_at=start_at, drain_s=2.0)
 
 
-def _start_web_onoff(tb, c: CrossPlan, start_at: float, dur: float):
+def _start_web_onoff(tb, c: CrossPlan, start_at: Instant, dur: float):
     from tcpdelay.traffic import web_onoff
 
     x = c.cross
@@ -371,7 +428,7 @@ def _start_web_onoff(tb, c: CrossPlan, start_at: float, dur: float):
                                     mode=x.mode, gap_mean_s=x.gap_mean_s)
 
 
-def _start_page_load(tb, c: CrossPlan, start_at: float, dur: float):
+def _start_page_load(tb, c: CrossPlan, start_at: Instant, dur: float):
     from tcpdelay.traffic import page_load
 
     x = c.cross
@@ -381,7 +438,7 @@ def _start_page_load(tb, c: CrossPlan, start_at: float, dur: float):
                                     congestion_control=_congestion_control(tb, c), start_at=start_at)
 
 
-def _start_transfers(tb, c: CrossPlan, start_at: float, dur: float):
+def _start_transfers(tb, c: CrossPlan, start_at: Instant, dur: float):
     from tcpdelay.traffic import transfers
 
     x = c.cross
@@ -393,7 +450,7 @@ def _start_transfers(tb, c: CrossPlan, start_at: float, dur: float):
                                     mss_bytes=x.tcp.mss_bytes, window_clamp_bytes=x.tcp.window_clamp_bytes)
 
 
-def _start_udp(tb, c: CrossPlan, start_at: float, dur: float):
+def _start_udp(tb, c: CrossPlan, start_at: Instant, dur: float):
     from tcpdelay.traffic import udp_background
 
     x = c.cross
@@ -449,20 +506,24 @@ def _sender_config(tb, plan: RunPlan, m, rd, *, on_guest: bool = False):
                          max_datagram_bytes=f.quic.max_datagram_bytes))
 
 
-def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -> None:
+def _start_all(tb, plan: RunPlan, rd, at: Callable[..., Any], handles: dict, sources: dict) -> None:
+    """Start the run's servers, sinks, media senders and cross-traffic clients; ``at(offset_s,
+    waits=True)`` is the start instant ``t0 + offset_s`` each is given (:func:`_fixed_instants`,
+    :func:`_gate_instants`; ``waits=False`` for the servers and sinks, which only need to know
+    when the run ends)."""
     from tcpdelay.traffic import response_server, transfers, udp_background
     from tcpdelay.testbed.grouped_endpoints import Member, start_group
 
     grouped, members = _grouped_media(plan), []
     starters = {c.kind: cross_starter(c.kind) for c in plan.cross}   # an unknown kind: before any start
-    end = t0 + plan.duration_s
     # Servers and sinks first (clients retry connecting until they are up).
     servers = sorted({c.server for c in plan.cross if c.transport != "udp" and c.kind != "transfers"})
     for c in plan.cross:
         if c.kind == "transfers":    # a server of its own: it times each transfer
             # it ends when its client's sequence is done, so a run of transfers alone ends then
             handles[f"server:{c.server}/transfers{c.flow_id}"] = tb.hosts[c.server].spawn(
-                transfers.serve, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic(),
+                transfers.serve, c.port, niceness=CROSS_NICENESS, duration_s=plan.duration_s + 1.0,
+                start_at=at(0.0, waits=False),
                 mss_bytes=c.cross.tcp.mss_bytes, expect=c.cross.transfers,
                 # the sender's TCP state over time in the run's own tcp_state records, as ns-3's
                 tcp_state_dir=str(rd), tcp_state_period_s=plan.tcp_state_period_s, flow_id=c.flow_id)
@@ -477,27 +538,28 @@ def _start_all(tb, plan: RunPlan, rd, t0: float, handles: dict, sources: dict) -
         state_dir.mkdir(parents=True, exist_ok=True)
         handles[f"server:{host}"] = tb.hosts[host].spawn(
             response_server.serve, CROSS_TCP_PORT, niceness=CROSS_NICENESS,
-            duration_s=end + 1.0 - time.monotonic(),
+            duration_s=plan.duration_s + 1.0, start_at=at(0.0, waits=False),
             tcp_state_dir=str(state_dir), tcp_state_period_s=plan.tcp_state_period_s,
             flow_ids={a: ids[0] for a, ids in clients.items() if len(ids) == 1})
     for c in plan.cross:
         if c.transport == "udp":
             handles[f"sink:{c.flow_id}"] = tb.hosts[c.client].spawn(
-                udp_background.sink, c.port, niceness=CROSS_NICENESS, duration_s=end + 1.0 - time.monotonic())
+                udp_background.sink, c.port, niceness=CROSS_NICENESS, duration_s=plan.duration_s + 1.0,
+                start_at=at(0.0, waits=False))
     # Then every sending end, each waiting for its own start instant.
     for m in plan.media:
         if f"tx:{m.flow_id}" in handles:      # on a guest: started already, told its start by go()
             continue
         cfg = _sender_config(tb, plan, m, rd)
         if m.flow_id in grouped:
-            members.append(Member(f"tx:{m.flow_id}", tb.hosts[m.sender].netns, cfg, sources[m.flow_id], t0 + m.start_s))
+            members.append(Member(f"tx:{m.flow_id}", tb.hosts[m.sender].netns, cfg, sources[m.flow_id], at(m.start_s)))
             continue
-        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, sources[m.flow_id], t0 + m.start_s,
+        handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, sources[m.flow_id], at(m.start_s),
                                                                tb.spec.realtime)
     if members:
         handles.update(start_group(tb.hosts[plan.media[0].sender], members, tb.spec.realtime, "media senders"))
     for c in plan.cross:
-        handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, t0 + c.start_s, c.stop_s - c.start_s)
+        handles[f"cross:{c.flow_id}"] = starters[c.kind](tb, c, at(c.start_s), c.stop_s - c.start_s)
 
 
 def _merge_transfers(plan: RunPlan, results: dict) -> None:
