@@ -67,7 +67,20 @@ fn create(key: &str, path: &str) -> BackgroundWriter {
     }
 }
 
+/// A panic anywhere (any thread) ends the whole process at once, as `panic = "abort"` would:
+/// the message first (the default hook), then SIGABRT. Done here rather than in the release
+/// profile so that `cargo test --release` builds on the same compiled dependencies (the tests
+/// need unwinding; with the profile's abort every dependency was compiled twice).
+fn abort_on_panic() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        std::process::abort();
+    }));
+}
+
 fn main() {
+    abort_on_panic();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args = config::parse_args(&argv).unwrap_or_else(|e| usage_error(&e.0));
     if args.help {
