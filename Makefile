@@ -47,8 +47,10 @@ alone-files:
 test-setup: media-tools guest-tools bpf-tools
 	@$(MAKE) --no-print-directory -j2 warm-imports native emulator-test
 
-# The emulator's cargo tests (unit, command line, end to end through namespaces).
-emulator-test:
+# The emulator's cargo tests (unit, command line, end to end through namespaces), after the
+# native build: its test build reuses the release build's dependencies, and in make test's
+# set-up the BPF programs are not left waiting for a job slot behind it.
+emulator-test: native
 	@if [ -f $(EMU)/Cargo.toml ]; then cd $(EMU) && $(CARGO) test --release --quiet; fi
 
 $(BIN)/python:
