@@ -297,10 +297,29 @@ def test_a_busy_machine_stretches_the_start_margin_by_its_load_per_cpu(monkeypat
     from tcpdelay.experiments.backends import testbed
 
     cpus = os.cpu_count()
+    monkeypatch.setattr(testbed, "cpu_pressure_pct", lambda: 90.0)   # tasks waiting for a CPU
     for load, factor in ((0.1, 1.0), (cpus * 1.0, 1.0), (cpus * 3.5, 3.5), (cpus * 40.0, 5.0)):
         monkeypatch.setattr(testbed.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
         assert testbed.busy_factor() == pytest.approx(factor)
     monkeypatch.setattr(testbed.os, "getloadavg", lambda load=cpus * 3.5: (load, 0.0, 0.0))
+    # the load average lags by a minute: with no task waiting for a CPU in the last 10 s the
+    # machine is not busy now, whatever it was; in between, in proportion
+    for pressure, factor in ((0.0, 1.0), (testbed.BUSY_PRESSURE_PCT / 2, 2.25), (None, 3.5)):
+        monkeypatch.setattr(testbed, "cpu_pressure_pct", lambda p=pressure: p)
+        assert testbed.busy_factor() == pytest.approx(factor)
     plan = plan_run(parse_scenario({"name": "a", "duration_s": 10, "path": {"rtt_s": 0.05},
                                     "flows": [{"profile": "voip", "transport": "udp"}]}), 1)
     assert testbed.TestbedBackend().lead_s(plan) == pytest.approx(3.5 * LEAD_S)
+
+
+def test_the_cpu_pressure_is_read_from_the_kernel(tmp_path, monkeypatch):
+    from tcpdelay.experiments.backends import testbed
+
+    psi = tmp_path / "cpu"
+    psi.write_text("some avg10=12.34 avg60=5.00 avg300=1.00 total=123\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    monkeypatch.setattr(testbed, "CPU_PRESSURE_FILE", str(psi))
+    assert testbed.cpu_pressure_pct() == 12.34
+    psi.write_text("nothing here\n")
+    assert testbed.cpu_pressure_pct() is None
+    monkeypatch.setattr(testbed, "CPU_PRESSURE_FILE", str(tmp_path / "absent"))
+    assert testbed.cpu_pressure_pct() is None

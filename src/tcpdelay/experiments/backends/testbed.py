@@ -62,21 +62,47 @@ _SENDER_LOST = ("interrupted", "receiver-disconnected", "connection-lost")
 
 #: The most :func:`busy_factor` stretches a run's start margin.
 MAX_BUSY_FACTOR = 5.0
+#: Where the kernel keeps the CPU's pressure stall information (Linux 4.20+, PSI).
+CPU_PRESSURE_FILE = "/proc/pressure/cpu"
+#: The share of the last 10 s (percent) in which some task waited for a CPU from which the load
+#: average counts in full in :func:`busy_factor`; below it, in proportion.
+BUSY_PRESSURE_PCT = 25.0
+
+
+def cpu_pressure_pct() -> float | None:
+    """The share of the last 10 s, in percent, in which at least one runnable task waited for a
+    CPU (PSI's ``some avg10``); None where the kernel does not say."""
+    try:
+        with open(CPU_PRESSURE_FILE) as f:
+            for line in f:
+                if line.startswith("some "):
+                    return float(line.split("avg10=")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        pass
+    return None
 
 
 def busy_factor() -> float:
     """How much longer than on an idle machine starting a run's programs may take now: the
-    1-minute load average per CPU, between 1 and :data:`MAX_BUSY_FACTOR`. Every program must be
-    up before the run's start instant ``t0`` (a sender that starts late sends its first packets
-    late and in a burst), and on a machine with more runnable work than CPUs each start takes
-    about that much longer (measured: four test workers and two busy loops on two cores, load
-    7-9, took runs 0.5-3.4 s to start against margins of 0.5-2.6 s). A later start costs a run
-    only its wait, never a measurement."""
+    1-minute load average per CPU, between 1 and :data:`MAX_BUSY_FACTOR`, counted in full when
+    tasks have been waiting for a CPU for :data:`BUSY_PRESSURE_PCT` of the last 10 s or more
+    (:func:`cpu_pressure_pct`), in proportion below that. Every program must be up before the
+    run's start instant ``t0`` (a sender that starts late sends its first packets late and in a
+    burst), and on a machine with more runnable work than CPUs each start takes about that much
+    longer (measured: four test workers and two busy loops on two cores, load 7-9, took runs
+    0.5-3.4 s to start against margins of 0.5-2.6 s). The load average alone lags by a minute:
+    the first runs after a busy spell (make test's second pass, one test at a time after four
+    workers) waited up to five times too long; the pressure of the last 10 s says whether the
+    machine is still busy. A later start costs a run only its wait, never a measurement."""
     try:
         load = os.getloadavg()[0] / (os.cpu_count() or 1)
     except OSError:
         return 1.0
-    return min(MAX_BUSY_FACTOR, max(1.0, load))
+    factor = min(MAX_BUSY_FACTOR, max(1.0, load))
+    pressure = cpu_pressure_pct()
+    if pressure is None:
+        return factor
+    return 1.0 + (factor - 1.0) * min(1.0, pressure / BUSY_PRESSURE_PCT)
 
 
 class TestbedBackend(Backend):
