@@ -145,7 +145,12 @@ def test_ccp_and_ccpd_do_not_halve_the_window_on_a_random_loss():
         ratios = _after_losses(got[name], from_s=4.0)
         assert len(ratios) >= 3, (name, ratios)
         if name == "ccp":
-            assert min(ratios) >= 0.75, (name, ratios)
+            # CCP keeps its window over a loss; a fresh clone's first pass (four workers on two
+            # cores) once saw one ratio of 0.62 among ratios of 1.0-1.03, the sampling sender
+            # starved of the CPU for a moment. Judged as a whole, and at most one in ten below 0.75
+            # (were CCP to halve as Reno does, the median would sit near 0.5)
+            low = sum(r < 0.75 for r in ratios)
+            assert _median(ratios) >= 0.95 and low <= max(1, len(ratios) // 10), (name, ratios)
         else:
             # CCPD's derivative term moves its window with each RTT sample, a loss or not: single
             # ratios of 0.72-1.18 idle (0.74 in a CI run). Judged as a whole, and no single one
