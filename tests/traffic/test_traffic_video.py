@@ -149,3 +149,21 @@ def test_tes_background_is_uniform_and_stitching_keeps_it_uniform():
     for x in (u, s):
         hist, _ = np.histogram(x, bins=10, range=(0, 1))
         assert np.all(np.abs(hist / x.size - 0.1) < 0.02)
+
+
+def test_a_trace_file_is_parsed_once_until_it_changes(tmp_path):
+    """Planning a sweep builds each cell's source from the same trace: the file is read once, its
+    arrays shared read-only; written again, it is read again."""
+    path = tmp_path / "trace.txt"
+    write_trace(path, ["I", "P"], [1000, 200])
+    t1, s1 = parse_trace(path)
+    t2, s2 = parse_trace(path)
+    assert t1 is t2 and s1 is s2
+    with pytest.raises(ValueError):
+        s1[0] = 5                                  # shared: nobody may change them
+    write_trace(path, ["I", "P", "B"], [1000, 200, 80])
+    t3, s3 = parse_trace(path)
+    assert list(t3) == ["I", "P", "B"] and list(s3) == [1000, 200, 80]
+    write_trace(path, ["P", "I", "B"], [2000, 100, 90])   # the same size, written again
+    assert list(parse_trace(path)[1]) == [2000, 100, 90]
+    assert list(parse_trace(path, size_unit="bits")[1]) == [250, 13, 12]
