@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order
 
 from tcpdelay.model.delay import DelayParams
+from tcpdelay.model.delay import chain as chain_mod
 from tcpdelay.model.delay import solve as solve_mod
 from tcpdelay.model.delay.chain import build_chain, reachable_edges, start_index
 from tcpdelay.model.delay.distribution import chain_statistics, packet_distribution
@@ -181,3 +182,62 @@ def test_reachable_build_is_the_full_build_restricted_bit_for_bit(case):
     for key in st_f:
         assert st_r[key] == pytest.approx(st_f[key], rel=1e-15, abs=1e-300), key
 
+
+
+def _breadth_first_edges(params, space, start):
+    """The reference for :func:`reachable_edges`: its former breadth-first build, one builder
+    call per step from ``start`` (what ``predict`` used before the window-batched build)."""
+    from tcpdelay.model.delay.chain import _EDGE_DTYPES, Edges, _edge_builder, _rounded_targets
+
+    edges_from = _edge_builder(params, space)
+    seen = np.zeros(space.n, dtype=bool)
+    seen[start] = True
+    frontier = np.array([start], dtype=np.int64)
+    found = []
+    while frontier.size:
+        e, part = edges_from(frontier)
+        found.append((e, part))
+        dst_lo, dst_hi, frac, _ = _rounded_targets(e, params, space)
+        real = e.time_s != 0.0
+        targets = np.unique(np.concatenate([dst_lo[real & (e.prob * (1 - frac) > 0)],
+                                            dst_hi[real & (e.prob * frac > 0)]]))
+        frontier = targets[~seen[targets]]
+        seen[frontier] = True
+    part = np.concatenate([pt for _, pt in found])
+    cat = {key: np.concatenate([getattr(e, key) for e, _ in found]) for key in _EDGE_DTYPES}
+    order = np.lexsort((cat["src"], part))
+    return Edges(**{key: v[order] for key, v in cat.items()})
+
+
+# (rate_pps, packet_bytes, rtt_s, loss, options): every stack and loss model, windows reached
+# below, across and at the first batch's cap (16), a start window above it (r = 30), and the
+# larger backlog bounds predict grows to
+WINDOW_BATCH_CASES = [
+    (f, a, rtt, p, dict(opts, stack=stack))
+    for stack in ("paper", "linux", "classic")
+    for (f, a, rtt, p, opts) in [
+        (50, 174, 0.1, 0.02, {}),
+        (50, 1448, 0.3, 0.005, {}),
+        (50, 1448, 0.3, 0.05, {"loss_model": "correlated", "queue": "bytes"}),
+        (50, 1448, 0.1, 0.03, {"backlog_bound_packets": 240}),
+        (50, 1448, 0.02, 0.1, {}),
+        (100, 724, 0.3, 0.01, {"backlog_bound_packets": 400}),
+    ]
+] + [(50, 174, 0.3, 0.01, {"hol_ramp": True, "al_fr_backlog": "eq4", "backlog_rounding": "nearest"})]
+
+
+@pytest.mark.parametrize("case", WINDOW_BATCH_CASES)
+def test_window_batched_build_is_the_breadth_first_build_bit_for_bit(case):
+    """:func:`reachable_edges` builds a small space window by window and keeps the reachable
+    states, a large one breadth-first: either way the edges of the former breadth-first build,
+    in the same order, with the same values, bit for bit."""
+    f, a, rtt, p, opts = case
+    params = DelayParams(rate_pps=f, packet_bytes=a, rtt_s=rtt, loss=p, **opts)
+    chain = build_chain(params, reachable_only=True)
+    start = start_index(params, chain.space)
+    ref = _breadth_first_edges(params, chain.space, start)
+    for got in (chain.edges, chain_mod._window_batched_edges(params, chain.space, start),
+                chain_mod._breadth_first_edges(params, chain.space, start)):
+        for key in ref.__dataclass_fields__:
+            g, want = getattr(got, key), getattr(ref, key)
+            assert g.dtype == want.dtype and g.shape == want.shape and g.tobytes() == want.tobytes(), key
