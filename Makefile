@@ -18,9 +18,7 @@ run: install native
 # pytest in two passes (docs/testing.md): the tests not marked `alone`, on PYTEST_WORKERS processes
 # side by side with pytest-xdist (the tests of one xdist_group share a process; 0: all in this
 # process, serially), then the `alone` ones one after another with the machine to themselves.
-# Both passes run even if the first fails; each prints its 15 slowest tests. The first pass's math
-# libraries run one thread each (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS): its workers already fill
-# the cores, and the delay model's solves took twice the CPU with their own threads beside them.
+# Both passes run even if the first fails; each prints its 15 slowest tests.
 # Python's bytecode caches are written even where PYTHONDONTWRITEBYTECODE is set (they are
 # git-ignored): without pytest's cache of the rewritten test modules, every pytest process
 # compiled all of them again (the second pass collected in 13 s instead of 5).
@@ -29,7 +27,7 @@ PYTEST_WORKERS ?= 4
 test: test-setup
 	@status=0; \
 	echo "pytest, pass 1 of 2: every test not marked alone ($(PYTEST_WORKERS) workers; 0: in this process)"; \
-	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" || status=$$?; \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" || status=$$?; \
 	echo "pytest, pass 2 of 2: the tests marked alone, one at a time"; \
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m alone $(ALONE_FILES) || status=$$?; \
 	exit $$status
