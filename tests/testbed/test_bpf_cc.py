@@ -166,6 +166,10 @@ def test_a_scenario_runs_a_variant_and_records_its_own_state(tmp_path):
     assert _gone(cc["kernel_name"])
 
 
+#: The span over which the Westwood+ test compares the estimate with what was delivered (s).
+DELIVERED_WINDOW_S = 2.0
+
+
 def _bulk_with_state(dst: str, port: int, kernel_name: str, map_id: int, duration_s: float) -> dict:
     """In a testbed host: send for ``duration_s`` over ``kernel_name``, then read the
     connection's published state and TCP_INFO (before closing)."""
@@ -177,15 +181,22 @@ def _bulk_with_state(dst: str, port: int, kernel_name: str, map_id: int, duratio
     end = time.monotonic() + duration_s
     s.settimeout(0.05)
     ssthresh = []
+    acked = []                      # (monotonic s, bytes acked so far)
     while time.monotonic() < end:
         try:
             s.send(payload)
         except (socket.timeout, BlockingIOError):
             pass
-        ssthresh.append(tcp_state.tcp_info(s).ssthresh_segments)
+        info = tcp_state.tcp_info(s)
+        ssthresh.append(info.ssthresh_segments)
+        acked.append((time.monotonic(), info.bytes_acked))
     with CcStateMap(map_id) as m:
         state = m.read(s.fileno())
     info = tcp_state.tcp_info(s)
+    t_end, acked_end = time.monotonic(), info.bytes_acked
+    # what the path delivered to this sender over the last DELIVERED_WINDOW_S (the estimate's
+    # filter forgets within ~8 RTTs, 0.3 s here): the first sample at or after the window's start
+    t0, acked0 = next((t, a) for t, a in acked if t >= t_end - DELIVERED_WINDOW_S)
     used = tcp_state.congestion_control(s)
     s.close()
     seen = [x for x in ssthresh if x is not None]
@@ -194,15 +205,21 @@ def _bulk_with_state(dst: str, port: int, kernel_name: str, map_id: int, duratio
     later = [x for x in seen if x != seen[0]] if seen else []
     return {"state": state, "ssthresh": max(set(later), key=later.count) if later else None, "mss": info.snd_mss_bytes,
             "ssthresh_seen": sorted({x: seen.count(x) for x in set(seen)}.items()),
-            "retrans": info.total_retrans, "used": used}
+            "retrans": info.total_retrans, "used": used,
+            "delivered_Bps": (acked_end - acked0) / (t_end - t0)}
 
 
 def test_westwood_plus_estimates_the_link_and_sets_ssthresh_from_it():
-    """10 Mb/s, RTT 40 ms, a 20-packet queue: Westwood+'s bandwidth estimate is within 10 % of the
-    link's 10 Mb/s, and its ssthresh after the losses once the estimate has settled (the value held
-    longest after the first loss; the short queue overflows every few seconds) is
-    estimate × RTT_min / MSS (Grieco and Mascolo). The first loss, in slow start, comes before
-    the estimate has settled."""
+    """10 Mb/s, RTT 40 ms, a 20-packet queue: Westwood+'s bandwidth estimate (from the ACKs) is
+    within 10 % of what the path delivered to the sender over the run's last 2 s, and never above
+    the link's 10 Mb/s by more than 10 %; its ssthresh after the losses once the estimate has
+    settled (the value held longest after the first loss; the short queue overflows every few
+    seconds) is estimate × RTT_min / MSS (Grieco and Mascolo). The first loss, in slow start, comes
+    before the estimate has settled.
+
+    Judged against the delivered rate, not the link's: the sender is a Python loop in a forked
+    host, and on a machine busy enough to starve it (a fresh clone's suite beside two busy loops)
+    it sent 13 % less than the link takes, an estimate that was right about what it was sent."""
     spec = parse_spec({
         "hosts": [{"name": "ww", "side": "left"}, {"name": "sink", "side": "right"}],
         "link": LinkSpec.symmetric(delay_s=0.020, rate_bps=10e6, queue_packets=20).model_dump(),
@@ -216,7 +233,8 @@ def test_westwood_plus_estimates_the_link_and_sets_ssthresh_from_it():
         got = tb.hosts["ww"].call(_bulk_with_state, tb.hosts["sink"].address, 5001, kernel, map_id, 8.0, timeout_s=60)
     assert got["used"] == kernel and got["retrans"] > 0            # the queue overflowed: losses happened
     bw_bytes_s, rtt_min_us = got["state"][0], got["state"][1]
-    assert 0.9 * 1.25e6 <= bw_bytes_s <= 1.1 * 1.25e6, got
+    assert 0.9 * got["delivered_Bps"] <= bw_bytes_s <= 1.1 * got["delivered_Bps"], got
+    assert bw_bytes_s <= 1.1 * 1.25e6, got
     assert 40_000 <= rtt_min_us <= 45_000, got
     want = bw_bytes_s * rtt_min_us / 1e6 / got["mss"]
     assert abs(got["ssthresh"] - want) <= max(2, 0.1 * want), (got, want)
