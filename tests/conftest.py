@@ -120,21 +120,14 @@ def worker_id(request) -> str:
     return getattr(request.config, "workerinput", {}).get("workerid", "master")
 
 
-#: The pytest-xdist group of the tests that simulate in ns-3 (below).
-NS3_GROUP = "ns3"
-
-
 @pytest.hookimpl(tryfirst=True)   # before pytest-xdist's, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """Tests that use a module-scoped fixture (a Ray cluster, a reference-kernel guest, a simulation
     done once for the file) run in one pytest-xdist worker, so that it is made once
     (``--dist loadgroup``; a test's own ``xdist_group`` marker wins).
 
-    The tests marked ``ns3`` and those that use the session's ns-3 worker (the ``worker`` fixture,
-    tests/sim/conftest.py) all run in one pytest-xdist worker too (group ``ns3``, which also holds
-    the module fixtures among them): each worker process that simulates starts an ns-3 worker of
-    its own, ~17 s of CPU (importing ns-3's bindings, compiling tcpdelay's C++ parts, a warm-up
-    run), more than all their simulations together (docs/testing.md). The Ray tests keep their
+    The tests that simulate in ns-3 are not grouped: they share the session's one ns-3 worker
+    (:class:`_SharedNs3Worker`), whichever pytest-xdist worker runs them. The Ray tests keep their
     own group (the module's marker), so that one long group does not take the others' place."""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
@@ -142,9 +135,7 @@ def pytest_collection_modifyitems(config, items):
         defs = getattr(item, "_fixtureinfo", None)
         if defs is None:
             continue
-        if item.get_closest_marker("ns3") is not None or "worker" in defs.names_closure:
-            item.add_marker(pytest.mark.xdist_group(NS3_GROUP))
-        elif any(fd[-1].scope == "module" for fd in defs.name2fixturedefs.values() if fd):
+        if any(fd[-1].scope == "module" for fd in defs.name2fixturedefs.values() if fd):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     _longest_first(items)
 
@@ -211,6 +202,38 @@ class _Durations:
         DURATIONS_FILE.write_text(json.dumps(dict(sorted(known.items())), indent=0) + "\n")
 
 
+class _SharedNs3Worker:
+    """One ns-3 worker for the whole session (:class:`tcpdelay.sim.worker_socket.OnDemandWorker`):
+    made by the process that runs the session (pytest-xdist's controller, or pytest alone), its
+    socket named in the environment every process below it inherits (pytest-xdist's workers, the
+    Ray clusters they start, the ``tcpdelay`` commands they run), started when the first of them
+    simulates. Each process that simulated started an ns-3 worker of its own, ~10 s of CPU: eight
+    of them in a run of the suite (docs/testing.md)."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        from tcpdelay.sim.worker_socket import SOCKET_ENV, OnDemandWorker
+
+        self.dir = Path(tempfile.mkdtemp(prefix="tcpdelay-ns3-shared-"))
+        self.worker = OnDemandWorker(self.dir / "worker.sock")
+        self.env = SOCKET_ENV
+        self.before = os.environ.get(SOCKET_ENV)
+        os.environ[SOCKET_ENV] = str(self.worker.path)
+
+    def close(self) -> None:
+        import shutil
+
+        self.worker.close()
+        if self.before is None:
+            os.environ.pop(self.env, None)
+        else:
+            os.environ[self.env] = self.before
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def pytest_configure(config):
     if os.environ.get("TCPDELAY_WRITE_DURATIONS") == "1" and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Durations(), "tcpdelay-durations")
+    if not hasattr(config, "workerinput"):
+        config.add_cleanup(_SharedNs3Worker().close)

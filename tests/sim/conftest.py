@@ -1,4 +1,4 @@
-"""The ns-3 tests share one worker per test session (ns-3 is imported once, ~7 s)."""
+"""The ns-3 tests use the session's shared ns-3 worker (tests/conftest.py: ns-3 is imported once per run of pytest)."""
 
 from __future__ import annotations
 

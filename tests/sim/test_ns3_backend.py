@@ -143,24 +143,62 @@ def test_report_reads_an_ns3_run(worker, tmp_path):
     assert (tmp_path / "r.html").stat().st_size > 1000
 
 
+def _descendants(pid: int) -> set[int]:
+    """The processes below ``pid`` (by /proc/PID/stat's parent)."""
+    parent = {}
+    for proc_dir in Path("/proc").iterdir():
+        if proc_dir.name.isdigit():
+            try:
+                stat = (proc_dir / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(proc_dir.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p and c not in found]
+        found.update(kids)
+        todo.extend(kids)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_a_killed_sweep_resumes(tmp_path, worker, capsys):
+    """A sweep killed mid-run (with an ns-3 worker of its own: the session's shared one is not in
+    its environment, so this is the path of a ``tcpdelay sweep`` run by hand) leaves nothing
+    running: its worker and the simulation die with it (PR_SET_PDEATHSIG). Run again, it resumes
+    where it was killed."""
+    from tcpdelay.sim.worker_socket import SOCKET_ENV
+
     sc = tmp_path / "s.toml"
     # 20 s runs: long enough that the kill lands between the first run's end and the sixth's
     sc.write_text('name = "k"\nduration_s = 20\nrepetitions = 3\n[path]\nrtt_s = 0.1\nloss = { model = "bernoulli", p = 0.01 }\n'
                   '[[flows]]\nprofile = "voip"\n[sweep]\n"path.rtt_s" = [0.02, 0.1]\n')
     out = tmp_path / "o"
+    env = {k: v for k, v in os.environ.items() if k != SOCKET_ENV}
     proc = subprocess.Popen([sys.executable, "-m", "tcpdelay", "sweep", str(sc), "--backend", "ns3", "--out", str(out)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=env)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and len(list(out.glob("cells/*/seed-*/complete.json"))) < 1:
         time.sleep(0.2)
+    below = _descendants(proc.pid)     # its ns-3 worker (and the simulation it runs, if any)
+    assert below
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done_before = len(list(out.glob("cells/*/seed-*/complete.json")))
     assert 1 <= done_before < 6
-    time.sleep(1)      # the worker and its simulation die with the sweep (PR_SET_PDEATHSIG)
-    ps = subprocess.run(["pgrep", "-f", "tcpdelay.sim.worker"], capture_output=True, text=True)
-    assert str(proc.pid) not in ps.stdout
+    # the worker and its simulation die with the sweep, not only its process group
+    deadline = time.monotonic() + 10
+    while any(map(_alive, below)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in below if _alive(p)]
     code, stdout, stderr = _cli_here(capsys, "sweep", str(sc), "--backend", "ns3", "--out", str(out), "--json")
     assert code == 0, stderr
     doc = json.loads(stdout)
@@ -296,14 +334,17 @@ def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path, worker,
 
 def test_a_relative_output_directory_works_and_the_worker_leaves_nothing(tmp_path):
     # The run gets a temporary directory of its own (TMPDIR), so what it leaves there is its own,
-    # whatever other tests running beside it create in the machine's /tmp.
+    # whatever other tests running beside it create in the machine's /tmp; and an ns-3 worker of
+    # its own (the session's shared one is not in its environment), whose files these are.
+    from tcpdelay.sim.worker_socket import SOCKET_ENV
+
     own_tmp = tmp_path / "tmp"
     own_tmp.mkdir()
     sc = tmp_path / "s.toml"
     sc.write_text('duration_s = 5\n[path]\nrtt_s = 0.1\n[[flows]]\nprofile = "voip"\n')
     proc = subprocess.run([sys.executable, "-m", "tcpdelay", "run", "s.toml", "--backend", "ns3", "--out", "rel", "--json"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**os.environ, "TMPDIR": str(own_tmp)})
+                          env={**{k: v for k, v in os.environ.items() if k != SOCKET_ENV}, "TMPDIR": str(own_tmp)})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["runs"][0]["status"] == "complete"
     assert (tmp_path / "rel" / "seed-1" / "received").is_dir()

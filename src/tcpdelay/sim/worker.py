@@ -15,7 +15,8 @@ simulation that uses every part, so that the bindings are compiled once, before 
 own messages go to stderr).
 
 :class:`Ns3Worker` is the client; :func:`shared_worker` keeps one per process (a sweep's units
-reuse it), stopped at exit.
+reuse it), stopped at exit, or connects to a worker that many processes share
+(:mod:`tcpdelay.sim.worker_socket`).
 """
 
 from __future__ import annotations
@@ -80,7 +81,11 @@ def _run_child(job_path: str) -> None:
         os._exit(code)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """The worker: on stdin/stdout (the protocol above), or with ``--listen-fd N`` on a listening
+    Unix socket inherited as file descriptor N (:func:`tcpdelay.sim.worker_socket.serve`)."""
+    argv = sys.argv[1:] if argv is None else argv
+    listen_fd = int(argv[argv.index("--listen-fd") + 1]) if "--listen-fd" in argv else None
     _die_with_parent()
     proto = os.fdopen(os.dup(1), "w", buffering=1)   # the protocol's own stdout
     os.dup2(2, 1)                                     # anything else printed goes to stderr
@@ -94,7 +99,15 @@ def main() -> int:
     os.rmdir(empty)
     import_s = time.monotonic() - t0
     warm_s = warm_up()      # compiled once here, inherited by every child
-    proto.write(json.dumps({"ready": True, "import_s": import_s, "warm_up_s": warm_s}) + "\n")
+    hello = {"ready": True, "import_s": import_s, "warm_up_s": warm_s}
+    if listen_fd is not None:
+        import socket
+
+        from tcpdelay.sim.worker_socket import serve
+
+        serve(socket.socket(fileno=listen_fd), hello)
+        return 0
+    proto.write(json.dumps(hello) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -190,12 +203,24 @@ _shared: Ns3Worker | None = None
 _shared_lock = threading.Lock()
 
 
-def shared_worker() -> Ns3Worker:
-    """This process's worker, started on first use (and again if it died)."""
+def shared_worker():
+    """This process's worker, started on first use (and again if it died): a connection to the
+    shared worker whose socket :data:`tcpdelay.sim.worker_socket.SOCKET_ENV` names, when it is
+    set and something listens there (:class:`tcpdelay.sim.worker_socket.SocketWorker`), else an
+    :class:`Ns3Worker` of this process's own."""
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.alive():
-            _shared = Ns3Worker()
+            from tcpdelay.sim.worker_socket import SOCKET_ENV, SocketWorker
+
+            _shared = None
+            if os.environ.get(SOCKET_ENV):
+                try:
+                    _shared = SocketWorker(os.environ[SOCKET_ENV])
+                except OSError:     # nothing listens there (its session has ended): one of our own
+                    _shared = None
+            if _shared is None:
+                _shared = Ns3Worker()
             atexit.register(_shared.stop)
         return _shared
 
