@@ -172,8 +172,10 @@ def _alive(pid: int) -> bool:
 def test_a_killed_sweep_resumes(tmp_path, worker, capsys):
     """A sweep killed mid-run (with an ns-3 worker of its own: the session's shared one is not in
     its environment, so this is the path of a ``tcpdelay sweep`` run by hand) leaves nothing
-    running: its worker and the simulation die with it (PR_SET_PDEATHSIG). Run again, it resumes
-    where it was killed."""
+    running: its worker and the simulation die with it (PR_SET_PDEATHSIG), and the worker's
+    temporary files are gone (it removes them once it has imported ns-3 and warmed up; the sweep
+    gets a temporary directory of its own, TMPDIR, so that what is there is its own whatever the
+    tests beside it make in /tmp). Run again, it resumes where it was killed."""
     from tcpdelay.sim.worker_socket import SOCKET_ENV
 
     sc = tmp_path / "s.toml"
@@ -181,7 +183,9 @@ def test_a_killed_sweep_resumes(tmp_path, worker, capsys):
     sc.write_text('name = "k"\nduration_s = 20\nrepetitions = 3\n[path]\nrtt_s = 0.1\nloss = { model = "bernoulli", p = 0.01 }\n'
                   '[[flows]]\nprofile = "voip"\n[sweep]\n"path.rtt_s" = [0.02, 0.1]\n')
     out = tmp_path / "o"
-    env = {k: v for k, v in os.environ.items() if k != SOCKET_ENV}
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k != SOCKET_ENV}, "TMPDIR": str(own_tmp)}
     proc = subprocess.Popen([sys.executable, "-m", "tcpdelay", "sweep", str(sc), "--backend", "ns3", "--out", str(out)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                             env=env)
@@ -199,6 +203,7 @@ def test_a_killed_sweep_resumes(tmp_path, worker, capsys):
     while any(map(_alive, below)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p in below if _alive(p)]
+    assert sorted(p.name for p in own_tmp.iterdir()) == []
     code, stdout, stderr = _cli_here(capsys, "sweep", str(sc), "--backend", "ns3", "--out", str(out), "--json")
     assert code == 0, stderr
     doc = json.loads(stdout)
@@ -332,19 +337,17 @@ def test_validate_on_ns3_sets_the_simulation_against_the_model(tmp_path, worker,
     assert bad.returncode == 2 and "RACK" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_a_relative_output_directory_works_and_the_worker_leaves_nothing(tmp_path):
+def test_a_relative_output_directory_works_and_the_command_leaves_nothing(tmp_path):
     # The run gets a temporary directory of its own (TMPDIR), so what it leaves there is its own,
-    # whatever other tests running beside it create in the machine's /tmp; and an ns-3 worker of
-    # its own (the session's shared one is not in its environment), whose files these are.
-    from tcpdelay.sim.worker_socket import SOCKET_ENV
-
+    # whatever other tests running beside it create in the machine's /tmp (an ns-3 worker's own
+    # files: test_a_killed_sweep_resumes).
     own_tmp = tmp_path / "tmp"
     own_tmp.mkdir()
     sc = tmp_path / "s.toml"
     sc.write_text('duration_s = 5\n[path]\nrtt_s = 0.1\n[[flows]]\nprofile = "voip"\n')
     proc = subprocess.run([sys.executable, "-m", "tcpdelay", "run", "s.toml", "--backend", "ns3", "--out", "rel", "--json"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**{k: v for k, v in os.environ.items() if k != SOCKET_ENV}, "TMPDIR": str(own_tmp)})
+                          env={**os.environ, "TMPDIR": str(own_tmp)})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["runs"][0]["status"] == "complete"
     assert (tmp_path / "rel" / "seed-1" / "received").is_dir()
