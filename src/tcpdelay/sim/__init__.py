@@ -9,6 +9,10 @@
   worker: ns-3's Python bindings take seconds to import and abort the process on a fatal error);
 * :mod:`tcpdelay.sim.worker` — a worker process that imports ns-3 once and forks a child per
   simulation, and the client that hands it jobs;
+* :mod:`tcpdelay.sim.worker_socket` — one such worker for many processes, over a Unix socket,
+  started when its first client connects;
+* :mod:`tcpdelay.sim.worker_child` — what both share: the forked child that runs one
+  simulation, the worker's environment and error;
 * ``cpp/tcpdelay_sim.h`` — the parts that run per packet, in C++ (the emulated link, the media
   sender and receiver, bulk transfers, the TCP state probe).
 

@@ -30,55 +30,11 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
-from pathlib import Path
 
-from tcpdelay.errors import TcpdelayError
-
-#: Environment of the worker: one BLAS thread and the system allocator for Arrow, so nothing
-#: else runs threads in the process that forks.
-WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "ARROW_DEFAULT_MEMORY_POOL": "system"}
-
-
-class SimulationError(TcpdelayError):
-    """The ns-3 worker could not start, or a simulation's child failed."""
-
+from tcpdelay.sim.worker_child import WORKER_ENV, SimulationError, die_with_parent, run_child
+from tcpdelay.sim.worker_socket import SOCKET_ENV, SocketWorker, serve
 
 # --------------------------------------------------------------------------- the worker
-
-
-def _die_with_parent() -> None:
-    """SIGKILL this process when its parent ends (Linux PR_SET_PDEATHSIG): a worker whose client
-    was killed, and a simulation whose worker was, do not live on."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
-
-
-def _run_child(job_path: str) -> None:
-    """In the forked child: run the job, exit 0 (or 1 after writing error.txt)."""
-    _die_with_parent()
-    from tcpdelay.sim.job import Job
-    from tcpdelay.sim.ns3_runtime import simulate
-
-    code = 0
-    try:
-        job = Job.from_dict(json.loads(Path(job_path).read_text()))
-        try:
-            simulate(job)
-        except BaseException as err:  # noqa: BLE001 - reported to the parent through error.txt
-            code = 1
-            Path(job.out_dir, "error.txt").write_text(f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
-    except BaseException:  # noqa: BLE001
-        code = 1
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     Unix socket inherited as file descriptor N (:func:`tcpdelay.sim.worker_socket.serve`)."""
     argv = sys.argv[1:] if argv is None else argv
     listen_fd = int(argv[argv.index("--listen-fd") + 1]) if "--listen-fd" in argv else None
-    _die_with_parent()
+    die_with_parent()
     proto = os.fdopen(os.dup(1), "w", buffering=1)   # the protocol's own stdout
     os.dup2(2, 1)                                     # anything else printed goes to stderr
     t0 = time.monotonic()
@@ -103,8 +59,6 @@ def main(argv: list[str] | None = None) -> int:
     if listen_fd is not None:
         import socket
 
-        from tcpdelay.sim.worker_socket import serve
-
         serve(socket.socket(fileno=listen_fd), hello)
         return 0
     proto.write(json.dumps(hello) + "\n")
@@ -115,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            _run_child(job_path)
+            run_child(job_path)
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
         proto.write(json.dumps({"job": job_path, "exit": code, "wall_s": time.monotonic() - started}) + "\n")
@@ -211,8 +165,6 @@ def shared_worker():
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.alive():
-            from tcpdelay.sim.worker_socket import SOCKET_ENV, SocketWorker
-
             _shared = None
             if os.environ.get(SOCKET_ENV):
                 try:

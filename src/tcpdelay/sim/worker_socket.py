@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tcpdelay.sim.worker import WORKER_ENV, SimulationError, _run_child
+from tcpdelay.sim.worker_child import WORKER_ENV, SimulationError, run_child
 
 #: The environment variable naming the socket of a shared worker (a path).
 SOCKET_ENV = "TCPDELAY_NS3_WORKER_SOCKET"
@@ -135,7 +135,7 @@ def serve(listener: socket.socket, hello: dict) -> None:
             os.close(r)
             os.dup2(w, 1)
             os.dup2(w, 2)
-            _run_child(job_path)        # never returns
+            run_child(job_path)         # never returns
         os.close(w)
         os.set_blocking(r, False)
         c.job, c.pid, c.err = job_path, pid, r
