@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from tcpdelay.sim.worker_child import WORKER_ENV, SimulationError, die_with_parent, run_child
+from tcpdelay.sim.worker_child import WORKER_ENV, SimulationError, die_with_parent, error_line, read_hello, run_child
 from tcpdelay.sim.worker_socket import SOCKET_ENV, SocketWorker, serve
 
 # --------------------------------------------------------------------------- the worker
@@ -91,11 +91,8 @@ class Ns3Worker:
         self._stderr: list[str] = []
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         line = self._readline(start_timeout_s)
-        try:
-            hello = json.loads(line)
-        except ValueError:
-            hello = {}
-        if not hello.get("ready"):
+        hello = read_hello(line)
+        if not hello:
             self.stop()
             raise SimulationError(f"the ns-3 worker did not start: {self.last_error() or line.strip() or 'no answer'}")
         self.import_s = float(hello.get("import_s", 0.0))
@@ -110,10 +107,7 @@ class Ns3Worker:
 
     def last_error(self) -> str:
         """The last line the worker printed on stderr that looks like an error."""
-        for line in reversed(self._stderr):
-            if line.strip() and not line.startswith(("#", " ")):
-                return line.strip()
-        return ""
+        return error_line(self._stderr)
 
     def _readline(self, timeout_s: float | None) -> str:
         box: list[str] = []

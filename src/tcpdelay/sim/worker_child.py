@@ -22,6 +22,25 @@ class SimulationError(TcpdelayError):
     """The ns-3 worker could not start, or a simulation's child failed."""
 
 
+def read_hello(line: str) -> dict:
+    """The worker's first line, parsed: ``{"ready": true, "import_s", "warm_up_s", ...}``, or
+    ``{}`` when it is not that (the worker ended, or printed something else)."""
+    try:
+        hello = json.loads(line)
+    except ValueError:
+        return {}
+    return hello if isinstance(hello, dict) and hello.get("ready") else {}
+
+
+def error_line(stderr_lines) -> str:
+    """The last of ``stderr_lines`` that looks like an error (not blank, not a ``#`` comment,
+    not an indented traceback line)."""
+    for line in reversed(stderr_lines):
+        if line.strip() and not line.startswith(("#", " ")):
+            return line.strip()
+    return ""
+
+
 def die_with_parent() -> None:
     """SIGKILL this process when its parent ends (Linux PR_SET_PDEATHSIG): a worker whose client
     was killed, and a simulation whose worker was, do not live on."""

@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tcpdelay.sim.worker_child import WORKER_ENV, SimulationError, run_child
+from tcpdelay.sim.worker_child import WORKER_ENV, SimulationError, error_line, read_hello, run_child
 
 #: The environment variable naming the socket of a shared worker (a path).
 SOCKET_ENV = "TCPDELAY_NS3_WORKER_SOCKET"
@@ -293,11 +293,8 @@ class SocketWorker:
         self._stderr: list[str] = []
         self.last_pid: int | None = None
         line = self._readline(start_timeout_s)
-        try:
-            hello = json.loads(line)
-        except ValueError:
-            hello = {}
-        if not hello.get("ready"):
+        hello = read_hello(line)
+        if not hello:
             self.stop()
             raise SimulationError(f"the shared ns-3 worker at {self.path} did not start"
                                   f" (its log: {Path(self.path).with_suffix('.log')})")
@@ -319,10 +316,7 @@ class SocketWorker:
 
     def last_error(self) -> str:
         """The last line the last simulation printed on stderr that looks like an error."""
-        for line in reversed(self._stderr):
-            if line.strip() and not line.startswith(("#", " ")):
-                return line.strip()
-        return ""
+        return error_line(self._stderr)
 
     def run(self, job_path: str | os.PathLike, *, timeout_s: float | None = None) -> dict:
         """Run the job in ``job_path``; returns the worker's answer (``exit`` 0 = done)."""
