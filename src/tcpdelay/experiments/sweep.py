@@ -434,6 +434,12 @@ def _run_unit_in_worker(runner: CellRunner, scenario: Scenario, seed: int, run_d
     except (SystemExit, KeyboardInterrupt):
         if os.getppid() != _SWEEP_PID:
             os._exit(1)  # the sweep is gone (its unit failed and cleaned up): nobody to answer
+        # Ctrl-C reached this worker: stop the sweep from here too. The pool queues a unit beyond
+        # the running ones, and this worker takes it the moment this one returns; on a busy
+        # machine that came before the sweep itself had set the event, and the unit ran its
+        # whole length (120 s in the test) with no Ctrl-C left to stop it.
+        if _STOP is not None:
+            _STOP.set()
         raise
 
 
