@@ -207,8 +207,8 @@ class _SharedNs3Worker:
     made by the process that runs the session (pytest-xdist's controller, or pytest alone), its
     socket named in the environment every process below it inherits (pytest-xdist's workers, the
     Ray clusters they start, the ``tcpdelay`` commands they run), started when the first of them
-    simulates. Each process that simulated started an ns-3 worker of its own, ~10 s of CPU: eight
-    of them in a run of the suite (docs/testing.md)."""
+    simulates. Each process that simulated started an ns-3 worker of its own, ~10 s of CPU: ten
+    of them in a fresh clone's first pass (docs/testing.md)."""
 
     def __init__(self) -> None:
         import tempfile

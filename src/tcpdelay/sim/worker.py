@@ -147,7 +147,7 @@ class Ns3Worker:
             pass
 
 
-_shared: Ns3Worker | None = None
+_shared: Ns3Worker | SocketWorker | None = None
 _shared_lock = threading.Lock()
 
 
