@@ -24,12 +24,19 @@ run: install native
 # compiled all of them again (the second pass collected in 13 s instead of 5).
 PYTEST_WORKERS ?= 4
 
+# make's start (read once, when this file is parsed): the set-up's time is from here to the first pass.
+MAKE_T0 := $(shell date +%s)
+
 test: test-setup
-	@status=0; \
+	@status=0; t1=$$(date +%s); \
 	echo "pytest, pass 1 of 2: every test not marked alone ($(PYTEST_WORKERS) workers; 0: in this process)"; \
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" || status=$$?; \
+	t2=$$(date +%s); \
 	echo "pytest, pass 2 of 2: the tests marked alone, one at a time"; \
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m alone $(ALONE_FILES) || status=$$?; \
+	t3=$$(date +%s); \
+	mmss() { printf '%d:%02d' $$(($$1 / 60)) $$(($$1 % 60)); }; \
+	echo "make test: set-up $$(mmss $$((t1 - $(MAKE_T0)))), pass 1 $$(mmss $$((t2 - t1))), pass 2 $$(mmss $$((t3 - t2))), whole $$(mmss $$((t3 - $(MAKE_T0)))) ($$([ $$status = 0 ] && echo green || echo red))"; \
 	exit $$status
 
 # The test files that mark a test `alone`: the second pass collects only these (1 s instead of the
