@@ -24,8 +24,8 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.metrics import delay as dl
 from tcpdelay.metrics.summary import MetricOptions, summarize_flows
 from tcpdelay.records import read_run_metadata
-from tcpdelay.results.layout import METRICS_FILE, find_runs, has_records, seed_of
-from tcpdelay.results.markers import read_status
+from tcpdelay.results.layout import METRICS_FILE, RUN_METADATA, find_runs, has_records, seed_of
+from tcpdelay.results.markers import read_media_run_status, read_status
 from tcpdelay.results.packets import load_flows, read_run_packets
 from tcpdelay.results.runs import media_flow_names, read_metrics_checked
 
@@ -107,6 +107,11 @@ def load_results(path: str | os.PathLike, opts: MetricOptions | None = None,
 
 def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
     marks = read_status(run_dir)
+    if marks.status == "incomplete" and (run_dir / RUN_METADATA).is_file():
+        try:   # a tcpdelay send/recv run: no complete.json; its ends' statuses say how it ended
+            marks = read_media_run_status(run_dir, read_run_metadata(run_dir))
+        except (OSError, ValueError, ParameterError):
+            pass
     run = RunData(seed_of(run_dir), run_dir, marks.status, marks.error, wall_s=marks.wall_s)
     if marks.status != "complete":
         return run  # partial records of an interrupted or failed run are not a result

@@ -91,3 +91,31 @@ def read_status(run_dir: str | os.PathLike) -> RunStatus:
             error = f"{FAILED} unreadable"
         return RunStatus("failed", error=error)
     return RunStatus("incomplete")
+
+
+#: The sections ``tcpdelay send`` and ``tcpdelay recv`` write into a run directory's ``run.json``
+#: (:mod:`tcpdelay.transport.runmeta`); a run of ``tcpdelay run`` keeps its ends' elsewhere.
+MEDIA_RUN_ENDS = ("sender", "receiver")
+
+
+def read_media_run_status(run_dir: str | os.PathLike, meta: dict) -> RunStatus:
+    """What a ``tcpdelay send``/``recv`` run directory's ``run.json`` (``meta``) says of the
+    run, which has no ``complete.json`` (only ``tcpdelay run`` and ``sweep`` write one): complete
+    when every end that wrote into it says ``completed``, incomplete while an end says
+    ``running`` (or none wrote), else failed with that end's status and error. A ``run.json``
+    without an end's section (a ``tcpdelay run`` interrupted before ``complete.json``) is
+    incomplete, as before."""
+    if not isinstance(meta, dict):
+        return RunStatus("incomplete")
+    ends = {k: meta[k] for k in MEDIA_RUN_ENDS if isinstance(meta.get(k), dict)}
+    if not ends or "run" in meta or any(e.get("status") in (None, "running") for e in ends.values()):
+        return RunStatus("incomplete")
+    bad = {k: e for k, e in ends.items() if e.get("status") != "completed"}
+    if not bad:
+        return RunStatus("complete", complete={})
+    why = []
+    for k, e in bad.items():
+        result = e.get("result") if isinstance(e.get("result"), dict) else {}
+        err = result.get("error") or result.get("failure")
+        why.append(f"{k} {e.get('status')}" + (f": {err}" if err else ""))
+    return RunStatus("failed", error="; ".join(why))
