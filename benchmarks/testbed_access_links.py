@@ -34,6 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proc_cpu import stat_fields  # noqa: E402  (a sibling module: /proc parsing shared with endpoint_cpu.py)
+
 
 def scenario(n: int, duration_s: float) -> dict:
     return {"name": f"access-{n}", "duration_s": duration_s, "seed": 1,
@@ -64,9 +67,8 @@ class RealtimeCpu:
             except OSError:
                 continue
             for tid in tids:
-                try:
-                    fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
-                except OSError:
+                fields = stat_fields(f"/proc/{pid}/task/{tid}/stat")
+                if fields is None:
                     continue
                 if int(fields[38]) in (1, 2):           # policy: SCHED_FIFO, SCHED_RR
                     out[tid] = int(fields[11]) + int(fields[12])   # utime + stime, ticks
