@@ -152,7 +152,6 @@ def test_default_labels_tell_directories_apart(tmp_path):
     (lambda a, b: [a, str(RESULTS / "latency-cardwell-fig3")], "has no media flow to compare"),
     (lambda a, b: [a, str(RESULTS / "droptail-5.3-long")], "share no cell"),
     (lambda a, b: [a, "--label", "one"], "--label names the directories of a comparison"),
-    (lambda a, b: [a, b, "--csv", "somewhere", "--out", "x.html"], "not both"),
 ])
 def test_bad_input_is_one_line_and_exit_2(two_sweeps, capsys, cli_exit, args, message):
     a, b = (str(p) for p in two_sweeps)

@@ -80,3 +80,30 @@ def test_bad_csv_dir_is_one_line(tmp_path, make_run, capsys, cli_exit, target, m
     assert cli_exit(["report", str(tmp_path / "r"), "--csv", str(target(tmp_path))]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_a_media_flows_goodput_is_the_same_in_flows_and_cells(tmp_path):
+    """Issue 54, item 6: flows.csv had flows.parquet's goodput (every byte received over the
+    sender's elapsed time, 68,866 b/s) where cells.csv had the metrics' (data without RTP
+    headers over the connection time, 64,000 b/s) for the same cell of one run."""
+    export_csv([RESULTS / "validate-reduced"], tmp_path / "out")
+    cells = {(r["cell_id"], r["flow_id"]): r for r in _read(tmp_path / "out" / "cells.csv")}
+    media = [r for r in _read(tmp_path / "out" / "flows.csv") if r["kind"] == "media"]
+    assert len(media) == len(cells) >= 10
+    for r in media:
+        cell = cells[(r["cell_id"], r["flow_id"])]
+        assert cell["runs"] == 1
+        assert r["goodput_bps"] == pytest.approx(cell["goodput_bps"], rel=1e-12)
+
+
+def test_out_and_csv_together_write_both(tmp_path, capsys, cli_exit):
+    """Issue 54, item 6: ``--out FILE --csv DIR`` was refused ("not both")."""
+    html, out = tmp_path / "r.html", tmp_path / "csv"
+    assert cli_exit(["report", str(RESULTS / "validate-reduced"), "--out", str(html), "--csv", str(out),
+                     "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["report_path"] == str(html) and html.stat().st_size > 10_000
+    assert doc["csv"]["files"]["cells"]["rows"] == len(_read(out / "cells.csv")) >= 10
+    assert cli_exit(["report", str(RESULTS / "validate-reduced"), "--out", str(html), "--csv", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"Report written to {html}" in text and f"{out / 'flows.csv'}" in text.replace("\n", "")

@@ -94,7 +94,8 @@ def _human(doc: dict):
               help="Name of a RESULTS directory in a comparison or CSV export: one per directory, in "
                    "order [default: the directories' names].")
 @click.option("--csv", "csv_dir", type=click.Path(), default=None, metavar="DIR",
-              help="Write the tables as CSV into DIR (packets.csv, flows.csv, cells.csv) instead of the HTML.")
+              help="Write the tables as CSV into DIR (packets.csv, flows.csv, cells.csv) instead of the HTML "
+                   "(with --out too: both).")
 @json_option
 def report_cmd(results, out_file, labels, csv_dir, as_json):
     """Write one self-contained HTML report (tables, embedded plots) of RESULTS: a run directory
@@ -104,15 +105,13 @@ def report_cmd(results, out_file, labels, csv_dir, as_json):
     no scenario.toml); the JSON has them all. With several RESULTS, one page compares them: a
     figure per metric with a series per directory and a table with a column per directory, cells
     matched by their parameters (docs/cli.md). --csv DIR exports the per-packet, per-flow and
-    per-cell tables as CSV instead."""
+    per-cell tables as CSV instead (with --out FILE as well as the HTML)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tcpdelay.errors import ParameterError
     from tcpdelay.report.results import write_report
 
-    if csv_dir is not None and out_file is not None:
-        raise ParameterError("give --out (the HTML report) or --csv DIR (the tables as CSV), not both")
     if labels and len(results) == 1 and csv_dir is None:
         raise ParameterError("--label names the directories of a comparison (several RESULTS) or of a "
                              "--csv export; one report needs none")
@@ -123,19 +122,24 @@ def report_cmd(results, out_file, labels, csv_dir, as_json):
 
         def progress(done, total):
             bar.update(task, completed=done, total=total)
+        csv_doc = None
         if csv_dir is not None:
             from tcpdelay.report.csv_export import export_csv
 
-            doc = export_csv(results, csv_dir, labels or None, progress=progress)
+            doc = csv_doc = export_csv(results, csv_dir, labels or None, progress=progress)
             show = _human_csv(doc)
-        elif len(results) > 1:
-            from tcpdelay.report.compare import write_comparison
+        if csv_dir is None or out_file is not None:  # --csv alone: the CSV instead of the HTML
+            if len(results) > 1:
+                from tcpdelay.report.compare import write_comparison
 
-            doc = write_comparison(results, out_file or "comparison.html", labels or None, progress=progress)
-            show = _human_compare(doc)
-        else:
-            doc = write_report(results[0], out_file, progress=progress)
-            show = _human(doc)
+                doc = write_comparison(results, out_file or "comparison.html", labels or None, progress=progress)
+                show = _human_compare(doc)
+            else:
+                doc = write_report(results[0], out_file, progress=progress)
+                show = _human(doc)
+            if csv_doc is not None:   # both: the HTML's JSON with the CSV's under "csv"
+                doc["csv"] = csv_doc
+                show = _both(show, _human_csv(csv_doc))
     emit(doc, as_json, show)
 
 
@@ -151,6 +155,13 @@ def _human_compare(doc: dict):
         console.print(table)
         console.print(f"{len(doc['rows'])} rows matched by {doc['match']}, {len(doc['metrics'])} metrics, "
                       f"{doc['figures']} figures; comparison written to [bold]{doc['report_path']}[/bold]")
+    return show
+
+
+def _both(first, second):
+    def show(console) -> None:
+        first(console)
+        second(console)
     return show
 
 

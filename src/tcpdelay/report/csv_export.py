@@ -14,7 +14,8 @@ empty where a cell does not set it) and, per run, ``seed``:
   ``delay_s`` is empty for a packet never received.
 - ``flows.csv``: one row per flow of every complete run — the run's ``flows.parquet`` (every
   flow, cross traffic too) and, for media flows, the run's metrics (loss, delay statistics,
-  jitter, MOS, TCP retransmissions).
+  jitter, MOS, TCP retransmissions, and goodput as the metrics define it, the value cells.csv
+  joins).
 - ``cells.csv``: one row per cell and media flow, its repetitions joined as ``tcpdelay report``
   joins them (:func:`tcpdelay.results.aggregate_cell`), in the keys of the comparison's JSON.
 
@@ -194,12 +195,20 @@ def _write_side(side: Side, files: dict[str, _Csv], pcols: dict[str, str]) -> No
                 files["flows"].write({**rid, **_flow_metrics(media.get(fid)), "flow_id": fid, "flow": r.get("name"),
                                       **{k: r.get(k) for k in ("kind", "direction", "transport", "status", "start_s",
                                                                "packets_sent", "packets_received", "bytes_received")},
-                                      "goodput_bps": r.get("goodput_bps") if r.get("goodput_bps") is not None
-                                      else (media[fid].metrics.get("goodput_bps") if fid in media else None)}, 1)
+                                      "goodput_bps": _goodput(media.get(fid), r.get("goodput_bps"))}, 1)
             for fid, f in media.items():
                 if fid not in seen:
                     files["flows"].write({**rid, **_flow_metrics(f), "flow_id": fid, "flow": f.name, "kind": "media",
                                           "goodput_bps": f.metrics.get("goodput_bps")}, 1)
+
+
+def _goodput(media_flow, recorded: float | None) -> float | None:
+    """flows.csv's goodput: a media flow's as its metrics (and cells.csv, report, metrics) have
+    it — original data, without RTP headers, over the connection time (Papadimitriou &
+    Tsaoussidis §3.2); flows.parquet's (every byte received over the sender's elapsed time) only
+    for another flow, or a media flow without it."""
+    g = media_flow.metrics.get("goodput_bps") if media_flow is not None else None
+    return g if g is not None else recorded
 
 
 def _flow_metrics(f) -> dict:
