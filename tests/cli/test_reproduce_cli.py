@@ -131,7 +131,7 @@ def test_backend_size_and_only_choose_the_sweeps(tmp_path):
     ([], "give a reproduction ID"),
     (["droptail-5.3", "--tables", "--dry-run"], "choose one"),
     (["--list", "droptail-5.3"], "--list takes no ID"),
-    (["mpeg4-transport", "--tables", "--out", "/nonexistent-results"], "lacks mpeg4-4.1-wired-ns3"),
+    (["mpeg4-transport", "--tables", "--out", "/nonexistent-results"], "no results directory /nonexistent-results"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
     res = tcpdelay(*args)
@@ -187,3 +187,53 @@ def test_a_run_resumes_and_keeps_the_summaries(tmp_path):
         assert (tmp_path / name / "summary.json").read_bytes() == (ROOT / "results" / name / "summary.json").read_bytes()
     assert doc["tables"] == [] and "latency-cardwell-loss" in doc["tables_skipped"]
     assert copy.read_bytes() == page.read_bytes()
+
+
+def test_tables_alone_rewrite_no_page(tmp_path, monkeypatch, capsys, cli_exit):
+    """Issue 54, item 6: ``reproduce ID --tables`` rewrote the page in docs/ by default; it now
+    compares, and rewrites only the page named by ``--page``. (The repository's page is a copy
+    here, one table changed, so that a write would show.)"""
+    from tcpdelay.reproductions import catalog
+
+    page = REPRODUCTIONS["droptail-5.3"].page_path
+    row = "| 100 packets | 0 | 1.23 [1.02] |"
+    edited = page.read_text().replace(row, "| 100 packets | 0 | 9.99 [1.02] |")
+    fake = tmp_path / "docs" / "experiments" / page.name
+    fake.parent.mkdir(parents=True)
+    fake.write_text(edited)
+    monkeypatch.setattr(catalog, "REPO_ROOT", tmp_path)
+    assert cli_exit(["reproduce", "droptail-5.3", "--tables", "--out", str(ROOT / "results"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["changed"] == ["<!-- table-3 -->"] and doc["written"] is False
+    assert fake.read_text() == edited
+    assert cli_exit(["reproduce", "droptail-5.3", "--tables", "--out", str(ROOT / "results")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{fake}: " in out and "1 differ from the page: <!-- table-3 -->; not written (--page" in out
+    assert cli_exit(["reproduce", "droptail-5.3", "--tables", "--out", str(ROOT / "results"),
+                     "--page", str(fake), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] is True and fake.read_text() == page.read_text()
+
+
+def test_a_missing_page_is_refused_before_any_work(tmp_path):
+    """It was refused after the tables were made (6 s); now before the results are even looked
+    for (this OUT does not exist: that would be the error otherwise)."""
+    res = tcpdelay("droptail-5.3", "--tables", "--page", str(tmp_path / "missing.md"), "--out", str(tmp_path / "none"))
+    assert res.returncode == 2
+    (line,) = res.stderr.splitlines()
+    assert line.startswith(f"tcpdelay: error: tcpdelay reproduce: --page: {tmp_path / 'missing.md'} does not exist")
+
+
+def test_tables_from_another_folder_say_where_they_looked(tmp_path):
+    """From a folder without results/ it listed the page's 30 sweeps as missing; now it names the
+    folder it looked in, and the committed results."""
+    res = tcpdelay("mpeg4-transport", "--tables", cwd=tmp_path)
+    assert res.returncode == 2
+    (line,) = res.stderr.splitlines()
+    assert f"no results directory {tmp_path / 'results'}; the committed results are in {ROOT / 'results'}" in line
+    assert len(line) < 300
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "mpeg4-4.1-wired-ns3").symlink_to(ROOT / "results" / "mpeg4-4.1-wired-ns3")
+    (line,) = tcpdelay("mpeg4-transport", "--tables", cwd=tmp_path).stderr.splitlines()
+    every = len({w.result for w in REPRODUCTIONS["mpeg4-transport"].sweeps if w.page})
+    assert f"{tmp_path / 'results'} lacks {every - 1} of the {every} sweeps the page shows: " in line
+    assert len(line) < 300

@@ -1,5 +1,6 @@
 """``tcpdelay reproduce``: one command per paper's reproduction — run its sweeps (resuming), keep
-its summaries in the results and rewrite the tables of its page (docs/experiments/)."""
+its summaries in the results and compare the tables of its page (docs/experiments/) with them,
+or rewrite them in the page named by ``--page``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.console import Console
 
 from tcpdelay.cli.common import emit, json_option
 from tcpdelay.errors import ParameterError
-from tcpdelay.reproductions.catalog import BACKENDS, REPRODUCTIONS, SIZES, Reproduction, Sweep
+from tcpdelay.reproductions.catalog import BACKENDS, REPO_ROOT, REPRODUCTIONS, SIZES, Reproduction, Sweep
 
 
 def _reproduction(rid: str) -> Reproduction:
@@ -136,15 +137,38 @@ def _missing(rep: Reproduction, out: Path) -> list[str]:
     return list(dict.fromkeys(w.result for w in rep.sweeps if w.page and not (out / w.result).is_dir()))
 
 
-def rewrite_page(rep: Reproduction, results: Path, page: Path) -> dict:
-    """Rewrite the page's tables from ``results``: ``{"page", "tables", "changed"}`` (no tables:
-    the reproduction's page has none generated from its results)."""
-    from tcpdelay.reproductions.page_tables import rewrite_tables
+def lacking(rep: Reproduction, out: Path, missing: list[str]) -> str:
+    """Where the results were looked for and what is not there, in a few words: an ``OUT`` that
+    does not exist, or holds none of the sweeps, is named (absolute) with where the committed
+    results are, rather than listed sweep by sweep."""
+    where = str(out.absolute())
+    committed = REPO_ROOT / "results"
+    hint = "" if out.absolute() == committed.absolute() or not committed.is_dir() else \
+        f"; the committed results are in {committed} (--out {committed})"
+    if not out.is_dir():
+        return f"no results directory {where}{hint}"
+    every = _missing(rep, Path("/nonexistent-tcpdelay-reproduce"))
+    if len(missing) == len(every):
+        return f"{where} holds none of the {len(every)} sweeps the page shows (e.g. {missing[0]}){hint}"
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    return f"{where} lacks {len(missing)} of the {len(every)} sweeps the page shows: {shown}"
+
+
+def rewrite_page(rep: Reproduction, results: Path, page: Path, write: bool = True) -> dict:
+    """The page's tables from ``results``, rewritten in ``page`` when ``write`` (else only
+    compared with it): ``{"page", "tables", "changed", "written"}`` (no tables: the
+    reproduction's page has none generated from its results; ``changed``: the tables whose text
+    differs from the page's)."""
+    from tcpdelay.reproductions.page_tables import replace_tables
 
     if rep.tables is None:
-        return {"page": str(page), "tables": [], "changed": []}
+        return {"page": str(page), "tables": [], "changed": [], "written": False}
     tables = rep.tables(results)
-    return {"page": str(page), "tables": list(tables), "changed": rewrite_tables(page, tables)}
+    text = page.read_text()
+    new, changed = replace_tables(text, tables)
+    if write and new != text:
+        page.write_text(new)
+    return {"page": str(page), "tables": list(tables), "changed": changed, "written": bool(write and changed)}
 
 
 @click.command("reproduce")
@@ -164,7 +188,8 @@ def rewrite_page(rep: Reproduction, results: Path, page: Path) -> dict:
 @click.option("--tables", "tables_only", is_flag=True,
               help="Measure nothing: rewrite the page's tables from the results in OUT.")
 @click.option("--page", "page_path", type=click.Path(dir_okay=False), default=None,
-              help="The page to rewrite [default: docs/experiments/<page> of the repository].")
+              help="The page whose tables to rewrite (e.g. docs/experiments/<page>) [default: none: the "
+                   "tables are only compared with the repository's page].")
 @json_option
 def reproduce_cmd(rid, list_, backend, size, out_dir, only, dry_run, tables_only, page_path, as_json):
     """Reproduce a paper: run the sweeps of reproduction ID (resuming), keep its summaries in the
@@ -183,14 +208,16 @@ def reproduce_cmd(rid, list_, backend, size, out_dir, only, dry_run, tables_only
     sweeps = select(rep, backend, size, only)
     out = Path(out_dir)
     page = Path(page_path) if page_path else rep.page_path
+    if not page.is_file():   # before any work: the page is read (and written) only at the end
+        raise ParameterError(f"--page: {page_path} does not exist; give a reproduction's page "
+                             f"(e.g. a copy of {rep.page_path.name})")
     doc: dict = {"id": rep.id, "paper": rep.paper, "out_dir": str(out), "dry_run": bool(dry_run),
                  "tables_only": bool(tables_only)}
     if tables_only:
         missing = _missing(rep, out)
         if missing and rep.tables is not None:
-            raise ParameterError(f"--tables: {out} lacks {', '.join(missing)} (the page's tables need every "
-                                 "sweep it shows)")
-        doc.update(rewrite_page(rep, out, page))
+            raise ParameterError(f"--tables: the page's tables need every sweep it shows: {lacking(rep, out, missing)}")
+        doc.update(rewrite_page(rep, out, page, write=page_path is not None))
         emit(doc, as_json, _show_tables(doc))
         return 0
     doc["sweeps"] = [plan(w, out) for w in sweeps]
@@ -204,10 +231,10 @@ def reproduce_cmd(rid, list_, backend, size, out_dir, only, dry_run, tables_only
     doc["summaries"] = [str(p) for p in rep.summarize(out, tuple(sweeps))]
     missing = _missing(rep, out)
     if rep.tables is not None and not missing:
-        doc.update(rewrite_page(rep, out, page))
+        doc.update(rewrite_page(rep, out, page, write=page_path is not None))
     else:
-        doc.update({"page": str(page), "tables": [], "changed": [],
-                    "tables_skipped": f"{out} lacks {', '.join(missing)}" if missing else None})
+        doc.update({"page": str(page), "tables": [], "changed": [], "written": False,
+                    "tables_skipped": lacking(rep, out, missing) if missing else None})
     failed = [f for p in doc["sweeps"] for f in (p["result"].get("failed") or [])]
     emit(doc, as_json, _show_done(doc))
     return 1 if failed else 0
@@ -230,8 +257,14 @@ def _show_tables(doc: dict):
         if not doc["tables"]:
             console.print(f"{doc['id']}: its page has no tables generated from the results ({doc['page']})")
             return
-        console.print(f"{doc['page']}: {len(doc['tables'])} tables from {doc['out_dir']}, "
-                      f"{len(doc['changed'])} changed" + (f": {', '.join(doc['changed'])}" if doc["changed"] else ""))
+        differ = f": {', '.join(doc['changed'])}" if doc["changed"] else ""
+        if doc["written"] or not doc["changed"]:
+            console.print(f"{doc['page']}: {len(doc['tables'])} tables from {doc['out_dir']}, "
+                          f"{len(doc['changed'])} changed{differ}", soft_wrap=True)
+        else:
+            console.print(f"{doc['page']}: {len(doc['tables'])} tables from {doc['out_dir']}, "
+                          f"{len(doc['changed'])} differ from the page{differ}; not written (--page "
+                          f"{doc['page']} rewrites it)", soft_wrap=True)
     return show
 
 
