@@ -232,9 +232,26 @@ def send_cmd(to, profile, silences, mpeg4_rate_bps, video_trace, fps, transport,
               help="After the sender's end, how long UDP packets in flight are awaited.")
 @click.option("--rcvbuf-bytes", type=click.IntRange(1, 2**31 - 1), default=None,
               help="SO_RCVBUF of the media sockets [default: the kernel's autotuning].")
+@click.option("--max-run-duration-s", type=click.FloatRange(0, 86400, min_open=True), default=3600.0,
+              show_default=True, help="Refuse a run that asks for longer (docs/transport.md, Security).")
+@click.option("--max-runs-per-peer-per-minute", type=click.IntRange(1, 10**6), default=30, show_default=True,
+              help="Runs accepted from one address in any minute; more are refused.")
+@click.option("--max-run-bytes", type=click.IntRange(1, 2**50), default=32 * 2**30, show_default=True,
+              help="Bytes a run may send; past them it ends as over-limit.")
+@click.option("--max-run-packets", type=click.IntRange(1, 2**40), default=20_000_000, show_default=True,
+              help="RTP packets a run may send; past them it ends as over-limit.")
+@click.option("--max-control-messages", type=click.IntRange(1, 10**6), default=64, show_default=True,
+              help="Control messages a run may send after its hello; past them it ends as over-limit.")
+@click.option("--max-errors-kept", type=click.IntRange(1, 10**6), default=100, show_default=True,
+              help="Error lines kept per run; later ones are only counted.")
+@click.option("--quic-window-bytes", type=click.IntRange(65536, 2**30), default=8 * 2**20, show_default=True,
+              help="QUIC flow-control window per connection and per stream, fixed (memory per QUIC run).")
+@click.option("--min-free-disk-bytes", type=click.IntRange(0, 2**50), default=2**30, show_default=True,
+              help="Refuse (or end) a run when the output folder's disk has less free.")
 @json_option
 def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, max_pending, udp_linger_s, rcvbuf_bytes,
-             as_json):
+             max_run_duration_s, max_runs_per_peer_per_minute, max_run_bytes, max_run_packets,
+             max_control_messages, max_errors_kept, quic_window_bytes, min_free_disk_bytes, as_json):
     """Receive media flows from `tcpdelay send` and record every packet."""
     from tcpdelay.transport import ReceiverConfig, TcpOptions, parse_host_port, run_receiver
 
@@ -244,7 +261,12 @@ def recv_cmd(listen, out, runs, idle_timeout_s, handshake_timeout_s, max_pending
                          per_run_dirs=True if out is None else None, runs=runs,
                          idle_timeout_s=idle_timeout_s, handshake_timeout_s=handshake_timeout_s,
                          max_pending=max_pending, udp_linger_s=udp_linger_s,
-                         tcp=TcpOptions(rcvbuf_bytes=rcvbuf_bytes))
+                         tcp=TcpOptions(rcvbuf_bytes=rcvbuf_bytes),
+                         max_run_duration_s=max_run_duration_s,
+                         max_runs_per_peer_per_minute=max_runs_per_peer_per_minute,
+                         max_run_bytes=max_run_bytes, max_run_packets=max_run_packets,
+                         max_control_messages=max_control_messages, max_errors_kept=max_errors_kept,
+                         quic_window_bytes=quic_window_bytes, min_free_disk_bytes=min_free_disk_bytes)
 
     def ready(addr):   # on stderr even with --json: scripts can wait for this line
         click.echo(f"tcpdelay recv: listening on {addr[0]}:{addr[1]} (TCP and UDP)", err=True)

@@ -23,7 +23,24 @@ DELIVERIES = ("read", "in-order")
 MAX_CONNECTIONS = 64
 MAX_DURATION_S = 86_400.0
 MAX_PENDING = 4096
-_RUN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# A run id names a directory: matched whole (fullmatch: ``$`` would let a trailing newline
+# through), it starts with a letter, digit or underscore (no ".", "..", hidden name or option).
+_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+#: Names a run id may not take: the files and folders a run directory itself holds (with a
+#: single run directory they would be the run's own parts; in a per-run parent, confusable).
+RESERVED_RUN_IDS = frozenset({"received", "sent", "tcp_state", "quic_state", "playout", "link_queue",
+                              "run.json", "flows", "results", "out"})
+RUN_ID_RULE = ("1-64 of A-Z a-z 0-9 _ . -, starting with a letter, digit or _, and not one of "
+               + ", ".join(sorted(RESERVED_RUN_IDS)))
+
+
+def run_id_problem(run_id) -> str | None:
+    """Why ``run_id`` cannot name a run directory (None: it can)."""
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        return f"run_id {run_id!r:.80} must be {RUN_ID_RULE}"
+    if run_id.lower() in RESERVED_RUN_IDS:
+        return f"run_id {run_id!r} is reserved (a name of the run directory's own files)"
+    return None
 
 
 def _positive(name: str, value, *, upper: float = math.inf, allow_none: bool = False):
@@ -168,8 +185,8 @@ class SenderConfig:
         _positive("drain_timeout_s", self.drain_timeout_s, upper=3600)
         _int_in("seed", self.seed, 0, 2**63 - 1)
         _int_in("max_queue_bytes", self.max_queue_bytes, 65536, 2**40)
-        if self.run_id is not None and not _RUN_ID.match(self.run_id):
-            raise ParameterError(f"run_id: {self.run_id!r} must be 1-64 of A-Z a-z 0-9 _ . -")
+        if self.run_id is not None and (problem := run_id_problem(self.run_id)):
+            raise ParameterError(problem)
 
 
 @dataclass(frozen=True)
@@ -186,6 +203,19 @@ class ReceiverConfig:
     connections are held at once; one more closes the oldest (:mod:`.pending`).
     ``udp_linger_s``: after the sender's "end", how long UDP media still in flight is awaited
     (and TCP media after a drain timeout, whose resets may be lost).
+
+    Bounds (docs/transport.md "Security"; a run that breaks one during the run ends as
+    ``over-limit`` with the bound in ``failure``, one that would break it is refused at its
+    hello): ``max_run_duration_s`` (a hello asking for more is refused; a run ends at its
+    duration plus the idle timeout and a minute, whatever it receives),
+    ``max_runs_per_peer_per_minute`` (hellos accepted from one address in the last 60 s),
+    ``max_run_bytes`` / ``max_run_packets`` (read from the sender / RTP packets of a run),
+    ``max_control_messages`` (per run, after the hello), ``max_errors_kept`` (error lines kept
+    per run; the rest are counted in ``errors_dropped``), ``quic_window_bytes`` (QUIC's flow
+    control credit, per connection and per stream, fixed: what one connection may make the
+    receiver buffer), ``min_free_disk_bytes`` (a run is refused, or ended, when the output
+    folder's file system has less free). One run is served at a time (a hello during a run is
+    refused as busy).
     """
     listen_host: str = "127.0.0.1"
     listen_port: int = 0
@@ -198,6 +228,14 @@ class ReceiverConfig:
     tcp: TcpOptions = field(default_factory=TcpOptions)
     max_message_bytes: int = RFC4571_MAX_BYTES
     max_pending: int = 128
+    max_run_duration_s: float = 3600.0
+    max_runs_per_peer_per_minute: int = 30
+    max_run_bytes: int = 32 * 2**30
+    max_run_packets: int = 20_000_000
+    max_control_messages: int = 64
+    max_errors_kept: int = 100
+    quic_window_bytes: int = 8 * 2**20
+    min_free_disk_bytes: int = 2**30
 
     def __post_init__(self):
         check_host_port("listen", self.listen_host, self.listen_port, allow_zero=True)
@@ -207,3 +245,11 @@ class ReceiverConfig:
         _positive("udp_linger_s", self.udp_linger_s, upper=3600)
         _int_in("max_message_bytes", self.max_message_bytes, 32, RFC4571_MAX_BYTES)
         _int_in("max_pending", self.max_pending, 1, MAX_PENDING)
+        _positive("max_run_duration_s", self.max_run_duration_s, upper=MAX_DURATION_S)
+        _int_in("max_runs_per_peer_per_minute", self.max_runs_per_peer_per_minute, 1, 10**6)
+        _int_in("max_run_bytes", self.max_run_bytes, 1, 2**50)
+        _int_in("max_run_packets", self.max_run_packets, 1, 2**40)
+        _int_in("max_control_messages", self.max_control_messages, 1, 10**6)
+        _int_in("max_errors_kept", self.max_errors_kept, 1, 10**6)
+        _int_in("quic_window_bytes", self.quic_window_bytes, 65536, 2**30)
+        _int_in("min_free_disk_bytes", self.min_free_disk_bytes, 0, 2**50)

@@ -69,6 +69,8 @@ def decode_body(body: bytes) -> dict:
         msg = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise ControlError("control message is not UTF-8 JSON") from None
+    except RecursionError:      # 4096 bytes hold ~2,000 nested arrays: deeper than Python's stack
+        raise ControlError("control message is nested too deeply") from None
     if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
         raise ControlError("control message is not a JSON object with a string 'type'")
     return msg

@@ -111,14 +111,17 @@ def client_configuration(opts: QuicOptions, transport: str):
         max_datagram_frame_size=65535 if transport == "quic-datagram" else None)
 
 
-def server_configuration(transport: str, cert_path: str, key_path: str):
+def server_configuration(transport: str, cert_path: str, key_path: str,
+                         window_bytes: int = FLOW_CONTROL_WINDOW_BYTES):
     """aioquic's configuration of the receiving end (the QUIC server), with the run's
-    certificate and key (:func:`tcpdelay.transport.quic_tls.make_certificate`)."""
+    certificate and key (:func:`tcpdelay.transport.quic_tls.make_certificate`) and its initial
+    flow-control windows (``window_bytes``, per connection and per stream; the receiver keeps
+    them fixed, :mod:`.quic_receiver`)."""
     from aioquic.quic.configuration import QuicConfiguration
 
     cfg = QuicConfiguration(
         is_client=False, alpn_protocols=[ALPN], max_datagram_size=DEFAULT_MAX_DATAGRAM_BYTES,
-        max_data=FLOW_CONTROL_WINDOW_BYTES, max_stream_data=FLOW_CONTROL_WINDOW_BYTES,
+        max_data=window_bytes, max_stream_data=window_bytes,
         idle_timeout=60.0, max_datagram_frame_size=65535 if transport == "quic-datagram" else None)
     cfg.load_cert_chain(cert_path, key_path)
     return cfg

@@ -19,6 +19,17 @@ Media is read as aioquic hands it over (events of :meth:`QuicMedia.poll`):
 - quic-datagram: each DATAGRAM frame is one RTP packet (split-N pieces are reassembled by the
   receiver as UDP's).
 
+Bounded (docs/transport.md "Security"): aioquic doubles its flow-control windows as data comes
+(a peer's four stream frames at high offsets once took 480 MB); the receiver's connection keeps
+them fixed instead (:class:`_BoundedConnection`): a stream's credit ends ``window_bytes`` past
+what it has delivered, the connection's ``window_bytes`` past what all its streams delivered,
+so what aioquic buffers for one connection (out-of-order stream data) stays below about
+``window_bytes``, plus its crypto buffers (512 KiB per epoch, aioquic's own bound). An
+exception aioquic raises on a packet (a forged Initial once made ``datagrams_to_send`` raise
+IndexError) discards a connection whose handshake has not completed (the packet was not the
+sender's: its real Initial may still come) and fails the run otherwise; it never ends the
+receiver.
+
 Unlike TCP's receiver, a QUIC server sends: ACKs, flow-control credit and the handshake. QUIC's
 own anti-amplification limit (RFC 9000 §8.1: at most three times what it received before the
 address is validated) bounds what it sends to an unvalidated address.
@@ -30,25 +41,66 @@ import socket
 
 from tcpdelay.transport import clock
 from tcpdelay.transport.framing import FrameParser, FramingError, decode
-from tcpdelay.transport.quic_config import server_configuration
+from tcpdelay.transport.quic_config import FLOW_CONTROL_WINDOW_BYTES, server_configuration
 from tcpdelay.transport.quic_tls import RunCertificate
+
+
+_BOUNDED = None
+
+
+def _bounded_connection_class():
+    """aioquic's QuicConnection with fixed flow-control windows (made on first use: aioquic is
+    imported only by QUIC runs)."""
+    global _BOUNDED
+    if _BOUNDED is not None:
+        return _BOUNDED
+    from aioquic.quic.connection import QuicConnection
+
+    class _BoundedConnection(QuicConnection):
+        window_bytes = FLOW_CONTROL_WINDOW_BYTES
+        consumed_bytes = 0          # stream bytes delivered to the receiver (QuicMedia counts)
+
+        def _write_connection_limits(self, builder, space) -> None:
+            limit = self._local_max_data
+            limit.value = max(limit.value, self.consumed_bytes + self.window_bytes)
+            used, limit.used = limit.used, 0        # aioquic doubles the window past half used
+            try:
+                super()._write_connection_limits(builder, space)
+            finally:
+                limit.used = used
+
+        def _write_stream_limits(self, builder, space, stream) -> None:
+            rcv = stream.receiver
+            if stream.max_stream_data_local:
+                stream.max_stream_data_local = max(stream.max_stream_data_local,
+                                                   rcv.starting_offset() + self.window_bytes)
+            highest, rcv.highest_offset = rcv.highest_offset, 0     # likewise per stream
+            try:
+                super()._write_stream_limits(builder, space, stream)
+            finally:
+                rcv.highest_offset = highest
+
+    _BOUNDED = _BoundedConnection
+    return _BOUNDED
 
 
 class QuicMedia:
     """One run's QUIC server connection over the receiver's UDP socket."""
 
     def __init__(self, transport: str, cert: RunCertificate, udp: socket.socket,
-                 max_message_bytes: int, flow_id: int):
+                 max_message_bytes: int, flow_id: int, *, window_bytes: int = FLOW_CONTROL_WINDOW_BYTES):
         self.transport, self.cert, self.udp = transport, cert, udp
         self.max_message_bytes, self.flow_id = max_message_bytes, flow_id
-        self.config = server_configuration(transport, cert.cert_path, cert.key_path)
+        self.window_bytes = window_bytes
+        self.config = server_configuration(transport, cert.cert_path, cert.key_path, window_bytes)
         self.conn = None
         self.addr = None
         self.parsers: dict[int, FrameParser] = {}
         self.terminated: str | None = None
         self.stats = {"cert_sha256": cert.sha256, "handshake_completed": False, "streams": 0,
                       "streams_finished": 0, "streams_reset": 0, "reset_partial_packets": 0,
-                      "datagram_frames": 0, "wire_bytes_out": 0, "versions_refused": []}
+                      "datagram_frames": 0, "wire_bytes_out": 0, "versions_refused": [],
+                      "connections_discarded": 0, "discard_reason": None}
 
     @staticmethod
     def now() -> float:
@@ -58,7 +110,6 @@ class QuicMedia:
         """Feed a datagram from the sender's address; False if it is not a QUIC packet of
         this run (no connection yet and not an Initial)."""
         from aioquic.buffer import Buffer
-        from aioquic.quic.connection import QuicConnection
         from aioquic.quic.packet import QuicPacketType, encode_quic_version_negotiation, pull_quic_header
 
         if self.conn is None:
@@ -80,15 +131,32 @@ class QuicMedia:
                 if header.version not in self.stats["versions_refused"]:
                     self.stats["versions_refused"].append(header.version)
                 return False
-            if header.packet_type != QuicPacketType.INITIAL:
-                return False
-            self.conn = QuicConnection(configuration=self.config,
-                                       original_destination_connection_id=header.destination_cid)
+            if header.packet_type != QuicPacketType.INITIAL or len(data) < 1200:
+                return False      # RFC 9000 §14.1: an Initial comes in a datagram of 1200 B or more
+            self.conn = _bounded_connection_class()(
+                configuration=self.config, original_destination_connection_id=header.destination_cid)
+            self.conn.window_bytes = self.window_bytes
             self.addr = addr
         elif addr != self.addr:
             return False          # another port of the sender's host: not this connection
-        self.conn.receive_datagram(data, addr, now=self.now())
+        try:
+            self.conn.receive_datagram(data, addr, now=self.now())
+        except Exception as err:  # noqa: BLE001 - aioquic on a packet it did not expect
+            return self._discard_or_raise(err)
         return True
+
+    def _discard_or_raise(self, err: Exception) -> bool:
+        """aioquic raised on what a peer sent: before the handshake completed, the connection
+        was not (yet) the sender's: forget it and wait for the real Initial (False); after, the
+        run's connection is broken: raise."""
+        if self.stats["handshake_completed"] or (self.conn is not None and self.conn._handshake_complete):
+            raise err
+        self.stats["connections_discarded"] += 1
+        self.stats["discard_reason"] = f"{type(err).__name__}: {str(err)[:120]}"
+        self.conn = None
+        self.addr = None
+        self.parsers.clear()
+        return False
 
     def timer_s(self) -> float | None:
         """Seconds until aioquic's timer (None: none armed)."""
@@ -103,13 +171,21 @@ class QuicMedia:
             return
         t = self.conn.get_timer()
         if t is not None and t <= self.now():
-            self.conn.handle_timer(now=self.now())
+            try:
+                self.conn.handle_timer(now=self.now())
+            except Exception as err:  # noqa: BLE001
+                self._discard_or_raise(err)
         self.flush()
 
     def flush(self) -> None:
         if self.conn is None:
             return
-        for data, addr in self.conn.datagrams_to_send(now=self.now()):
+        try:
+            datagrams = self.conn.datagrams_to_send(now=self.now())
+        except Exception as err:  # noqa: BLE001 - aioquic on a forged Initial (IndexError)
+            self._discard_or_raise(err)
+            return
+        for data, addr in datagrams:
             try:
                 self.stats["wire_bytes_out"] += self.udp.sendto(data, addr)
             except (BlockingIOError, InterruptedError, OSError):
@@ -146,6 +222,8 @@ class QuicMedia:
         return out
 
     def _stream_data(self, sid: int, data: bytes, end: bool, out: list) -> None:
+        if data:
+            self.conn.consumed_bytes += len(data)      # credit for the window (fixed size)
         parser = self.parsers.get(sid)
         if parser is None:
             if not data and not end:

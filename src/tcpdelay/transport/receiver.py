@@ -36,10 +36,15 @@ it never sends on a media connection or over UDP (no amplification).
 
 from __future__ import annotations
 
+import errno
+import json
 import secrets
 import selectors
+import shutil
 import socket
 import threading
+import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -47,7 +52,7 @@ from typing import Callable
 from tcpdelay.errors import EnvironmentNotSupported, ParameterError
 from tcpdelay.records import RecordWriter
 from tcpdelay.transport import clock, control
-from tcpdelay.transport.config import _RUN_ID, ReceiverConfig, RunParams
+from tcpdelay.transport.config import ReceiverConfig, RunParams, run_id_problem
 from tcpdelay.transport.framing import FrameParser, FramingError, KeepAlive, decode
 from tcpdelay.transport.pending import Pending
 from tcpdelay.transport.quic_config import is_quic
@@ -68,7 +73,7 @@ class ReceiverResult:
     """One served run (picklable; ``to_dict`` for JSON)."""
     run_id: str
     run_dir: str | None
-    status: str            # completed | corrupted | truncated | sender-disconnected | idle-timeout | interrupted
+    status: str            # completed | corrupted | truncated | sender-disconnected | idle-timeout | interrupted | over-limit | failed
     clock: str
     peer: str
     params: dict
@@ -81,10 +86,14 @@ class ReceiverResult:
     incomplete_packets: int = 0    # packets with pieces missing (split-N) or cut by a reset after a drain timeout
     held_at_end: int = 0           # in-order delivery: packets behind a gap when the run ended
     foreign_datagrams: int = 0     # UDP from another address, or not tcpdelay RTP of this flow
+    other_port_datagrams: int = 0  # UDP from the sender's address but another port than its media's: dropped
+    late_packets: int = 0          # in-order delivery: arrived after their gap had been skipped
+    control_messages: int = 0      # control messages after the hello
     media_connections: int = 0
     bytes_in: int = 0              # everything read from the sender (control + media)
     bytes_out: int = 0             # everything written to it (control answers only)
     errors: list[str] = field(default_factory=list)
+    errors_dropped: int = 0        # errors beyond ReceiverConfig.max_errors_kept (counted, not kept)
     failure: str | None = None     # why a run that did not complete failed (corrupted, truncated)
     sender_end: dict | None = None
     first_recv_time_s: float | None = None
@@ -151,6 +160,12 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
     pending = Pending(sel, config.max_pending, config.handshake_timeout_s)
     sel.register(lst, selectors.EVENT_READ, ("listen", None))
     results: list[ReceiverResult] = []
+    recent: dict[str, deque] = {}      # peer address -> times of its accepted hellos (last minute)
+
+    def notice(text: str) -> None:
+        if on_notice is not None:
+            on_notice(text)
+
     try:
         if on_ready is not None:
             on_ready(addr)
@@ -166,15 +181,21 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
                 got = pending.read(key.fileobj)
                 if got is None:
                     continue
-                run = _handshake(config, lst, udp, got, stop, on_progress, single=not per_run)
+                try:
+                    run = _handshake(config, lst, udp, got, stop, on_progress, single=not per_run,
+                                     recent=recent, notice=notice)
+                except Exception as err:  # noqa: BLE001 - no input may end the receiver
+                    notice(f"hello from {got[3][0]}:{got[3][1]} failed ({_what(err)}); refused")
+                    continue
                 if run is None:
                     continue
                 res = run.loop(sel, pending)
+                if res.failure is not None and res.status in ("failed", "over-limit"):
+                    notice(f"run {res.run_id} from {res.peer} ended {res.status}: {res.failure}")
                 if run.abandoned():
-                    if on_notice is not None:
-                        on_notice(f"run {res.run_id} from {res.peer} ended ({res.status}) before any "
-                                  f"media arrived; not counted, nothing written"
-                                  + (f": {res.errors[0]}" if res.errors else ""))
+                    notice(f"run {res.run_id} from {res.peer} ended ({res.status}) before any "
+                           f"media arrived; not counted, nothing written"
+                           + (f": {res.errors[0]}" if res.errors else ""))
                 else:
                     results.append(res)
                 if res.status == "interrupted":
@@ -191,6 +212,58 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
     return results
 
 
+def _what(err: BaseException) -> str:
+    """One line for an unexpected exception (its type, its message, its errno's name)."""
+    if isinstance(err, OSError) and err.errno is not None:
+        name = errno.errorcode.get(err.errno, str(err.errno))
+        return f"{name}: {err.strerror or err}" + (f" ({err.filename})" if err.filename else "")
+    return f"{type(err).__name__}: {str(err)[:200]}"
+
+
+def _free_disk_bytes(path: Path) -> int:
+    """Free bytes (for an unprivileged writer) on the file system of ``path`` or its nearest
+    existing parent."""
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+#: What a run directory may already hold when the receiver enters it: the records and run.json
+#: of the sender of the same run (both ends on one machine, sharing the directory).
+_SENDER_ENTRIES = {"sent", "tcp_state", "quic_state", "run.json", ".run.json.lock"}
+
+
+def _run_dir_problem(out: Path, run_id: str, single: bool) -> str | None:
+    """Why the receiver may not write run ``run_id``'s records (None: it may). A run writes
+    only in its own directory: OUT itself (one run) or OUT/RUN_ID, a real directory (not a
+    symbolic link) right inside OUT, that is new or holds nothing but the same run's sender
+    records; never a directory of another run, nor a sweep's."""
+    run_dir = out if single else out / run_id
+    if not single:
+        if run_dir.is_symlink() or run_dir.resolve().parent != out.resolve():
+            return f"run {run_id}: its directory would not be a folder of its own in the output folder"
+    if run_dir.exists() and not run_dir.is_dir():
+        return f"run {run_id}: the receiver's output path for it exists and is not a directory"
+    if not run_dir.exists():
+        return None
+    received = run_dir / "received"
+    if received.exists() and (not received.is_dir() or any(received.glob("part-*.parquet"))):
+        return f"the receiver's directory for run {run_id} already holds records"
+    try:
+        meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    except (OSError, ValueError):
+        return f"run {run_id}: its directory holds a run.json that is not a run's"
+    if not isinstance(meta, dict) or "receiver" in meta or meta.get("run_id", run_id) != run_id:
+        return f"run {run_id}: its directory holds another run's run.json"
+    if not single:
+        others = sorted(e.name for e in run_dir.iterdir() if e.name not in _SENDER_ENTRIES)
+        if others:
+            return (f"run {run_id}: its directory exists and holds what is not this run's sender's "
+                    f"({', '.join(others[:3])}); choose another run id")
+    return None
+
+
 def _reject(ctl: socket.socket, reason: str, request_bytes: int) -> None:
     try:
         ctl.send(control.answer({"type": "reject", "reason": reason}, request_bytes))
@@ -198,11 +271,13 @@ def _reject(ctl: socket.socket, reason: str, request_bytes: int) -> None:
         pass
 
 
-def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bool) -> "_Run | None":
+def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bool,
+               recent: dict | None = None, notice=None) -> "_Run | None":
     """A pending connection's first message is complete: if it is a valid hello, accept the
     run and return it (ready for :meth:`_Run.loop`); otherwise reject or close, and None."""
     hello, hello_bytes, rest, peer, ctl = got
-    run = None
+    run = cert = None
+    recent = {} if recent is None else recent
     try:
         if hello.get("type") != "hello" or hello.get("protocol") != control.PROTOCOL:
             if hello.get("type") == "hello":
@@ -213,20 +288,42 @@ def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bo
                          f"receiver speaks version {control.VERSION}", hello_bytes)
             return None
         run_id = hello.get("run_id")
-        if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
-            _reject(ctl, "run_id must be 1-64 of A-Z a-z 0-9 _ . -", hello_bytes)
+        problem = run_id_problem(run_id)
+        if problem is not None:
+            _reject(ctl, problem, hello_bytes)
             return None
         try:
             params = RunParams.from_dict(hello.get("params"))
         except (ParameterError, TypeError) as err:
             _reject(ctl, f"bad params: {err}", hello_bytes)
             return None
+        if params.duration_s > cfg.max_run_duration_s:
+            _reject(ctl, f"duration_s {params.duration_s:g} exceeds this receiver's "
+                         f"max_run_duration_s {cfg.max_run_duration_s:g}", hello_bytes)
+            return None
+        now = time.monotonic()
+        times = recent.setdefault(peer[0], deque())
+        while times and now - times[0] > 60.0:
+            times.popleft()
+        for ip in [ip for ip, t in recent.items() if not t]:
+            del recent[ip]              # forget addresses silent for a minute (bounded table)
+        if len(times) >= cfg.max_runs_per_peer_per_minute:
+            _reject(ctl, f"too many runs from {peer[0]}: at most "
+                         f"{cfg.max_runs_per_peer_per_minute} a minute", hello_bytes)
+            return None
+        recent.setdefault(peer[0], times).append(now)
         run_dir = None
         if cfg.out_dir is not None:
-            run_dir = Path(cfg.out_dir) if single else Path(cfg.out_dir) / run_id
-            if (run_dir / "received").exists() and any((run_dir / "received").glob("part-*.parquet")):
-                _reject(ctl, f"the receiver's directory for run {run_id} already holds records",
-                        hello_bytes)
+            out = Path(cfg.out_dir)
+            run_dir = out if single else out / run_id
+            problem = _run_dir_problem(out, run_id, single)
+            if problem is None and _free_disk_bytes(out) < cfg.min_free_disk_bytes:
+                problem = (f"the receiver's disk has {_free_disk_bytes(out) / 2**20:.0f} MiB free, "
+                           f"below its floor of {cfg.min_free_disk_bytes / 2**20:.0f} MiB")
+            if problem is not None:
+                _reject(ctl, problem, hello_bytes)
+                if notice is not None:
+                    notice(f"hello from {peer[0]}:{peer[1]} refused: {problem}")
                 return None
         token = secrets.token_hex(control.TOKEN_BYTES)
         run_clock = clock.clock_for_peer(str(hello.get("boot_id", "")))
@@ -244,6 +341,7 @@ def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bo
                              bytes_out=len(accept))
         run = _Run(cfg, params, res, lst, udp, ctl, peer, token, run_dir, stop, on_progress,
                    budget=hello_bytes - len(accept), ctl_rest=rest, cert=cert)
+        cert = None                 # the run's now: QuicMedia.close removes it
         run.prepare()      # stale UDP drained: before media can come
         try:
             ctl.setblocking(True)
@@ -256,6 +354,8 @@ def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bo
     finally:
         if run is None:
             ctl.close()
+            if cert is not None:
+                cert.remove()       # no key folder left behind by a run that did not start
 
 
 class _Run:
@@ -278,11 +378,21 @@ class _Run:
         self.writer: RecordWriter | None = None
         self.buf = bytearray(RECV_BUFFER_BYTES)
         self.view = memoryview(self.buf)
+        self.udp_src = None             # UDP: the (address, port) the flow's datagrams come from
+        self._handshake_seen = False
         self.quic = None
         if cert is not None:        # the run's QUIC server (transport/quic_receiver.py)
             from tcpdelay.transport.quic_receiver import QuicMedia
             self.quic = QuicMedia(params.transport, cert, udp,
-                                  min(cfg.max_message_bytes, params.max_packet_bytes), params.flow_id)
+                                  min(cfg.max_message_bytes, params.max_packet_bytes), params.flow_id,
+                                  window_bytes=cfg.quic_window_bytes)
+
+    def note(self, text: str) -> None:
+        """An error line of the run, kept up to ``max_errors_kept`` (then only counted)."""
+        if len(self.res.errors) < self.cfg.max_errors_kept:
+            self.res.errors.append(text)
+        else:
+            self.res.errors_dropped += 1
 
     # -- packets ------------------------------------------------------------------------------
 
@@ -312,15 +422,16 @@ class _Run:
         if not self.in_order:
             self._record(conn, seq, size, send_ns, t_ns)
             return
+        if seq < self.next_seq:         # its gap was skipped: an in-order application drops it
+            self.res.late_packets += 1
+            return
         held = self.held
         held[seq] = (conn, size, send_ns)
         if seq != self.next_seq:
             if len(held) <= MAX_HELD_PACKETS:
                 return
-            skip_to = min(held)       # a gap that never fills must not hold memory for ever
-            self.res.errors.append(f"in-order: sequence numbers {self.next_seq}..{skip_to - 1} "
-                                   f"never came; skipped with {len(held)} packets waiting")
-            self.next_seq = skip_to
+            self._skip_gaps(t_ns)
+            return
         nxt = self.next_seq
         while nxt in held:
             c, s, ns = held.pop(nxt)
@@ -328,13 +439,35 @@ class _Run:
             nxt += 1
         self.next_seq = nxt
 
+    def _skip_gaps(self, t_ns: int) -> None:
+        """More than MAX_HELD_PACKETS wait behind a gap that never fills: skip gaps, oldest
+        first, and deliver what follows each, until at most half that many wait. One sort per
+        MAX_HELD_PACKETS / 2 packets (not a scan per packet) and one error line per skip."""
+        held = self.held
+        first_gap = (self.next_seq, None)
+        gaps = 0
+        for seq in sorted(held):
+            if len(held) <= MAX_HELD_PACKETS // 2 and seq != self.next_seq:
+                break
+            if seq != self.next_seq:
+                if first_gap[1] is None:
+                    first_gap = (self.next_seq, seq - 1)
+                gaps += 1
+            c, s, ns = held.pop(seq)
+            self._record(c, seq, s, ns, t_ns)
+            self.next_seq = seq + 1
+        self.note(f"in-order: sequence numbers {first_gap[0]}..{first_gap[1]} never came"
+                  + (f" (and {gaps - 1} later gaps)" if gaps > 1 else "")
+                  + f"; skipped, {len(held)} packets still waiting")
+
     def _piece(self, piece, conn: int, t_ns: int) -> None:
         res = self.res
-        if type(piece) is KeepAlive:
-            res.keepalive_packets += 1
-            return
         if piece.flow_id != self.flow:
             res.foreign_datagrams += 1
+            return
+        self.last_rx = t_ns             # only the flow's own packets keep a run alive
+        if type(piece) is KeepAlive:
+            res.keepalive_packets += 1
             return
         res.rtp_packets += 1
         if piece.pieces == 1:
@@ -402,7 +535,7 @@ class _Run:
         self.ending_since: int | None = None
         t_start = clock.now_ns()
         self.last_rx = t_start
-        next_progress = t_start
+        next_progress = next_disk_check = t_start
         idle_ns = int(cfg.idle_timeout_s * 1e9)
         hard_end = t_start + int((p.duration_s + 2 * cfg.idle_timeout_s + 60) * 1e9)
         try:
@@ -413,15 +546,24 @@ class _Run:
                 if self.stop is not None and self.stop.is_set():
                     res.status = "interrupted"
                     break
+                self._check_bounds()
+                if self.writer is not None and now >= next_disk_check:
+                    next_disk_check = now + 1_000_000_000
+                    free = _free_disk_bytes(self.run_dir)
+                    if free < cfg.min_free_disk_bytes:
+                        self._fail("over-limit", f"the receiver's disk has {free / 2**20:.0f} MiB "
+                                   f"free, below its floor of {cfg.min_free_disk_bytes / 2**20:.0f} MiB")
+                if res.status != "completed":
+                    break
                 if self._finished(now):
                     break
                 if now - self.last_rx > idle_ns:
                     res.status = "idle-timeout"
-                    res.errors.append(f"nothing from the sender for {cfg.idle_timeout_s:g} s")
+                    self.note(f"nothing of the flow from the sender for {cfg.idle_timeout_s:g} s")
                     break
                 if now > hard_end:
                     res.status = "idle-timeout"
-                    res.errors.append("the run outlasted its duration by far")
+                    self.note("the run outlasted its duration by far")
                     break
                 if self.on_progress is not None and now >= next_progress:
                     self.on_progress({"elapsed_s": (now - t_start) / 1e9, "duration_s": p.duration_s,
@@ -448,35 +590,83 @@ class _Run:
                         break
                 pending.expire()
                 if self.quic is not None:
-                    self.quic.service()
+                    self._quic_call(self.quic.service)
                 if res.status != "completed":
                     break
         except KeyboardInterrupt:      # the run ends, its result is returned (and no next run)
             res.status = "interrupted"
+        except Exception as err:  # noqa: BLE001 - no input (nor a full disk) may end the receiver
+            self._failed_by(err)
         finally:
-            res.elapsed_s = (clock.now_ns() - t_start) / 1e9
-            res.incomplete_packets += len(self.partial)
-            res.held_at_end = len(self.held)
-            for sock in list(self.media_socks):
-                self._close_media(sock)
-            if self.quic is not None:
-                self.quic.close()
-                res.quic = dict(self.quic.stats)
-                res.incomplete_packets += self.quic.stats["reset_partial_packets"]
-            for sock in (self.ctl, self.udp):
-                if sock.fileno() >= 0 and sock in sel.get_map():
-                    sel.unregister(sock)
-            if self.writer is not None:
-                self.writer.close()
-            if res.status == "completed" and res.sender_end is not None:
-                self._answer_end()
-            elif res.failure is not None:
-                self._abort()
-            self.ctl.close()
-            if self.run_dir is not None and self.got_media:
-                meta.update(status=res.status, result=res.to_dict())
-                update_run_metadata(self.run_dir, common, "receiver", meta)
+            self._end(sel, t_start, common, meta)
         return res
+
+    def _failed_by(self, err: BaseException) -> None:
+        """An exception ended the run: status "failed", the reason in ``failure``."""
+        what = _what(err)
+        if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+            what = f"the disk is full: {what}"
+        self.res.status = "completed"       # _fail sets the status only on a run still going
+        self._fail("failed", f"receiver error: {what}")
+
+    def _end(self, sel, t_start: int, common: dict, meta: dict) -> None:
+        """Close the run: every step on its own, so that one failing (a full disk) neither
+        skips the others nor escapes: the receiver serves on."""
+        res = self.res
+        res.elapsed_s = (clock.now_ns() - t_start) / 1e9
+        res.incomplete_packets += len(self.partial)
+        res.held_at_end = len(self.held)
+
+        def step(fn, *args):
+            try:
+                fn(*args)
+            except Exception as err:  # noqa: BLE001
+                if res.status in ("completed", "interrupted") or res.failure is None:
+                    self._failed_by(err)
+                else:
+                    self.note(f"while ending the run: {_what(err)}")
+
+        for sock in list(self.media_socks):
+            step(self._close_media, sock)
+        if self.quic is not None:
+            step(self.quic.close)
+            res.quic = dict(self.quic.stats)
+            res.incomplete_packets += self.quic.stats["reset_partial_packets"]
+        for sock in (self.ctl, self.udp):
+            if sock.fileno() >= 0 and sock in sel.get_map():
+                sel.unregister(sock)
+        if self.writer is not None:
+            step(self.writer.close)
+        if res.status == "completed" and res.sender_end is not None:
+            step(self._answer_end)
+        elif res.failure is not None:
+            step(self._abort)
+        self.ctl.close()
+        if self.run_dir is not None and self.got_media:
+            meta.update(status=res.status, result=res.to_dict())
+            try:
+                update_run_metadata(self.run_dir, common, "receiver", meta)
+            except Exception as err:  # noqa: BLE001 - run.json is written atomically or not at all
+                self.note(f"run.json not updated: {_what(err)}")
+                if res.status == "completed":
+                    self._failed_by(err)
+
+    def _check_bounds(self) -> None:
+        """The run's bounds on what it reads (ReceiverConfig): past one, it ends "over-limit"."""
+        cfg, res = self.cfg, self.res
+        if res.bytes_in > cfg.max_run_bytes:
+            self._fail("over-limit", f"the run read more than max_run_bytes ({cfg.max_run_bytes} B)")
+        elif res.rtp_packets + res.keepalive_packets > cfg.max_run_packets:
+            self._fail("over-limit", f"the run read more than max_run_packets ({cfg.max_run_packets})")
+
+    def _quic_call(self, fn, *args):
+        """A call into aioquic: an exception it raises on what a peer sent fails the run, with
+        its reason, instead of the receiver (a forged packet once made aioquic raise)."""
+        try:
+            return fn(*args)
+        except Exception as err:  # noqa: BLE001
+            self._fail("failed", f"QUIC: {_what(err)}")
+            return None
 
     def _finished(self, now: int) -> bool:
         if self.ending_since is None:
@@ -493,7 +683,7 @@ class _Run:
             # nothing else would come. What was in flight before it has had the linger to arrive.
             if lingered and (self.res.sender_end or {}).get("drain_timeout"):
                 for sock in list(self.media_socks):
-                    self.res.errors.append(f"connection {self._index_of(sock)}: no reset arrived "
+                    self.note(f"connection {self._index_of(sock)}: no reset arrived "
                                            f"{self.cfg.udp_linger_s:g} s after the sender's drain "
                                            "timeout (lost); closed")
                     self._close_media(sock)
@@ -540,25 +730,30 @@ class _Run:
         if not data:
             if res.sender_end is None:
                 res.status = "sender-disconnected"
-                res.errors.append("the sender closed the control connection before 'end'")
-            self.sel.unregister(self.ctl)
+                self.note("the sender closed the control connection before 'end'")
+            if self.ctl in self.sel.get_map():
+                self.sel.unregister(self.ctl)
             return False
         res.bytes_in += len(data)
-        self.last_rx = clock.now_ns()
         try:
             msgs = reader.feed(data)
         except control.ControlError as err:
             res.status = "sender-disconnected"
-            res.errors.append(f"control: {err}")
+            self.note(f"control: {err}")
             return False
         for msg, n in msgs:
+            res.control_messages += 1
+            if res.control_messages > self.cfg.max_control_messages:
+                self._fail("over-limit", f"control: more than max_control_messages "
+                                         f"({self.cfg.max_control_messages}) messages")
+                return False
             if msg.get("type") == "end" and res.sender_end is None:
-                res.sender_end = {k: v for k, v in msg.items() if k not in ("type", "pad")}
+                res.sender_end = {str(k)[:64]: v for k, v in msg.items() if k not in ("type", "pad")}
                 self._end_bytes = n
-                self.ending_since = clock.now_ns()
+                self.last_rx = self.ending_since = clock.now_ns()
                 self._judge_cuts()
             else:
-                res.errors.append(f"control: unexpected {msg.get('type')!r}")
+                self.note(f"control: unexpected {str(msg.get('type'))[:64]!r}")
         return True
 
     def _identified(self, msg: dict, n: int, rest: bytes, peer, sock: socket.socket) -> None:
@@ -576,7 +771,7 @@ class _Run:
             sock.close()
             return
         t_ns = clock.now_ns()
-        self.last_rx = t_ns
+        self.last_rx = t_ns             # a media connection with the run's token
         res.bytes_in += n + len(rest)
         self._media_arrived()
         parser = FrameParser(min(self.cfg.max_message_bytes, self.p.max_packet_bytes), flow_id=self.flow)
@@ -596,7 +791,8 @@ class _Run:
             return
         if end.get("drain_timeout"):
             self.res.incomplete_packets += len(self.cut_streams)
-            self.res.errors.extend(f"{c} (reset after the sender's drain timeout)" for c in self.cut_streams)
+            for c in self.cut_streams:
+                self.note(f"{c} (reset after the sender's drain timeout)")
         else:
             for reason in self.cut_streams:
                 self._fail("truncated", reason)
@@ -609,7 +805,7 @@ class _Run:
         if res.status == "completed":
             res.status = status
             res.failure = reason
-        res.errors.append(reason)
+        self.note(reason)
 
     def _feed(self, index: int, parser: FrameParser, sock, data, t_ns: int) -> None:
         try:
@@ -637,7 +833,7 @@ class _Run:
         except _BLOCKED:
             return
         except OSError as err:
-            self.res.errors.append(f"connection {index}: {err.strerror or err}")
+            self.note(f"connection {index}: {err.strerror or err}")
             n = 0
         t_ns = clock.now_ns()
         if n == 0:
@@ -652,7 +848,6 @@ class _Run:
             self._close_media(sock)
             return
         self.res.bytes_in += n
-        self.last_rx = t_ns
         self._feed(index, parser, sock, self.view[:n], t_ns)
 
     def _read_udp(self) -> None:
@@ -670,15 +865,20 @@ class _Run:
             if addr[0] != self.peer_ip:
                 res.foreign_datagrams += 1
                 continue
+            if self.udp_src is not None and addr != self.udp_src:
+                res.other_port_datagrams += 1     # not the flow's socket: never recorded
+                continue
             res.bytes_in += n
-            self.last_rx = t_ns
             try:
                 piece = decode(view[:n])
             except FramingError:
                 res.foreign_datagrams += 1
                 continue
-            if piece.flow_id == self.flow and not self.got_media:
-                self._media_arrived()
+            if piece.flow_id == self.flow:
+                if self.udp_src is None:      # the flow's first datagram names its port
+                    self.udp_src = addr
+                if not self.got_media:
+                    self._media_arrived()
             self._piece(piece, 0, t_ns)
 
     def _poll_s(self) -> float:
@@ -696,12 +896,17 @@ class _Run:
             except (BlockingIOError, InterruptedError, OSError):
                 break
             t_ns = clock.now_ns()
-            if addr[0] != self.peer_ip or not quic.receive(bytes(self.view[:n]), addr):
+            if addr[0] != self.peer_ip or not self._quic_call(quic.receive, bytes(self.view[:n]), addr):
                 res.foreign_datagrams += 1
+                if res.status != "completed":
+                    return
                 continue
             res.bytes_in += n
-            self.last_rx = t_ns
-            for ev in quic.poll():
+            events = self._quic_call(quic.poll) or []
+            if events or quic.stats["handshake_completed"] is not self._handshake_seen:
+                self._handshake_seen = quic.stats["handshake_completed"]
+                self.last_rx = t_ns             # the connection moved on (not a stray packet)
+            for ev in events:
                 if ev[0] == "piece":
                     if not self.got_media:
                         self._media_arrived()
@@ -709,7 +914,9 @@ class _Run:
                     self._piece(ev[1], 0, t_ns)
                 else:
                     self._fail(ev[1], ev[2])
-        quic.flush()
+            if res.status != "completed":
+                return
+        self._quic_call(quic.flush)
         if quic.terminated and res.sender_end is None and res.status == "completed":
             res.status = "sender-disconnected"
             res.errors.append(quic.terminated)
