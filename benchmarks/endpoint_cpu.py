@@ -12,7 +12,8 @@ host behind its own 10 Mb/s 10 ms access link, the bottleneck 100 Mb/s 25 ms):
   VoIP flows (64 kb/s, 50 packets/s each); the unit is the *media packet* (sent, received and
   recorded: the senders' and receivers' CPU over the packets sent);
 - cross kinds ``bulk``, ``web_onoff`` (on/off responses, a connection each), ``web_poisson`` (one
-  connection, 512-byte messages at Poisson instants), ``page_load`` (6 connections, 372 kB),
+  connection, 512-byte messages at Poisson instants), ``page_load`` (6 connections, 372 kB, one
+  load per flow at a random instant of the steady window),
   ``transfers`` (64 kB each, 0.1 s apart), ``udp_background`` (1 Mb/s of 1200-byte datagrams):
   ``--flows`` flows of the kind alone; the unit is the *wire packet* (every segment, data and
   ACKs, both directions, as the emulator's bottleneck counted it: ``packets_in``), and where
@@ -36,8 +37,9 @@ time in which some task waited for a CPU (``/proc/pressure/cpu``, ``some`` total
 packet is much less sensitive to that than delay is, not insensitive: rerun with ``--repeats``.
 
 ``--profile DIR`` also runs ``py-spy record`` (``--native --idle``, raw folded stacks) on the
-busiest sending and receiving process of each kind for the traffic's length, and ``perf record
--g`` on them (kernel and user stacks): not for CPU figures (the profilers take CPU too).
+busiest sending and receiving process of each kind for most of the traffic, and ``perf record
+-g`` on them and on the emulator (kernel and user stacks); ``endpoint_profile.py DIR`` sums them
+up. Not for CPU figures: py-spy stops its target at every sample, and the profilers take CPU.
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ def scenario(kind: str, n: int, duration_s: float) -> dict:
     else:
         sc["flows"] = []
         sc["cross"] = [{**CROSS_KINDS[kind], "count": n}]
+        if kind == "page_load":       # one load per flow, spread over the steady window
+            sc["cross"][0].update(start_s=WINDOW_SKIP_S + 0.5, start_spread_s=max(0.5, duration_s - WINDOW_SKIP_S - 2.5))
     return sc
 
 
@@ -137,18 +141,22 @@ class Profiler(threading.Thread):
         self.files: list[str] = []
 
     def run(self) -> None:
+        deadline = time.monotonic() + 120.0       # the traffic has started: its hosts' packets grow
+        while time.monotonic() < deadline and (len(self.cpu.packets) < 2 or self.cpu.packets[-1] - self.cpu.packets[0] < 100):
+            time.sleep(0.2)
         time.sleep(self.after_s)
         pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-        for role in ("tx", "rx"):
+        for role in ("tx", "rx", "emulator"):
             live = [(s.cpu[-1], pid) for pid, s in self.cpu.series.items() if s.role == role and not s.gone]
             if not live:
                 continue
             pid = max(live)[1]
             base = self.out / f"{self.tag}-{role}-{pid}"
-            cmds = [[pyspy, "record", "--pid", str(pid), "--duration", str(int(self.seconds)), "--rate", "250",
-                     "--native", "--idle", "--threads", "--format", "raw", "--output", f"{base}.pyspy.txt", "--nonblocking"],
-                    ["perf", "record", "-g", "-F", "499", "-p", str(pid), "-o", f"{base}.perf.data", "--",
+            cmds = [["perf", "record", "-g", "-F", "499", "-p", str(pid), "-o", f"{base}.perf.data", "--",
                      "sleep", str(self.seconds)]]
+            if role != "emulator":        # (a Rust program: perf sees all of it)
+                cmds.append([pyspy, "record", "--pid", str(pid), "--duration", str(int(self.seconds)), "--rate", "250",
+                             "--native", "--idle", "--threads", "--format", "raw", "--output", f"{base}.pyspy.txt"])
             for c in cmds:
                 self.procs.append(subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                                    start_new_session=True))
@@ -181,8 +189,8 @@ def measure(kind: str, n: int, duration_s: float, profile_dir: Path | None = Non
         with CpuByRole(classifier(plan, own_comm), count_packets=("tx", "rx")) as cpu:
             prof = None
             if profile_dir is not None:
-                # (t0 comes ~lead after the start: profile from a few seconds in, for most of the traffic)
-                prof = Profiler(cpu, profile_dir, f"{kind}-{n}", max(3.0, duration_s - 4.0), after_s=6.0)
+                # (from 1.5 s after the traffic starts, for most of it)
+                prof = Profiler(cpu, profile_dir, f"{kind}-{n}", max(3.0, duration_s - 3.0), after_s=1.5)
                 prof.start()
             try:
                 run_scenario(sc, 1, rd)
@@ -343,16 +351,16 @@ def main() -> int:
                 r = measure(kind, n, args.duration_s, args.profile)
                 r["repeat"] = rep
                 rows.append(r)
-                if not args.json:
-                    print(f"[{rep}] {kind:<14} {n:>3} flows {str(r['endpoints'])[:10]:<10} "
-                          f"{r['window_packets']:>7.0f} {r['unit']}s in {r['window_s']:.1f} s: "
-                          f"{r['us_per_packet']:6.0f} us/packet (senders {r['us_per_packet_tx']:.0f}, receivers "
-                          f"{r['us_per_packet_rx']:.0f}; whole run {r['us_per_packet_whole_run']:.0f}, "
-                          f"fixed {r['fixed_cpu_s_per_flow']:.3f} s/flow), {r['cores_mean']:.2f} cores "
-                          f"(busiest 1 s: {r['tx']['cores_busiest_1s'] + r['rx']['cores_busiest_1s']:.2f}); "
-                          f"emulator {r['emulator_us_per_packet']:.1f} us/wire packet, {r['emulator']['cores_mean']:.2f} cores; "
-                          f"load {r['loadavg_1m_before']:.1f}, PSI some {r['cpu_pressure_some_pct'] or 0:.0f} %"
-                          + (f"  FAILED: {r['failed']}" if r["failed"] else ""), flush=True)
+                print(f"[{rep}] {kind:<14} {n:>3} flows {str(r['endpoints'])[:10]:<10} "
+                      f"{r['window_packets']:>7.0f} {r['unit']}s in {r['window_s']:.1f} s: "
+                      f"{r['us_per_packet']:6.0f} us/packet (senders {r['us_per_packet_tx']:.0f}, receivers "
+                      f"{r['us_per_packet_rx']:.0f}; whole run {r['us_per_packet_whole_run']:.0f}, "
+                      f"fixed {r['fixed_cpu_s_per_flow']:.3f} s/flow), {r['cores_mean']:.2f} cores "
+                      f"(busiest 1 s: {r['tx']['cores_busiest_1s'] + r['rx']['cores_busiest_1s']:.2f}); "
+                      f"emulator {r['emulator_us_per_packet']:.1f} us/wire packet, {r['emulator']['cores_mean']:.2f} cores; "
+                      f"load {r['loadavg_1m_before']:.1f}, PSI some {r['cpu_pressure_some_pct'] or 0:.0f} %"
+                      + (f"  FAILED: {r['failed']}" if r["failed"] else ""),
+                      file=sys.stderr if args.json else sys.stdout, flush=True)
     summary = summarize(rows)
     if args.json:
         print(json.dumps({"runs": rows, "summary": summary}, indent=1, default=str))
