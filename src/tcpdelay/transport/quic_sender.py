@@ -40,6 +40,7 @@ from tcpdelay.transport.quic_config import DEADLINE_ERROR_CODE, client_configura
 from tcpdelay.transport.quic_state import QuicStateSampler, instrument
 from tcpdelay.transport.quic_tls import fingerprint
 from tcpdelay.transport.runmeta import update_run_metadata
+from tcpdelay.transport.lateness import LatenessHistogram
 from tcpdelay.transport.sender import (SenderError, SenderResult, _connect_control, _LoopSettings,
                                        _offer_run, _prepare_run, _SendRun)
 from tcpdelay.transport.sockopts import apply_buffers
@@ -404,6 +405,7 @@ class _QuicSendRun(_SendRun):
         packets = iter(self.source.packets(rp.duration_s, cfg.seed))
         nxt = next(packets, None)
         t0 = clock.now_ns()
+        late = LatenessHistogram()      # send instant - scheduled instant (SenderResult.send_lateness_us)
         next_progress = t0
         state = "sending"
         drain_deadline = None
@@ -413,7 +415,8 @@ class _QuicSendRun(_SendRun):
                 if stop is not None and stop.is_set():
                     result.status = "interrupted"
                     break
-                while nxt is not None and t0 + int(nxt.at_s * 1e9) <= now:
+                while nxt is not None and (due_ns := t0 + int(nxt.at_s * 1e9)) <= now:
+                    late.add_ns(now - due_ns)
                     self._emit(nxt, now)
                     nxt = next(packets, None)
                 wake = [] if nxt is None else [t0 + int(nxt.at_s * 1e9)]
@@ -467,6 +470,7 @@ class _QuicSendRun(_SendRun):
         finally:
             result.elapsed_s = (clock.now_ns() - t0) / 1e9
             result.queued_bytes_at_end = self._queued_bytes()
+            result.send_lateness_us = late.summary()
             result.wire_bytes = link.wire_bytes
             sel.close()
         if result.status not in ("completed", "drain-timeout"):

@@ -48,6 +48,7 @@ from tcpdelay.errors import ParameterError, TcpdelayError
 from tcpdelay.records import RecordWriter
 from tcpdelay.transport import clock, control, framing
 from tcpdelay.transport.config import RunParams, SenderConfig
+from tcpdelay.transport.lateness import LatenessHistogram
 from tcpdelay.transport.runmeta import update_run_metadata
 from tcpdelay.transport.scheduler import CA_OPEN, ConnectionView, make_scheduler
 from tcpdelay.transport.sockopts import apply_buffers, apply_congestion, apply_tcp, read_back
@@ -99,6 +100,10 @@ class SenderResult:
     quic: dict | None = None
     """QUIC transports: the options, the pinned certificate's SHA-256, streams opened and reset,
     packets skipped past a stream's deadline, DATAGRAM frames, lost packets and PTOs."""
+    send_lateness_us: dict | None = None
+    """How late the media packets went against the source's schedule: each packet's send
+    instant (its record's ``send_time_s``) minus its scheduled one, ``{"p99", "max", "count"}``
+    in µs (:class:`tcpdelay.transport.lateness.LatenessHistogram`); the testbed's own error."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -584,6 +589,7 @@ class _SendRun:
         nxt = next(packets, None)
         t0 = self.t0 = clock.now_ns()
         self.last_media_ns = t0
+        late = LatenessHistogram()
         next_progress = t0
         state = "sending"            # sending -> draining -> done
         drain_deadline = None
@@ -593,7 +599,8 @@ class _SendRun:
                 if stop is not None and stop.is_set():
                     result.status = "interrupted"
                     break
-                while nxt is not None and t0 + int(nxt.at_s * 1e9) <= now:
+                while nxt is not None and (due := t0 + int(nxt.at_s * 1e9)) <= now:
+                    late.add_ns(now - due)
                     self._emit(nxt, now)
                     nxt = next(packets, None)
                 if state == "sending" and nxt is None:
@@ -639,6 +646,7 @@ class _SendRun:
         finally:
             result.elapsed_s = (clock.now_ns() - t0) / 1e9
             result.queued_bytes_at_end = sum(c.queued_bytes() for c in conns)
+            result.send_lateness_us = late.summary()
             sel.close()
         if result.status != "completed" and result.status != "drain-timeout":
             return
