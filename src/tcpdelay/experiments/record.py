@@ -213,6 +213,8 @@ def write_run_record(run_dir: Path, plan: RunPlan, outcome: BackendOutcome) -> d
                  "duration_s": plan.duration_s, "tcp_stats": tcp_stats(summary)})
     if outcome.clock_detail is not None:
         meta["clock_offset"] = outcome.clock_detail
+    if outcome.testbed_error is not None:   # the run's own error (tcpdelay.results.testbed_error)
+        meta["testbed_error"] = outcome.testbed_error
     if plan.cross:  # the metrics' jitter filter takes its base delay from the 2 s before this
         meta["cross_traffic_start_s"] = outcome.t0_monotonic_s + min(c.start_s for c in plan.cross)
     write_run_metadata(run_dir, meta)
@@ -225,10 +227,12 @@ def write_metrics(run_dir: Path, plan: RunPlan, totals: dict) -> dict:
     Returns ``totals``."""
     try:
         from tcpdelay.results.runs import summarize_run
+        from tcpdelay.results.testbed_error import add_smallest_delay
 
         metrics = jsonable(summarize_run(run_dir))
         metrics.pop("results", None)   # where the run was measured (a node's temporary directory on Ray)
         write_json(run_dir / METRICS_FILE, metrics)
+        add_smallest_delay(run_dir, metrics)     # the scale of the testbed error's bound
         names = {m.flow_id: m.name for m in plan.media}
         totals["flows"] = [
             {"flow_id": f["flow_id"], "name": names.get(f["flow_id"]),

@@ -28,6 +28,7 @@ from tcpdelay.results.layout import METRICS_FILE, RUN_METADATA, find_runs, has_r
 from tcpdelay.results.markers import read_media_run_status, read_status
 from tcpdelay.results.packets import load_flows, read_run_packets
 from tcpdelay.results.runs import media_flow_names, read_metrics_checked
+from tcpdelay.results.testbed_error import Verdict, run_section, verdict
 
 #: Bin of the quality-over-time series (s).
 QUALITY_BIN_S = 0.5
@@ -66,6 +67,11 @@ class RunData:
     warnings: list[str] = field(default_factory=list)
     """What could not be read of a run that is still reported (e.g. a damaged ``metrics.json``
     of a run whose packet records give its flows' metrics)."""
+    testbed: Verdict | None = None
+    """The run's own error judged (:func:`tcpdelay.results.testbed_error.run_verdict`; not
+    recorded for runs from before it was, and for simulations); None for a run not complete."""
+    testbed_section: dict | None = None
+    """The run's ``testbed_error`` section as recorded (None: not recorded)."""
 
 
 @dataclass
@@ -115,6 +121,8 @@ def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
     run = RunData(seed_of(run_dir), run_dir, marks.status, marks.error, wall_s=marks.wall_s)
     if marks.status != "complete":
         return run  # partial records of an interrupted or failed run are not a result
+    run.testbed_section = run_section(run_dir)
+    run.testbed = verdict(run.testbed_section, run_dir)
     names = media_flow_names(run_dir)
     try:
         metrics = read_metrics_checked(run_dir)

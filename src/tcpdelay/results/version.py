@@ -15,6 +15,11 @@ Versions:
    ``packets.parquet`` of kind ``delays`` and a sweep's ``delays.parquet`` alike, has the one
    form of :mod:`tcpdelay.results.packets` (integer µs, null where unknown or never received).
    Run directories are otherwise as in version 1, which reads identically.
+3. A testbed run's ``run.json`` carries ``testbed_error``, the run's own error (the emulator's
+   lateness per link, each sender's lateness against its schedule, receive lags where measured,
+   CPU pressure and throttling over the run; :mod:`tcpdelay.results.testbed_error`). Runs of
+   versions 1 and 2 have none: their testbed error reads as "not recorded", everything else
+   as before.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 from tcpdelay.errors import ParameterError
 
 #: The version this code writes.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: The key that holds it (in JSON files and in a Parquet file's ``tcpdelay.packets`` metadata).
 VERSION_KEY = "format_version"
 

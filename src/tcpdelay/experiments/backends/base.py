@@ -75,6 +75,9 @@ class BackendOutcome:
     #: how times recorded on another clock were moved onto the run's (run.json ``clock_offset``:
     #: per reference-kernel guest, its offset at the run's start and end and the error)
     clock_detail: dict | None = None
+    #: the run's own error (run.json ``testbed_error``, :mod:`tcpdelay.results.testbed_error`);
+    #: None for a backend that has none to measure (a simulation is never late)
+    testbed_error: dict | None = None
 
 
 class Backend(abc.ABC):

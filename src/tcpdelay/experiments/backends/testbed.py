@@ -42,7 +42,9 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.experiments.backends import testbed_guests as guest_ends, testbed_streams
 from tcpdelay.experiments.backends.base import Backend, BackendJob, BackendOutcome, Unsupported, part_name
 from tcpdelay.experiments.plan import CROSS_TCP_PORT, LEAD_S, CrossPlan, RunPlan
-from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment
+from tcpdelay.experiments.record import RecordMover, consolidate, machine_environment, receiver_summary
+from tcpdelay.results import testbed_error
+from tcpdelay.testbed import machine_load
 from tcpdelay.start_gate import Instant, StartAt, StartGate, process_ended
 from tcpdelay.traffic.source import PreparedSource
 
@@ -213,6 +215,7 @@ class TestbedBackend(Backend):
                         raise ParameterError(f"setting up the run took {time.monotonic() - t_emu:.2f} s, past its "
                                              f"start {t0 - t_emu:.2f} s after the emulator's; too many flows for this machine?")
                 failures: dict[str, str] = {}
+                load0 = machine_load.sample({"emulator": tb.emulator_pid})
                 if _wait_all(handles, results, t0, plan.duration_s, job.on_progress,
                              watch=lambda: _dead_parts(tb, plan, handles, results), failures=failures):
                     # A part was lost: name it, stop what still runs (its records are kept), fail.
@@ -221,6 +224,7 @@ class TestbedBackend(Backend):
                     results.update(_interrupt({k: h for k, h in handles.items() if k not in results}))
                 else:
                     lost = _lost_parts(tb, plan, results, failures)
+                load = machine_load.between(load0, machine_load.sample({"emulator": tb.emulator_pid}))
                 _merge_transfers(plan, results)
                 for flow_id, served in testbed_streams.stop(servers).items():
                     results[f"httpd:{flow_id}"] = served
@@ -244,7 +248,11 @@ class TestbedBackend(Backend):
             clock = guest_ends.to_this_clock(plan, rd, guests, clocks)   # (None without guests)
         _queue_records(Path(spec.queue_file), rd)
         outcome = BackendOutcome(results=results, counters=counters, t0_monotonic_s=t0,
-                                 link_start_monotonic_s=t_emu, started_unix_s=started, lost=lost)
+                                 link_start_monotonic_s=t_emu, started_unix_s=started, lost=lost,
+                                 testbed_error=testbed_error.section(
+                                     counters, {m.flow_id: (results.get(f"tx:{m.flow_id}"),
+                                                            receiver_summary(results, m.flow_id)) for m in plan.media},
+                                     load))
         if clock is not None:
             outcome.clock, outcome.clock_detail = clock
         return outcome
