@@ -10,6 +10,7 @@ from tcpdelay.cli.common import (
     POSITIVE, PROBABILITY, FiniteFloatRange, emit, fmt_bps, fmt_s, json_option,
 )
 from tcpdelay.cli.delay import _model_kwargs, _model_options, _source, _source_options, _warn
+from tcpdelay.cli.testbed_warning import as_verdict, warn
 from tcpdelay.errors import ParameterError
 
 
@@ -88,6 +89,7 @@ def advise_cmd(profile, rate_bps, packet_bytes, rtt_s, loss, playout_s, late_bud
                                                                                 highlight=False)))
         for f in res["measurement"]["failed"]:
             _warn([f"measuring {f['option']} failed: {f['error']}"])
+        warn("advise", [as_verdict(o["testbed_error"]) for o in res["options"] if o.get("testbed_error")])
     if not res["fit"]["fits"]:
         _warn([res["fit"]["message"]])
     from tcpdelay.fidelity import nearby_error, summary_text

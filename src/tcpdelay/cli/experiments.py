@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from tcpdelay.cli.common import emit, fmt_s, json_option
+from tcpdelay.cli.testbed_warning import as_verdict, describe, warn
 from tcpdelay.experiments.scenario import Scenario, load_scenario
 from tcpdelay.experiments.tiny import tiny_form
 from tcpdelay.experiments.sweep import (
@@ -85,6 +86,7 @@ def _unit_rows(scenario: Scenario, out: Path, flat: bool, failed: list[dict] = (
         if marks.status == "complete":
             row["status"] = "complete"
             row["summary"] = marks.summary
+            row["testbed_error"] = describe(u.run_dir)
         elif str(u.run_dir) in failed_now:
             row["status"] = "failed"
             row["error"] = failed_now[str(u.run_dir)]["error"]
@@ -103,10 +105,17 @@ def _result(command: str, path: str, scenario: Scenario, res: SweepResult, jobs:
             "jobs": jobs, "runs": _unit_rows(scenario, res.out_dir, flat, res.failed, res.shard)}
 
 
+def _warn_late(command: str, doc: dict) -> None:
+    """The one warning line when the testbed was late in any complete run (this invocation's or
+    an earlier one's in OUT)."""
+    warn(command, [as_verdict(r["testbed_error"]) for r in doc["runs"] if r.get("testbed_error")])
+
+
 def _human(res: dict):
     def show(console: Console) -> None:
         from tcpdelay.cli.text_layout import compact_table, print_title, print_wrapped
         from tcpdelay.report.cell_labels import compact_labels
+        from tcpdelay.results.testbed_error import LATE_MARK, LATE_NOTE
 
         flat = res["command"] == "run"
         print_title(console, f"{res['command']} {res['scenario'] or res['scenario_file']}: {res['out_dir']}")
@@ -120,6 +129,7 @@ def _human(res: dict):
         for col in cols:
             table.add_column(col, no_wrap=col in ("seed", "status"), overflow="fold")
         keys = {r["cell_id"]: r["overrides"] for r in res["runs"]}
+        late = {r["cell_id"] for r in res["runs"] if (r.get("testbed_error") or {}).get("late")}
         labels = dict(zip(keys, compact_labels(list(keys.values()))))
         for r in res["runs"]:
             s = r.get("summary") or {}
@@ -132,9 +142,11 @@ def _human(res: dict):
                                for f in s.get("flows", []) if f.get("delay_mean_s") is not None)
             row = [str(r["seed"]), status, pk, delays, dr]
             if not flat:
-                row = [labels[r["cell_id"]]] + row
+                row = [labels[r["cell_id"]] + (LATE_MARK if r["cell_id"] in late else "")] + row
             table.add_row(*row)
         console.print(table)
+        if late and not flat:
+            print_wrapped(console, LATE_NOTE)
         console.print(f"{res['ran']} ran, {res['skipped']} already complete, {len(res['failed'])} failed, "
                       f"in {fmt_s(res['wall_s'])}")
         for f in res["failed"]:
@@ -174,6 +186,7 @@ def run_cmd(scenario_file, out_dir, tiny_s, dry_run, backend, as_json):
         return 1
     doc = _result("run", scenario_file, scenario, res, 1, True)
     emit(doc, as_json, _human(doc))
+    _warn_late("run", doc)
     return 1 if res.failed else 0
 
 
@@ -241,6 +254,7 @@ def sweep_cmd(scenario_file, merge_dirs, out_dir, jobs, shard_text, order, order
         return 1
     doc = {**_result("sweep", scenario_file, scenario, res, jobs, False), "engine": engine}
     emit(doc, as_json, _human(doc))
+    _warn_late("sweep", doc)
     return 1 if res.failed else 0
 
 

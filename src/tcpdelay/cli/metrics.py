@@ -11,6 +11,7 @@ import click
 from rich.table import Table
 
 from tcpdelay.cli.common import NON_NEGATIVE, POSITIVE, DirPath, emit, fmt_bps, fmt_s, json_option
+from tcpdelay.cli.testbed_warning import as_verdict, describe, warn
 from tcpdelay.metrics import emodel
 from tcpdelay.metrics.summary import DEFAULT_PLAYOUT_DELAYS_S, MetricOptions
 from tcpdelay.results.runs import summarize_run
@@ -244,11 +245,15 @@ def metrics_cmd(results, sent_dir, playout_delays, jitter_buffer_s, cross_traffi
         buffer_bytes=math.inf if buffer_bytes is None else buffer_bytes, codec=codec,
         cross_traffic_start_s=cross_traffic_start_s, fps=fps, series=series)
     res = summarize_run(results, sent_dir, opts)
+    res["testbed_error"] = describe(results)
+    late = as_verdict(res["testbed_error"])
 
     def human(console):
         console.print(f"[bold]{res['results']}[/bold]  clock: {res.get('clock') or '—'}"
                       + ("  [yellow]delays are relative to the run's minimum[/yellow]"
                          if res.get("delay_relative_to_min") else ""))
+        if late.recorded:     # (a run from before the testbed recorded its error: nothing to say)
+            console.print(f"testbed error: worst {late.text()}", highlight=False)
         for part, where in (res.get("sources") or {}).items():
             console.print(f"{part}: from {where}")
         flows = res["flows"]
@@ -289,6 +294,7 @@ def metrics_cmd(results, sent_dir, playout_delays, jitter_buffer_s, cross_traffi
             console.print(f"[yellow]warning: {w}[/yellow]")
 
     emit(res, as_json, human)
+    warn("metrics", [late])
 
 
 COMMANDS = [metrics_cmd]

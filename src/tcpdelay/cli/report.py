@@ -6,6 +6,7 @@ import math
 
 import click
 from tcpdelay.cli.common import HTML_FORMATS, OutFile, emit, json_option
+from tcpdelay.cli.testbed_warning import as_verdict, warn
 
 
 def _mos(f: dict) -> str:
@@ -31,9 +32,11 @@ def text_table(doc: dict) -> tuple[list[str], list[str], list[list[list[str]]]]:
     that differ between the cells) on its first row; a column whose value is the same on every
     row (the flow, the runs; the parameters every cell shares) is a note instead."""
     from tcpdelay.report.cell_labels import compact_labels, shared_params
+    from tcpdelay.results.testbed_error import LATE_MARK, LATE_NOTE
 
     overrides = [c.get("overrides") or {} for c in doc["cells"]]
-    labels = compact_labels(overrides)
+    labels = [label + (LATE_MARK if c.get("testbed_late") else "")
+              for label, c in zip(compact_labels(overrides), doc["cells"])]
     shown = set(doc["metrics"])  # the scenario's `metrics`
     cols = [(h, fn) for m, h, fn in _COLUMNS if m in shown]
     groups = [[[label if i == 0 else "", f["name"], str(f["runs"]), *(fn(f) for _, fn in cols)]
@@ -41,7 +44,8 @@ def text_table(doc: dict) -> tuple[list[str], list[str], list[list[list[str]]]]:
     groups = [g for g in groups if g]
     rows = [r for g in groups for r in g]
     headers = ["cell", "flow", "runs", *(h for h, _ in cols)]
-    notes = []
+    # (a cell is marked where cells are told apart: with one cell the warning line says it)
+    notes = [LATE_NOTE.rstrip(".")] if len(doc["cells"]) > 1 and any(c.get("testbed_late") for c in doc["cells"]) else []
     shared = shared_params(overrides)
     if shared:
         notes.append(f"every cell: {shared}")
@@ -141,6 +145,9 @@ def report_cmd(results, out_file, labels, csv_dir, as_json):
                 doc["csv"] = csv_doc
                 show = _both(show, _human_csv(csv_doc))
     emit(doc, as_json, show)
+    if "cells" in doc and "testbed_error" in doc:     # one report (a comparison has its own pages)
+        warn("report", [as_verdict(r["testbed_error"]) for c in doc["cells"]
+                        for r in c["runs"] if r.get("testbed_error")])
 
 
 def _human_compare(doc: dict):

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from tcpdelay.cli.common import FiniteFloatRange, emit, json_option
+from tcpdelay.cli.testbed_warning import as_verdict, warn
+from tcpdelay.results.testbed_error import LATE_MARK, LATE_NOTE
 
 
 def _stack_cell(p: dict, stack: str, stat: str) -> str:
@@ -20,6 +22,11 @@ def _stack_cell(p: dict, stack: str, stat: str) -> str:
     if mod.get("unstable"):
         return "unstable"
     return f"{ms_text(mod.get(stat))} ({error_text(err.get(stat))})"
+
+
+def _late(point: dict) -> bool:
+    """Whether the testbed was itself late in a run of the point (docs/testbed.md)."""
+    return bool(((point.get("testbed_error") or {}).get("worst") or {}).get("late"))
 
 
 def _human(doc: dict, model_stack: str):
@@ -34,12 +41,14 @@ def _human(doc: dict, model_stack: str):
         for col in cols:
             table.add_column(col)
         for p, row in zip(doc["points"], table_rows(doc["points"])):
-            point = f"{row[0]} {row[1]} {row[2]} ms {row[3]} %"
+            point = f"{row[0]} {row[1]} {row[2]} ms {row[3]} %" + (LATE_MARK if _late(p) else "")
             cells = [f"{row[i]} / {row[i + 1]} ({row[i + 2]})" for i in (5, 9, 12)]
             if extra:
                 cells += [_stack_cell(p, model_stack, "mean_s"), _stack_cell(p, model_stack, "p95_s")]
             table.add_row(point, *cells)
         console.print(table)
+        if any(_late(p) for p in doc["points"]):
+            console.print(LATE_NOTE, highlight=False)
         for c in doc.get("claims") or []:
             err = c["worst_relative_error"]
             console.print(f"paper's claim {c['profile']} RTT {c['rtt_s'] * 1e3:g} ms up to {c['max_loss'] * 100:g} % "
@@ -125,6 +134,7 @@ def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, p
     doc = run_validation(out, full=full, jobs=jobs, duration_s=duration_s, repetitions=repetitions,
                          grid=grid or None, console=Console(stderr=True), backend=backend)
     emit(doc, as_json, _human(doc, model_stack or ("classic" if backend == "ns3" else "linux")))
+    warn("validate", [as_verdict(r) for p in doc["points"] for r in (p.get("testbed_error") or {}).get("runs") or []])
     return 1 if (doc.get("sweep") or {}).get("failed") else 0
 
 

@@ -20,6 +20,7 @@ from typing import Callable
 from tcpdelay.errors import ParameterError, TcpdelayError
 from tcpdelay.model import advice_ranking
 from tcpdelay.model.advice_ranking import MEASUREMENT_ONLY, Budget, cost, option, rank
+from tcpdelay.results.testbed_error import run_section, verdict
 
 #: The TCP preset the measured "as-is" runs with (today's Linux defaults).
 DEFAULT_PRESET = "linux-default"
@@ -233,6 +234,8 @@ def measure(advice: dict, *, backend: str = "testbed", duration_s: float = DEFAU
                 playouts += [p["settings"]["playout_s"] for p in opts if p["kind"] == "playout"]
             try:
                 run_scenario(sc, seed, run_dir, backend=backend)
+                sec = run_section(run_dir)        # the run's own error (docs/testbed.md)
+                o["testbed_error"] = {**verdict(sec, f"option {o['name']!r}").to_dict(), "section": sec}
                 got = _measured_numbers(run_dir, playouts, budget)
             except (TcpdelayError, StopIteration, KeyError) as err:
                 failed.append({"option": o["name"], "error": " ".join(str(err).split()) or type(err).__name__})

@@ -20,6 +20,7 @@ from tcpdelay.report.report_context import CURVES_PER_FIGURE, ReportContext, chu
 from tcpdelay.report.table_format import kbps, ms, num, pct
 from tcpdelay.results import (QUALITY_BIN_S, CellData, Results, aggregate_cell,
                               aggregate_cell_cached, finite_mean, late_at, load_results)
+from tcpdelay.results.testbed_error import LATE_MARK, LATE_NOTE, warning_line, worst
 
 __all__ = ["CURVES_PER_FIGURE", "TABLE_PLAYOUT_DELAYS_S", "build_report", "cell_label", "write_report"]
 
@@ -83,19 +84,25 @@ def build_report(results: Results, report) -> dict:
            "(`tcpdelay metrics RUN_DIR` gives every metric of a run). " if has_media else ""))
     if ctx.problems():
         overview.paragraph("Left out, unreadable: " + "; ".join(ctx.problems()), note=True)
+    verdicts = [r.testbed for r in runs if r.testbed is not None]
+    late = warning_line("report", verdicts)
+    if late:
+        overview.paragraph(late.split(": warning: ", 1)[1].capitalize(), note=True)
     plots = report.figures()[before:]
     return {"results": str(results.path), "kind": results.kind, "name": results.name,
             "metrics": list(shown), "measured": measured, "runs": counts, "packets": sources,
             "table_playout_delays_s": list(TABLE_PLAYOUT_DELAYS_S), "cells": cells_out,
             **({"streams": streams_out} if streams_out else {}),
             "transfers": transfers, "cross_traffic": cross, "queue": queue, "tcp": tcp,
-            "figures": len(plots), "plots": plots}
+            "figures": len(plots), "plots": plots,
+            "testbed_error": {"late_cells": sorted(late_cells(results)),
+                              "worst": None if not verdicts else worst(verdicts).to_dict(),
+                              "runs_recorded": sum(v.recorded for v in verdicts)}}
 
 
 def _cells_without_media(ctx: ReportContext) -> list[dict]:
     return [{"id": cell.id, "label": cell.label, "short_label": ctx.label(cell), "overrides": cell.overrides,
-             "runs": [{"seed": r.seed, "status": r.status, "run_dir": str(r.run_dir), "error": r.error,
-                       "wall_s": r.wall_s, "packets": r.packets} for r in cell.runs],
+             "runs": [_run_out(r) for r in cell.runs], "testbed_late": cell.id in late_cells(ctx.results),
              "flows": [], "jain_index_goodput": None} for cell in ctx.results.cells]
 
 
@@ -116,14 +123,17 @@ def _media_tables(ctx: ReportContext, report, shown: tuple[str, ...], sources: d
             "repetition without per-packet delays shows the mean of the per-run statistics, not the "
             "statistics of the pooled packets, and has no delay plots.", note=True)
     cells_out, aggs_of = [], {}
+    late = late_cells(ctx.results)
+
+    def label(cell) -> str:       # a cell whose testbed was late in a run is marked
+        return ctx.label(cell) + (LATE_MARK if cell.id in late else "")
     for cell in ctx.results.cells:
         aggs = aggregate_cell(cell)
         jain = finite_mean(r.jain_index for r in cell.runs if r.status == "complete")
         aggs_of[cell.id] = (aggs, jain)
         cells_out.append({
             "id": cell.id, "label": cell.label, "short_label": ctx.label(cell), "overrides": cell.overrides,
-            "runs": [{"seed": r.seed, "status": r.status, "run_dir": str(r.run_dir), "error": r.error,
-                      "wall_s": r.wall_s, "packets": r.packets} for r in cell.runs],
+            "runs": [_run_out(r) for r in cell.runs], "testbed_late": cell.id in late,
             "flows": aggs, "jain_index_goodput": jain,
         })
     # two tables of at most a dozen columns, so that each fits the page (one when either is empty)
@@ -134,22 +144,36 @@ def _media_tables(ctx: ReportContext, report, shown: tuple[str, ...], sources: d
                "quality levels 0–1 (voice flows); discards: video frames discarded at playout; goodput "
                "and Jain's index: means over the runs.")]
     for cols, caption in [t for t in tables if t[0]] or tables[:1]:
-        rows = [[ctx.label(cell), a["name"], a["runs"], a["packets"], *(fn(a, jain) for _, fn in cols)]
+        rows = [[label(cell), a["name"], a["runs"], a["packets"], *(fn(a, jain) for _, fn in cols)]
                 for cell in ctx.results.cells for aggs, jain in [aggs_of[cell.id]] for a in aggs]
-        sec.table(["parameters", "flow", "runs", "packets", *(h for h, _ in cols)], rows, caption)
+        sec.table(["parameters", "flow", "runs", "packets", *(h for h, _ in cols)], rows,
+                  caption + (f" {LATE_NOTE}" if late else ""))
     run_cols = _shown_columns(_RUN_COLUMNS, shown)
     run_rows = []
     for cell in ctx.results.cells:
         for r in cell.runs:
             if r.status != "complete":
-                run_rows.append([ctx.label(cell), r.seed, r.status, "", *("" for _ in run_cols), r.error or ""])
+                run_rows.append([label(cell), r.seed, r.status, "", *("" for _ in run_cols), r.error or ""])
                 continue
             for f in r.flows:
-                run_rows.append([ctx.label(cell), r.seed, r.status, f.name,
+                run_rows.append([label(cell), r.seed, r.status, f.name,
                                  *(run_fn(f.metrics) for _, run_fn in run_cols), ""])
     report.section("Media flows: per run").table(
-        ["parameters", "seed", "status", "flow", *(h for h, _ in run_cols), "error"], run_rows)
+        ["parameters", "seed", "status", "flow", *(h for h, _ in run_cols), "error"], run_rows,
+        LATE_NOTE if late else "")
     return cells_out
+
+
+def late_cells(results: Results) -> set[str]:
+    """The ids of the cells with a complete run whose testbed was itself late."""
+    return {c.id for c in results.cells if any(r.testbed is not None and r.testbed.late for r in c.runs)}
+
+
+def _run_out(r) -> dict:
+    """A run in the report's JSON: where, how it ended, and its testbed error's verdict."""
+    return {"seed": r.seed, "status": r.status, "run_dir": str(r.run_dir), "error": r.error, "wall_s": r.wall_s,
+            "packets": r.packets,
+            "testbed_error": None if r.testbed is None else {**r.testbed.to_dict(), "section": r.testbed_section}}
 
 
 def _media_figures(ctx: ReportContext, report, shown: tuple[str, ...], cells_out: list[dict]) -> int:

@@ -18,6 +18,7 @@ from tcpdelay.experiments.validation.model_side import LATE_AT_S
 from tcpdelay.results import CellData, aggregate_cell, late_at, load_results
 from tcpdelay.results.layout import RUN_METADATA, SCENARIO_FILE
 from tcpdelay.results.markers import read_status
+from tcpdelay.results.testbed_error import worst, worst_emulator_lateness_us
 
 
 def recorded_path(cell: CellData, cell_dir: Path | None = None) -> tuple[float | None, float | None]:
@@ -51,13 +52,12 @@ def _run_extras(run_dir: Path) -> dict:
     link = (meta.get("run") or {}).get("link_counters") or {}
     fwd = link.get("a_to_b") or {}
     stats = meta.get("tcp_stats") or []
+    late = worst_emulator_lateness_us(link, bottleneck_only=True) or (0.0, 0.0)
     return {
         "packets_in": fwd.get("packets_in"),
         "loss_drops": (fwd.get("drops") or {}).get("loss"),
-        "lateness_max_us": max(((link.get(d) or {}).get("lateness_us") or {}).get("max") or 0.0
-                               for d in ("a_to_b", "b_to_a")),
-        "lateness_p99_us": max(((link.get(d) or {}).get("lateness_us") or {}).get("p99") or 0.0
-                               for d in ("a_to_b", "b_to_a")),
+        "lateness_max_us": late[1],
+        "lateness_p99_us": late[0],
         "total_retrans": sum(int(s.get("total_retrans") or 0) for s in stats),
         "total_rto": _rtos(meta, stats),
     }
@@ -95,6 +95,8 @@ def measured_points(results) -> list[dict]:
             "runs": flow["runs"] if flow else 0,
             "runs_failed": sum(r.status == "failed" for r in cell.runs),
             "measured": None,
+            # the worst of its complete runs' own errors, and each run's (docs/testbed.md)
+            "testbed_error": _testbed_error(cell),
         }
         if flow and flow["delay"]["count"]:
             pairs = [(r.seed, f.delay_s) for r in cell.runs if r.status == "complete"
@@ -119,6 +121,15 @@ def measured_points(results) -> list[dict]:
                 point["measured"].update(_recorded_counters(complete[0].run_dir))
         out.append(point)
     return out
+
+
+def _testbed_error(cell: CellData) -> dict:
+    """A point's ``testbed_error``: ``worst`` (the verdict shown for the cell, None without a
+    complete run) and ``runs`` (each complete run's verdict with its section)."""
+    done = [r for r in cell.runs if r.status == "complete" and r.testbed is not None]
+    w = worst(r.testbed for r in done)
+    return {"worst": None if w is None else w.to_dict(),
+            "runs": [{**r.testbed.to_dict(), "section": r.testbed_section} for r in done]}
 
 
 #: The run counters (from run.json) of a point's measured statistics.
