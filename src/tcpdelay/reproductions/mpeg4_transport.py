@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tcpdelay.reproductions.sweep_data import flows_table, run_json, runs, save_figure
+from tcpdelay.results.testbed_error import worst_emulator_lateness_us
 
 QUEUE_TRACES_FILE = "queue_traces.parquet"
 
@@ -63,20 +64,8 @@ def _mean(values) -> float | None:
 
 def _worst_lateness_us(link: dict) -> float | None:
     """The largest p99 lateness over the bottleneck's directions and every access link."""
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            lat = node.get("lateness_us")
-            if isinstance(lat, dict) and lat.get("p99") is not None:
-                found.append(float(lat["p99"]))
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-    walk(link)
-    return max(found) if found else None
+    worst = worst_emulator_lateness_us(link)
+    return None if worst is None else worst[0]
 
 
 def run_row(r: dict) -> dict:

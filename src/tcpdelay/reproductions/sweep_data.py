@@ -22,6 +22,7 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.results.layout import DELAYS_FILE, PACKETS_FILE, RUN_METADATA, find_runs, has_records, seed_of
 from tcpdelay.results.packets import read_delays, run_delays, write_delays
 from tcpdelay.results.runs import flow_rows, run_json as _run_json
+from tcpdelay.results.testbed_error import worst_emulator_lateness_us
 
 #: The repository (its results/, docs/, experiments/ and data/).
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -133,5 +134,4 @@ def emulator_lateness_us(run_dir: Path) -> tuple[float, float]:
     """The emulator's worst p99 and maximum lateness over both directions (µs): how far behind
     schedule it delivered packets — large values mean the machine disturbed the run."""
     link = run_json(run_dir)["run"].get("link_counters") or {}
-    lat = [(link.get(d) or {}).get("lateness_us") or {} for d in ("a_to_b", "b_to_a")]
-    return (max((x.get("p99") or 0.0) for x in lat), max((x.get("max") or 0.0) for x in lat))
+    return worst_emulator_lateness_us(link, bottleneck_only=True) or (0.0, 0.0)
