@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -177,3 +178,40 @@ def test_the_library_refuses_what_would_overflow():
         predict("voip", rtt_s=0.1, loss=0.01, connections=10**23)
     with pytest.raises(ParameterError, match=r"^rtt_s: 1e\+20 s at 50 packets/s needs a window bound"):
         predict("voip", rtt_s=1e20, loss=0.0)
+
+
+def test_the_backlog_rows_agree_and_a_number_keeps_its_unit():
+    """Issue 54, item 6: ``delay`` printed "mean backlog (packets) 0.00" beside "backlog share of
+    TCP delay 8.7 %" (the chain's backlog is what a round leaves; the share counts waits within
+    rounds), and its footer broke "11 %" across two lines at 80 columns."""
+    res = subprocess.run([sys.executable, "-m", "tcpdelay", "delay", "--profile", "voip", "--rtt-s", "0.1",
+                          "--loss", "0.02"], capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    rows = {cells[0]: cells[1] for line in res.stdout.splitlines()
+            if len(cells := [c.strip() for c in line.strip("│ ").split("│")]) == 2}
+    doc = json.loads(tcpdelay("delay", "--profile", "voip", "--rtt-s", "0.1", "--loss", "0.02", "--json").stdout)
+    wait_s = doc["backlog_share"] * (doc["mean_s"] - 0.05)
+    assert doc["backlog_share"] > 0.05 and doc["mean_backlog_packets"] == 0
+    from tcpdelay.cli.common import fmt_s
+
+    assert rows["backlog share of TCP delay"] == f"{doc['backlog_share'] * 100:.1f} % ({fmt_s(wait_s)} a packet)"
+    assert rows["backlog left after a round"] == "0 packets"
+    assert "mean backlog (packets)" not in rows
+    res = subprocess.run([sys.executable, "-m", "tcpdelay", "delay", "--profile", "video", "--rtt-s", "0.3",
+                          "--loss", "0.001"], capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
+    lines = res.stdout.splitlines()
+    footer = lines[next(i for i, line in enumerate(lines) if line.startswith("model error")):]
+    assert "(the measured means there are themselves uncertain by up to 11 %" in " ".join(footer)
+    for a, b in zip(footer, footer[1:]):
+        assert not (a[-1:].isdigit() and b.split(" ")[0] in ("%", "ms", "s")), (a, b)
+    assert all(len(line) <= 80 for line in lines)
+
+
+def test_phrase_lines_keep_a_number_with_its_unit():
+    from tcpdelay.cli.text_layout import phrase_lines
+
+    text = "p95 within 28 % (the measured means there are themselves uncertain by up to 11 %, one standard error)"
+    lines = phrase_lines(text, 80)
+    assert lines == ["p95 within 28 % (the measured means there are themselves uncertain by up to",
+                     "11 %, one standard error)"]
+    assert phrase_lines("a delay of 20 ms and 3 s", 20) == ["a delay of 20 ms and", "3 s"]

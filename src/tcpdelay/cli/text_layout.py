@@ -8,6 +8,7 @@ to be a rich table title, wrapped at the table's width wherever a space fell (``
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from rich import box
@@ -21,6 +22,10 @@ __all__ = ["compact_table", "needs_wrapping", "phrase_lines", "print_key_values"
 
 #: Where a line may break, best first: after a phrase's semicolon, comma, colon.
 _PHRASE_ENDS = ";,:"
+#: A number and the unit after it ("11 %", "20 ms"): never broken apart (held together by
+#: :data:`_GLUE` while the text is cut, a character neither textwrap nor a phrase end splits at).
+_UNIT = re.compile(r"(\d) (%|[kMG]?b/s|[kMG]?B|ms|µs|ns|s|min|h|packets?|segments?)(?![\w/])")
+_GLUE = "\x00"
 
 
 def _split_after(text: str, mark: str) -> list[str]:
@@ -41,6 +46,8 @@ def phrase_lines(text: str, width: int, level: int = 0) -> list[str]:
     broken between words."""
     width = max(width, 20)
     text = " ".join(text.split())
+    if level == 0 and _UNIT.search(text):   # a number and its unit stay on one line ("11 %")
+        return [line.replace(_GLUE, " ") for line in phrase_lines(_UNIT.sub(rf"\1{_GLUE}\2", text), width)]
     if len(text) <= width:
         return [text] if text else []
     if level == len(_PHRASE_ENDS):
