@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tcpdelay.reproductions.sweep_data import flows_table, run_json, runs, save_figure
+from tcpdelay.reproductions.sweep_data import flows_table, late_mark, run_json, runs, save_figure
 from tcpdelay.results.testbed_error import worst_emulator_lateness_us
 
 QUEUE_TRACES_FILE = "queue_traces.parquet"
@@ -290,7 +290,8 @@ def table_grid(rows: list[dict], key: str, key_label: str, protos: tuple[str, ..
 
 def table_4_2_testbed(results: Path, topology: str) -> str:
     """§4.2 on the testbed at 1-80 flows (30-s runs, Reno and UDP) beside ns-3's full-size runs of
-    the same cells (60 s), with how late the emulator wrote packets (the worst link's p99)."""
+    the same cells (60 s), with how late the emulator wrote packets (the worst link's p99), marked
+    † where the run recorded that its testbed was itself late (any component, docs/testbed.md)."""
     testbed = _load(results, f"mpeg4-4.2-{topology}-reduced")
     ns3 = _load(results, f"mpeg4-4.2-{topology}-ns3")
     out = ["| flows | protocol | testbed goodput | ns-3 goodput | testbed RTPI | ns-3 RTPI | testbed Jain | ns-3 Jain "
@@ -302,10 +303,11 @@ def table_4_2_testbed(results: Path, topology: str) -> str:
             if t is None:
                 continue
             late = t["lateness_p99_us"]
+            mark = late_mark(results / f"mpeg4-4.2-{topology}-reduced", t["cell_id"], t["seed"])
             out.append(f"| {n} | {proto} | {_mbps(t['system_goodput_bps'])} | {_mbps(s and s['system_goodput_bps'])} "
                        f"| {_f(t['rtpi_mean'], '{:.3f}')} | {_f(s and s['rtpi_mean'], '{:.3f}')} "
                        f"| {_f(t['jain_index'], '{:.3f}')} | {_f(s and s['jain_index'], '{:.3f}')} "
-                       f"| {'—' if late is None else f'{late / 1e3:.1f} ms'} |")
+                       f"| {'—' if late is None else f'{late / 1e3:.1f} ms'}{mark} |")
     return "\n".join(out)
 
 

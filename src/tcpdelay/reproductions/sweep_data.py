@@ -22,7 +22,7 @@ from tcpdelay.errors import ParameterError
 from tcpdelay.results.layout import DELAYS_FILE, PACKETS_FILE, RUN_METADATA, find_runs, has_records, seed_of
 from tcpdelay.results.packets import read_delays, run_delays, write_delays
 from tcpdelay.results.runs import flow_rows, run_json as _run_json
-from tcpdelay.results.testbed_error import worst_emulator_lateness_us
+from tcpdelay.results.testbed_error import LATE_MARK, run_verdict, worst_emulator_lateness_us
 
 #: The repository (its results/, docs/, experiments/ and data/).
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -135,3 +135,11 @@ def emulator_lateness_us(run_dir: Path) -> tuple[float, float]:
     schedule it delivered packets — large values mean the machine disturbed the run."""
     link = run_json(run_dir)["run"].get("link_counters") or {}
     return worst_emulator_lateness_us(link, bottleneck_only=True) or (0.0, 0.0)
+
+
+def late_mark(sweep_dir: Path, cell_id: str, seed) -> str:
+    """:data:`~tcpdelay.results.testbed_error.LATE_MARK` when that run of the sweep recorded that
+    its testbed was itself late (docs/testbed.md, "When the testbed itself was late"), else ""
+    (also for a run from before the section existed: not recorded, not marked)."""
+    run_dir = sweep_dir / "cells" / str(cell_id) / f"seed-{seed}"
+    return LATE_MARK if run_verdict(run_dir).late else ""
