@@ -85,9 +85,9 @@ def test_metrics_warns_for_a_late_run_and_says_nothing_of_an_old_one(sweep_dir, 
     on_time = sweep_dir / "cells" / "bbbbbbbbbbbb" / "seed-1"
     assert cli_exit(["metrics", str(on_time)]) == 0
     out, err = capsys.readouterr()
-    # its worst: the sender, nearest its own bound (0.9 of 2 ms) of all its parts
+    # its worst: the sender, nearest its own bound (0.9 of 3 ms) of all its parts
     assert not _warnings(err)
-    assert "testbed error: worst sender of flow 0 lateness p99 0.90 ms (max 1.50 ms) <= bound 2.00 ms" in " ".join(out.split())
+    assert "testbed error: worst sender of flow 0 lateness p99 0.90 ms (max 1.50 ms) <= bound 3.00 ms" in " ".join(out.split())
 
 
 def test_the_sweep_table_marks_the_late_cell_with_a_footnote(sweep_dir):
