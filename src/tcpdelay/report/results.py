@@ -87,7 +87,8 @@ def build_report(results: Results, report) -> dict:
     verdicts = [r.testbed for r in runs if r.testbed is not None]
     late = warning_line("report", verdicts)
     if late:
-        overview.paragraph(late.split(": warning: ", 1)[1].capitalize(), note=True)
+        text = late.split(": warning: ", 1)[1]
+        overview.paragraph(text[0].upper() + text[1:], note=True)
     plots = report.figures()[before:]
     return {"results": str(results.path), "kind": results.kind, "name": results.name,
             "metrics": list(shown), "measured": measured, "runs": counts, "packets": sources,
