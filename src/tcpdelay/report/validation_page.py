@@ -15,6 +15,7 @@ from tcpdelay.experiments.validation.table import claim_hol_ramp_text, error_tex
 from tcpdelay.experiments.validation.texts import text
 from tcpdelay.report import results_plots as rp
 from tcpdelay.report.html import Report
+from tcpdelay.results.testbed_error import Verdict
 
 #: The page's file name in the validation's directory.
 PAGE_FILE = "validation.html"
@@ -54,6 +55,13 @@ def add_validation_sections(report: Report, points: list[dict], doc: dict) -> No
                 "disturbed-points", count=len(flagged), flag_ms=LATE_FLAG_US / 1e3, points="; ".join(
                     f"{p['profile']} {p['stack']} RTT {p['rtt_s'] * 1e3:g} ms p {p['loss'] * 100:g} %"
                     for p in flagged)), note=True)
+    late_points = [p for p in points if ((p.get("testbed_error") or {}).get("worst") or {}).get("late")]
+    if late_points:    # the runs' own record of their error (docs/testbed.md), beside the flag above
+        report.sections[-1].paragraph(
+            f"{len(late_points)} point(s) with a run whose testbed was itself late (docs/testbed.md, \"When the "
+            "testbed itself was late\"): " + "; ".join(
+                f"{p['profile']} {p['stack']} RTT {(p['rtt_s'] or 0) * 1e3:g} ms p {(p['loss'] or 0) * 100:g} %: "
+                f"{Verdict(**p['testbed_error']['worst']).text()}" for p in late_points), note=True)
     claims = doc.get("claims") or []
     if claims:
         report.section("The paper's accuracy claims, checked").table(
