@@ -261,12 +261,36 @@ def plan_run(scenario: Scenario, seed: int, *, lead_s: float = LEAD_S) -> RunPla
         flow_id += 1
     if len([h for h in hosts if h["side"] == "left"]) > 200 or len([h for h in hosts if h["side"] == "right"]) > 200:
         raise ParameterError("the scenario needs more than 200 hosts on one side")
+    _check_ports(plan)
     if scenario.access is not None:
         for h in hosts:
             d = _direction_spec(scenario.access.side(h["side"]), lead_s)
             h["access"] = {"a_to_b": d, "b_to_a": d}
             h["access_seed"] = derive_seed(seed, "access", h["name"])
     return plan
+
+
+def _check_ports(plan: RunPlan) -> None:
+    """Every port of the plan is a port (at most 65,535) and no two roles share one: a
+    scenario with 200,000 flows passed --dry-run with media ports up to 219,999 (issue 53)."""
+    used: dict[int, str] = {}
+    n = len(plan.media) + len(plan.cross) + len(plan.streams)
+
+    def claim(port: int, what: str) -> None:
+        if port > 65535:
+            raise ParameterError(f"the scenario's {n} flows need port {port} for {what}, past 65,535: "
+                                 "use fewer flows (or count)")
+        if used.get(port, what) != what:
+            raise ParameterError(f"the scenario's {n} flows would give port {port} to both {used[port]} "
+                                 f"and {what}: use fewer flows (or count)")
+        used[port] = what
+
+    for m in plan.media:
+        claim(m.port, f"media flow {m.name}")
+    for c in plan.cross:
+        claim(c.port, "the TCP cross-traffic servers" if c.port == CROSS_TCP_PORT else f"cross flow {c.name}")
+    for st in plan.streams:
+        claim(st.port, f"stream {st.name}")
 
 
 def media_source(flow: Flow):

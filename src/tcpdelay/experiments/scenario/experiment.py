@@ -3,6 +3,7 @@ path, flows, cross traffic and streams, with the checks that span them."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
@@ -66,6 +67,16 @@ class Scenario(StrictTable):
     #: TCP state over time: every TCP flow's TCP_INFO sampled this often into the run's
     #: ``tcp_state`` records (docs/metrics.md); 0 = off; unset = 0.01 s (DEFAULT_TCP_STATE_PERIOD_S).
     tcp_state_period_s: Annotated[float, Field(ge=0.0, le=60.0, allow_inf_nan=False)] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v):
+        # The name is a folder (out/<name>): one path component, no ".", "..", hidden name or option
+        # (a name of "../../../tmp/x" put a sweep's output outside out/, issue 53).
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}", v):
+            raise ValueError(f"{v!r:.80} must be 1-128 of A-Z a-z 0-9 _ . + -, starting with a letter, "
+                             "digit or _ (it names the output folder out/<name>)")
+        return v
 
     @field_validator("metrics")
     @classmethod
