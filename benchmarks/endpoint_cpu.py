@@ -130,15 +130,18 @@ def _psi_some_us() -> int | None:
     return None
 
 
+#: py-spy records this many of a side's processes at most (the busiest).
+PYSPY_PROCESSES = 4
+
+
 class Profiler(threading.Thread):
-    """Once the run's endpoints are up, ``py-spy record`` and ``perf record -g`` on the busiest
-    process of each side (the one with the most CPU by then) for ``seconds``."""
+    """Once the run's traffic flows, ``perf record -g`` on every process of each side and on the
+    emulator, and ``py-spy record`` on each side's busiest processes, for ``seconds``."""
 
     def __init__(self, cpu: CpuByRole, out: Path, tag: str, seconds: float, after_s: float):
         super().__init__(daemon=True)
         self.cpu, self.out, self.tag, self.seconds, self.after_s = cpu, out, tag, seconds, after_s
         self.procs: list[subprocess.Popen] = []
-        self.files: list[str] = []
 
     def run(self) -> None:
         deadline = time.monotonic() + 120.0       # the traffic has started: its hosts' packets grow
@@ -147,20 +150,26 @@ class Profiler(threading.Thread):
         time.sleep(self.after_s)
         pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         for role in ("tx", "rx", "emulator"):
-            live = [(s.cpu[-1], pid) for pid, s in self.cpu.series.items() if s.role == role and not s.gone]
+            live = sorted(((s.cpu[-1], pid) for pid, s in self.cpu.series.items() if s.role == role and not s.gone),
+                          reverse=True)
             if not live:
                 continue
-            pid = max(live)[1]
-            base = self.out / f"{self.tag}-{role}-{pid}"
-            cmds = [["perf", "record", "-g", "-F", "499", "-p", str(pid), "-o", f"{base}.perf.data", "--",
-                     "sleep", str(self.seconds)]]
-            if role != "emulator":        # (a Rust program: perf sees all of it)
-                cmds.append([pyspy, "record", "--pid", str(pid), "--duration", str(int(self.seconds)), "--rate", "250",
-                             "--native", "--idle", "--threads", "--format", "raw", "--output", f"{base}.pyspy.txt"])
-            for c in cmds:
-                self.procs.append(subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                                   start_new_session=True))
-            self.files.append(str(base))
+            pids = [pid for _, pid in live]
+            base = self.out / f"{self.tag}-{role}"
+            # perf on every process of the side (a per-flow process alone is mostly asleep: too
+            # few samples); py-spy (one process each) on the busiest few
+            self._start(["perf", "record", "-g", "-F", "499", "-p", ",".join(map(str, pids)),
+                         "-o", f"{base}.perf.data", "--", "sleep", str(self.seconds)])
+            if role == "emulator":          # (a Rust program: perf sees all of it)
+                continue
+            for pid in pids[:PYSPY_PROCESSES]:
+                self._start([pyspy, "record", "--pid", str(pid), "--duration", str(int(self.seconds)), "--rate", "250",
+                             "--native", "--idle", "--threads", "--format", "raw", "--output",
+                             f"{base}-{pid}.pyspy.txt"])
+
+    def _start(self, argv: list[str]) -> None:
+        log = open(self.out / "profilers.log", "a")
+        self.procs.append(subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True))
 
     def wait(self) -> None:
         self.join()
@@ -254,7 +263,9 @@ def measure(kind: str, n: int, duration_s: float, profile_dir: Path | None = Non
     out["cores_mean"] = out["tx"]["cores_mean"] + out["rx"]["cores_mean"]
     out["cores_per_flow"] = out["cores_mean"] / n
     out["flows_per_core"] = n / out["cores_mean"] if out["cores_mean"] > 0 else float("inf")
-    out["emulator_us_per_packet"] = per(out["emulator"]["window_cpu_s"], wire_in_window)
+    # per packet of the kind's unit (media packets: the hosts' interface counts of a grouped
+    # process's threads are read per thread, and miss some)
+    out["emulator_us_per_packet"] = per(out["emulator"]["window_cpu_s"], window_packets)
     return out
 
 
@@ -311,7 +322,7 @@ def print_table(summary: list[dict]) -> None:
             ("us/wire pkt", 14, ("us_per_wire_packet", 0)), ("whole run", 16, ("us_per_packet_whole_run", 0)),
             ("fixed s/flow", 16, ("fixed_cpu_s_per_flow", 3)), ("us/message", 16, ("us_per_message", 0)),
             ("cores", 16, ("cores_mean", 2)), ("flows/core", 14, ("flows_per_core", 0)),
-            ("emu us/wire", 14, ("emulator_us_per_packet", 1)), ("emu cores", 14, ("emulator_cores", 2)),
+            ("emu us/packet", 14, ("emulator_us_per_packet", 1)), ("emu cores", 14, ("emulator_cores", 2)),
             ("PSI some %", 12, ("cpu_pressure_some_pct", 0)))
     print("\n" + " ".join(f"{c:>{w}}" for c, w, _ in cols))
     for s in summary:
@@ -357,7 +368,7 @@ def main() -> int:
                       f"{r['us_per_packet_rx']:.0f}; whole run {r['us_per_packet_whole_run']:.0f}, "
                       f"fixed {r['fixed_cpu_s_per_flow']:.3f} s/flow), {r['cores_mean']:.2f} cores "
                       f"(busiest 1 s: {r['tx']['cores_busiest_1s'] + r['rx']['cores_busiest_1s']:.2f}); "
-                      f"emulator {r['emulator_us_per_packet']:.1f} us/wire packet, {r['emulator']['cores_mean']:.2f} cores; "
+                      f"emulator {r['emulator_us_per_packet']:.1f} us/packet, {r['emulator']['cores_mean']:.2f} cores; "
                       f"load {r['loadavg_1m_before']:.1f}, PSI some {r['cpu_pressure_some_pct'] or 0:.0f} %"
                       + (f"  FAILED: {r['failed']}" if r["failed"] else ""),
                       file=sys.stderr if args.json else sys.stdout, flush=True)

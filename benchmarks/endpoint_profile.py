@@ -3,8 +3,9 @@
 
     .venv/bin/python benchmarks/endpoint_profile.py DIR [--top 12]
 
-For every ``<kind>-<flows>-<side>-<pid>.pyspy.txt`` (py-spy ``--native --idle --threads``, raw
-folded stacks: every thread's stack at 250 Hz whether it runs or waits) it prints the share of
+For every side of every run (``<kind>-<flows>-<side>-<pid>.pyspy.txt``, one per process: py-spy
+``--native --idle --threads``, raw folded stacks, every thread's stack at 250 Hz whether it runs
+or waits; a side's processes summed) it prints the share of
 samples waiting (the innermost frame a blocking call: epoll/select/poll, a sleep, a blocking
 receive), waiting for the GIL (``take_gil``), and of the rest — on a CPU — the share by what the
 innermost frames are (:data:`CATEGORIES`, first match wins) and by the innermost tcpdelay
@@ -25,7 +26,10 @@ from pathlib import Path
 IDLE = re.compile(r"^(epoll_wait|epoll_pwait|__select|select|poll|__poll|ppoll|clock_nanosleep|__clock_nanosleep|"
                   r"nanosleep|__nanosleep|pthread_cond_wait|__pthread_cond_wait|sem_wait|do_futex_wait|"
                   r"__futex_abstimed_wait_common|futex_wait|__GI___poll|accept|accept4|__libc_accept|"
-                  r"read|__libc_read|waitpid|__waitpid|wait4)\b")
+                  r"read|__libc_read|waitpid|__waitpid|wait4|flock)\b")
+FUTEX = re.compile(r"^(0x[0-9a-f]+|pthread_cond_\w+|__pthread_cond_\w+|pthread_mutex_lock|__pthread_mutex_lock|"
+                   r"__futex\w*|futex\w*|syscall)$")
+LOCK_WAIT = re.compile(r"PyThread_acquire_lock|lock_PyThread_acquire_lock|acquire_timed|rlock_acquire")
 GIL = re.compile(r"take_gil|drop_gil|PyCOND_TIMEDWAIT|PyMUTEX_LOCK")
 #: What an on-CPU sample is doing, by its frames (:func:`category`).
 CATEGORIES = (
@@ -74,11 +78,12 @@ def category(fr: list[str]) -> str:
     return "Python interpreter / other"
 
 
-def summarize_pyspy(path: Path, top: int) -> dict:
+def summarize_pyspy(paths: list[Path], top: int) -> dict:
     total = idle = gil = 0
     cats: collections.Counter = collections.Counter()
     funcs: collections.Counter = collections.Counter()
-    for line in path.read_text(errors="replace").splitlines():
+    lines = [line for path in paths for line in path.read_text(errors="replace").splitlines()]
+    for line in lines:
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
@@ -92,6 +97,16 @@ def summarize_pyspy(path: Path, top: int) -> dict:
         if IDLE.match(leaf):
             idle += n
             continue
+        if FUTEX.match(leaf):
+            # a futex wait: on a lock of the program's own (a thread's join) it waits; after a
+            # call that let the GIL go (epoll, send, open, ...) it waits to take the GIL back
+            # (py-spy's native stacks do not show take_gil: it is inlined)
+            caller = next((_name(f) for f in reversed(fr) if not FUTEX.match(_name(f))), "")
+            if LOCK_WAIT.search(caller):
+                idle += n
+            else:
+                gil += n
+            continue
         cats[category(fr)] += n
         own = next((f for f in reversed(fr) if "tcpdelay" in f or re.search(r"\((sender|receiver|grouped_endpoints|"
                                                                                r"response_server|bulk|web_onoff|page_load|"
@@ -100,7 +115,7 @@ def summarize_pyspy(path: Path, top: int) -> dict:
                    None)
         funcs[own or "(no tcpdelay frame)"] += n
     busy = total - idle - gil
-    return {"file": path.name, "samples": total, "idle_pct": 100 * idle / total if total else 0,
+    return {"files": [p.name for p in paths], "samples": total, "idle_pct": 100 * idle / total if total else 0,
             "gil_wait_pct": 100 * gil / total if total else 0, "on_cpu_samples": busy,
             "on_cpu_by_category_pct": {k: 100 * v / busy for k, v in cats.most_common(top)} if busy else {},
             "on_cpu_by_tcpdelay_function_pct": {k: 100 * v / busy for k, v in funcs.most_common(top)} if busy else {}}
@@ -129,10 +144,13 @@ def main() -> int:
     ap.add_argument("dir", type=Path)
     ap.add_argument("--top", type=int, default=10)
     args = ap.parse_args()
-    for p in sorted(args.dir.glob("*.pyspy.txt")):
-        s = summarize_pyspy(p, args.top)
-        print(f"\n== {s['file']}: {s['samples']} samples; waiting {s['idle_pct']:.0f} %, waiting for the GIL "
-              f"{s['gil_wait_pct']:.0f} %, on a CPU {s['on_cpu_samples']} samples:")
+    sides: dict[str, list[Path]] = {}
+    for p in sorted(args.dir.glob("*.pyspy.txt")):        # <kind>-<flows>-<side>-<pid>: a side's processes together
+        sides.setdefault(p.name.rsplit("-", 1)[0], []).append(p)
+    for side, paths in sides.items():
+        s = summarize_pyspy(paths, args.top)
+        print(f"\n== {side} ({len(paths)} processes): {s['samples']} samples; waiting {s['idle_pct']:.0f} %, "
+              f"waiting for the GIL {s['gil_wait_pct']:.0f} %, on a CPU {s['on_cpu_samples']} samples:")
         for k, v in s["on_cpu_by_category_pct"].items():
             print(f"   {v:5.1f} %  {k}")
         print("   by innermost tcpdelay frame:")
