@@ -44,7 +44,7 @@ def comm(pid: int) -> str:
         return ""
 
 
-def netns_inode(pid: int) -> int | None:
+def netns_inode(pid: int | str) -> int | None:
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino
     except OSError:
@@ -66,9 +66,9 @@ def netns_names() -> dict[int, str]:
     return out
 
 
-def interface_packets(pid: int) -> int | None:
+def interface_packets(pid: int | str) -> int | None:
     """Packets received plus sent on every interface but lo of the network namespace ``pid``
-    runs in (/proc/PID/net/dev)."""
+    (or ``"PID/task/TID"``) runs in (/proc/PID/net/dev)."""
     try:
         with open(f"/proc/{pid}/net/dev") as f:
             lines = f.read().splitlines()[2:]
@@ -212,13 +212,18 @@ class CpuByRole(threading.Thread):
 
     def _count_packets(self, now_t: float, pids: list[int]) -> None:
         for pid in pids:
-            ino = netns_inode(pid)
-            if ino is None or ino in self._seen_ns_now:
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")   # (a grouped process's threads: a namespace each)
+            except OSError:
                 continue
-            self._seen_ns_now.add(ino)
-            n = interface_packets(pid)
-            if n is not None:
-                self._ns_packets[ino] = n
+            for tid in tasks:
+                ino = netns_inode(f"{pid}/task/{tid}")
+                if ino is None or ino in self._seen_ns_now:
+                    continue
+                self._seen_ns_now.add(ino)
+                n = interface_packets(f"{pid}/task/{tid}")
+                if n is not None:
+                    self._ns_packets[ino] = n
         self._seen_ns_now = set()
         self.packets_t.append(now_t)
         self.packets.append(sum(self._ns_packets.values()))
