@@ -23,8 +23,9 @@ host behind its own 10 Mb/s 10 ms access link, the bottleneck 100 Mb/s 25 ms):
 
 CPU is user + system time of the endpoint processes (every thread; /proc, sampled every 0.2 s;
 what a process used after its last sample is added from the run's reaped children's rusage),
-each filed by the network namespace it runs in: the sending side (media senders, cross
-servers, UDP background senders) or the receiving side. "Per packet" counts from the run's
+each filed by the network namespaces its threads run in: the sending side (media senders, cross
+servers, UDP background senders), the receiving side, or both (one program serving every flow
+end, as a native endpoint may: then no split is shown). "Per packet" counts from the run's
 start instant t0 to the processes' end: sending, receiving, records written (Parquet parts,
 the final flush, the summaries); set-up (imports, connections, before t0) is shown apart.
 "Cores" is the mean over the traffic's [t0, t0 + duration]; "busiest" the worst 1-s window.
@@ -149,7 +150,7 @@ class Profiler(threading.Thread):
             time.sleep(0.2)
         time.sleep(self.after_s)
         pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-        for role in ("tx", "rx", "emulator"):
+        for role in ("tx", "rx", "ends", "emulator"):
             live = sorted(((s.cpu[-1], pid) for pid, s in self.cpu.series.items() if s.role == role and not s.gone),
                           reverse=True)
             if not live:
@@ -195,7 +196,7 @@ def measure(kind: str, n: int, duration_s: float, profile_dir: Path | None = Non
     failed = None
     with tempfile.TemporaryDirectory() as tmp:
         rd = Path(tmp)
-        with CpuByRole(classifier(plan, own_comm), count_packets=("tx", "rx")) as cpu:
+        with CpuByRole(classifier(plan, own_comm), count_packets=("tx", "rx", "ends")) as cpu:
             prof = None
             if profile_dir is not None:
                 # (from 1.5 s after the traffic starts, for most of it)
@@ -236,7 +237,7 @@ def measure(kind: str, n: int, duration_s: float, profile_dir: Path | None = Non
     wire_in_window = cpu.packets_between(start, end) / 2      # (each packet: at its sender's host and its receiver's)
     window_packets = media_in_window if media else wire_in_window
     out.update(window_s=end - start, window_packets=window_packets, wire_packets_in_window=wire_in_window)
-    for role in ("tx", "rx", "emulator"):
+    for role in ("tx", "rx", "ends", "emulator"):      # ends: a process serving both sides
         out[role] = {"processes": cpu.processes(role),
                      "window_cpu_s": cpu.cpu_s(role, start, end),
                      "total_cpu_s": cpu.cpu_s(role),
@@ -248,11 +249,12 @@ def measure(kind: str, n: int, duration_s: float, profile_dir: Path | None = Non
     def per(cpu_s: float, count: float) -> float:
         return 1e6 * cpu_s / count if count else float("nan")
 
-    ends = out["tx"]["window_cpu_s"] + out["rx"]["window_cpu_s"]
-    total = out["tx"]["total_cpu_s"] + out["rx"]["total_cpu_s"]
+    ends = sum(out[r]["window_cpu_s"] for r in ("tx", "rx", "ends"))
+    total = sum(out[r]["total_cpu_s"] for r in ("tx", "rx", "ends"))
+    split = out["ends"]["processes"] == 0     # (one process for both sides: no split)
     out["us_per_packet"] = per(ends, window_packets)
-    out["us_per_packet_tx"] = per(out["tx"]["window_cpu_s"], window_packets)
-    out["us_per_packet_rx"] = per(out["rx"]["window_cpu_s"], window_packets)
+    out["us_per_packet_tx"] = per(out["tx"]["window_cpu_s"], window_packets) if split else float("nan")
+    out["us_per_packet_rx"] = per(out["rx"]["window_cpu_s"], window_packets) if split else float("nan")
     out["us_per_wire_packet"] = per(ends, wire_in_window)
     # the whole life of every endpoint (forked, imports, connections, the last records and
     # summaries) over every packet of the run: the issue's "set-up and summaries included"
@@ -260,7 +262,7 @@ def measure(kind: str, n: int, duration_s: float, profile_dir: Path | None = Non
     # what does not grow with packets: the whole minus the steady rate times the run's packets
     out["fixed_cpu_s_per_flow"] = (total - ends / window_packets * packets) / n if window_packets else float("nan")
     out["us_per_message"] = per(total, out["messages"]) if out["messages"] else None
-    out["cores_mean"] = out["tx"]["cores_mean"] + out["rx"]["cores_mean"]
+    out["cores_mean"] = sum(out[r]["cores_mean"] for r in ("tx", "rx", "ends"))
     out["cores_per_flow"] = out["cores_mean"] / n
     out["flows_per_core"] = n / out["cores_mean"] if out["cores_mean"] > 0 else float("inf")
     # per packet of the kind's unit (media packets: the hosts' interface counts of a grouped
@@ -367,7 +369,7 @@ def main() -> int:
                       f"{r['us_per_packet']:6.0f} us/packet (senders {r['us_per_packet_tx']:.0f}, receivers "
                       f"{r['us_per_packet_rx']:.0f}; whole run {r['us_per_packet_whole_run']:.0f}, "
                       f"fixed {r['fixed_cpu_s_per_flow']:.3f} s/flow), {r['cores_mean']:.2f} cores "
-                      f"(busiest 1 s: {r['tx']['cores_busiest_1s'] + r['rx']['cores_busiest_1s']:.2f}); "
+                      f"(busiest 1 s: {sum(r[x]['cores_busiest_1s'] for x in ('tx', 'rx', 'ends')):.2f}); "
                       f"emulator {r['emulator_us_per_packet']:.1f} us/packet, {r['emulator']['cores_mean']:.2f} cores; "
                       f"load {r['loadavg_1m_before']:.1f}, PSI some {r['cpu_pressure_some_pct'] or 0:.0f} %"
                       + (f"  FAILED: {r['failed']}" if r["failed"] else ""),

@@ -90,6 +90,7 @@ class Proc:
     comm: str
     cpu_s: float         # utime + stime + cutime + cstime (its own reaped children too)
     ppid: int
+    threads: int = 1
 
 
 def descendants(root: int) -> dict[int, Proc]:
@@ -101,7 +102,7 @@ def descendants(root: int) -> dict[int, Proc]:
         f = stat_fields(f"/proc/{name}/stat")
         if f is None:
             continue
-        procs[int(name)] = Proc(int(name), "", sum(int(x) for x in f[11:15]) / HZ, int(f[1]))
+        procs[int(name)] = Proc(int(name), "", sum(int(x) for x in f[11:15]) / HZ, int(f[1]), int(f[17]))
     children: dict[int, list[int]] = {}
     for p in procs.values():
         children.setdefault(p.ppid, []).append(p.pid)
@@ -167,12 +168,26 @@ class CpuByRole(threading.Thread):
         self._balance = 0.0
         self._pending: list[Series] = []
 
-    def _role(self, p: Proc) -> str:
-        ino = netns_inode(p.pid)
+    def _netns_name(self, ino: int | None) -> str | None:
         if ino is not None and ino not in self._ns:
             self._ns = netns_names()
+        return self._ns.get(ino) if ino is not None else None
+
+    def _role(self, p: Proc) -> str:
+        """The role of the namespaces ``p``'s threads run in: a process whose threads serve
+        hosts of both sides (one program for every flow end) is ``"ends"``."""
         p.comm = comm(p.pid)
-        return self.classify(p, self._ns.get(ino) if ino is not None else None)
+        own = self.classify(p, self._netns_name(netns_inode(p.pid)))
+        if own == "emulator":
+            return own
+        try:
+            tids = os.listdir(f"/proc/{p.pid}/task")
+        except OSError:
+            return own
+        roles = {self.classify(p, self._netns_name(netns_inode(f"{p.pid}/task/{tid}"))) for tid in tids} - {"other"}
+        if len(roles) > 1:
+            return "ends"
+        return roles.pop() if roles else own
 
     def look(self) -> None:
         # The reaped children's CPU first, then the walk: a process reaped in between is gone
@@ -188,8 +203,14 @@ class CpuByRole(threading.Thread):
             if s is None or s.gone:          # (a reused pid is a new process)
                 role = self._role(p)
                 s = self.series[pid] = Series(role, p.comm)
-            elif s.role == "other":          # a fork seen before it entered its namespace
-                s.role = self._role(p)
+            elif s.role == "other" or (p.threads > 1 and s.role in ("tx", "rx")):
+                # a fork seen before it entered its namespace; a process whose threads go on
+                # entering hosts' namespaces (one serving both sides becomes "ends" for good)
+                role = self._role(p)
+                if s.role == "other" or role == "ends":
+                    s.role = role
+                elif role not in ("other", s.role):
+                    s.role = "ends"
             s.t.append(now_t)
             s.cpu.append(p.cpu_s)
         if self.count_packets:
