@@ -354,7 +354,13 @@ def main() -> int:
         return 2
     from tcpdelay.testbed.grouped_endpoints import endpoints_mode
 
-    endpoints_mode(0)     # a bad TCPDELAY_MEDIA_ENDPOINTS: one line before any run
+    from tcpdelay.errors import ParameterError
+
+    try:
+        endpoints_mode(0)     # a bad TCPDELAY_MEDIA_ENDPOINTS: one line before any run
+    except ParameterError as err:
+        print(f"endpoint_cpu: {err}", file=sys.stderr)
+        return 2
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     rows = []
