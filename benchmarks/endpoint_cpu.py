@@ -322,7 +322,7 @@ def print_table(summary: list[dict]) -> None:
             ("packets/window", 14, ("packets", 0)), ("us/packet", 16, ("us_per_packet", 0)),
             ("senders", 14, ("us_per_packet_tx", 0)), ("receivers", 14, ("us_per_packet_rx", 0)),
             ("us/wire pkt", 14, ("us_per_wire_packet", 0)), ("whole run", 16, ("us_per_packet_whole_run", 0)),
-            ("fixed s/flow", 16, ("fixed_cpu_s_per_flow", 3)), ("us/message", 16, ("us_per_message", 0)),
+            ("fixed s/flow", 16, ("fixed_cpu_s_per_flow", 3)), ("us/msg, whole", 16, ("us_per_message", 0)),
             ("cores", 16, ("cores_mean", 2)), ("flows/core", 14, ("flows_per_core", 0)),
             ("emu us/packet", 14, ("emulator_us_per_packet", 1)), ("emu cores", 14, ("emulator_cores", 2)),
             ("PSI some %", 12, ("cpu_pressure_some_pct", 0)))
@@ -336,7 +336,7 @@ def print_table(summary: list[dict]) -> None:
               + (f"   FAILED: {s['failed']}" if s["failed"] else ""))
     print("us/packet: endpoint CPU (both sides) per packet moved in the steady window "
           f"[t0 + {WINDOW_SKIP_S:g} s, end - {WINDOW_END_S:g} s]; median (min-max) over repeats. whole run: every "
-          "endpoint's whole life over every packet; fixed: what does not grow with packets, per flow.")
+          "endpoint's whole life over every packet (us/msg: over every message); fixed: what does not grow with packets, per flow.")
 
 
 def main() -> int:
