@@ -237,3 +237,21 @@ def test_tables_from_another_folder_say_where_they_looked(tmp_path):
     every = len({w.result for w in REPRODUCTIONS["mpeg4-transport"].sweeps if w.page})
     assert f"{tmp_path / 'results'} lacks {every - 1} of the {every} sweeps the page shows: " in line
     assert len(line) < 300
+
+
+def test_the_list_fits_80_columns_and_colours_no_digit(tmp_path):
+    """Issue 54, item 6: ``--list`` printed 146-204-column lines, and in a terminal rich's
+    highlighter coloured the digits inside names ("droptail-5.3", "playout-6.md")."""
+    import os
+    import re
+
+    env = {**os.environ, "COLUMNS": "80", "FORCE_COLOR": "1"}   # coloured as in a terminal
+    res = subprocess.run([sys.executable, "-m", "tcpdelay", "reproduce", "--list"], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT, env=env)
+    assert res.returncode == 0, res.stderr
+    ansi = re.compile(r"\x1b\[[0-9;]*m")
+    lines = res.stdout.splitlines()
+    assert all(len(ansi.sub("", line)) <= 80 for line in lines), max(lines, key=len)
+    ids = [line for line in lines if ansi.search(line)]
+    assert ids == [f"\x1b[1m{rid}\x1b[0m" for rid in REPRODUCTIONS]    # only the ids are styled, whole
+    assert "docs/experiments/droptail-5.3.md;" in res.stdout

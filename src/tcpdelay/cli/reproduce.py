@@ -103,12 +103,22 @@ def _hours(s: float) -> str:
 
 
 def _show_list(doc: dict):
+    """Each reproduction: its id (bold), then indented lines broken between phrases at the
+    terminal's width (they were one 146-204-column line each), nothing coloured inside a name
+    (rich's highlighter coloured the digits of "droptail-5.3")."""
     def show(console: Console) -> None:
+        from rich.text import Text
+
+        from tcpdelay.cli.text_layout import phrase_lines
+
         for r in doc["reproductions"]:
             times = "; ".join(f"{b} {sz} ~{_hours(s)}" for b, per in r["wall_time_s"].items() for sz, s in per.items())
-            console.print(f"[bold]{r['id']}[/bold]  {r['paper']}", soft_wrap=True)
-            console.print(f"  sections {', '.join(r['sections'])}; page {r['page']}; {len(r['scenarios'])} "
-                          f"scenario file(s); wall time (one run at a time): {times}", soft_wrap=True)
+            console.print(Text(r["id"], style="bold"))
+            for text in (r["paper"], f"sections {', '.join(r['sections'])}; page {r['page']}; "
+                                     f"{len(r['scenarios'])} scenario file(s)",
+                         f"wall time (one run at a time): {times}"):
+                for line in phrase_lines(text, console.width - 2):
+                    console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
     return show
 
 
