@@ -49,6 +49,8 @@ class MediaProfile:
     description: str = ""
     talk_spurts: bool = False
     """A voice profile: it may also be played in talk spurts and silences (``on_off``)."""
+    voice: bool = False
+    """Voice or audio (the E-model's MOS and the HSPA study's quality levels apply); else video."""
 
     @property
     def packet_bytes(self) -> int | None:
@@ -60,17 +62,17 @@ PROFILES: Mapping[str, MediaProfile] = {
     p.name: p
     for p in (
         MediaProfile("voip", "cbr", 174, 0.020, 64_000,
-                     "voice, 64 kb/s, 160 B + RTP + framing every 20 ms", talk_spurts=True),
+                     "voice, 64 kb/s, 160 B + RTP + framing every 20 ms", talk_spurts=True, voice=True),
         MediaProfile("voip-low", "cbr", 174, 0.030, 42_000, "voice, 42 kb/s, every 30 ms",
-                     talk_spurts=True),
+                     talk_spurts=True, voice=True),
         MediaProfile("ivideo", "cbr", 724, 0.020, 284_000, "interactive video, 284 kb/s, 724 B every 20 ms"),
         MediaProfile("ivideo-low", "cbr", 724, 0.030, 187_000, "interactive video, 187 kb/s, every 30 ms"),
         MediaProfile("video", "cbr", 1448, 0.020, 573_000, "live video, 573 kb/s, one MSS every 20 ms"),
         MediaProfile("video-low", "cbr", 1448, 0.030, 378_000, "live video, 378 kb/s, every 30 ms"),
         MediaProfile("audio-16k", "cbr", 54, 0.020, 16_000,
-                     "audio of the HSPA audio study, 16 kb/s, 40 B + RTP every 20 ms"),
+                     "audio of the HSPA audio study, 16 kb/s, 40 B + RTP every 20 ms", voice=True),
         MediaProfile("voip-onoff", "voip-onoff", 174, 0.020, 64_000,
-                     "voice, 64 kb/s every 20 ms in talk spurts and silences (1.0 s / 1.35 s)"),
+                     "voice, 64 kb/s every 20 ms in talk spurts and silences (1.0 s / 1.35 s)", voice=True),
         MediaProfile("mpeg4-tes", "mpeg4-tes", None, None, None,
                      "MPEG-4 video from TES frame-size models, at the flow's mean rate"),
         MediaProfile("video-trace", "video-trace", None, None, None,

@@ -273,7 +273,11 @@ def metrics_cmd(results, sent_dir, playout_delays, jitter_buffer_s, cross_traffi
                 console.print(_video_table(vid))
             fair = res.get("fairness") or {}
             j = fair.get("jain_index_goodput")
-            if (fair.get("flows") or 0) > 1:
+            if fair.get("by_media"):   # voice beside video: an index per kind, none across them
+                console.print("Jain fairness index of the goodputs, per kind: " + "; ".join(
+                    f"{k} {'—' if v['jain_index_goodput'] is None else format(v['jain_index_goodput'], '.3f')} "
+                    f"({v['flows']} flow{'s' if v['flows'] > 1 else ''})" for k, v in fair["by_media"].items()))
+            elif (fair.get("flows") or 0) > 1:
                 console.print(f"Jain fairness index of the goodputs: "
                               f"{'—' if j is None else f'{j:.3f}'}")
             if any(f.get("inferred_from_received") for f in flows):

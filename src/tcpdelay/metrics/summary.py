@@ -88,9 +88,20 @@ def packet_interval_s(flow: FlowPackets) -> float | None:
     return float(np.median(gaps)) if gaps.size else None
 
 
+def media_class(flow: FlowPackets, profile: str | None) -> str | None:
+    """``voice`` or ``video`` by the flow's profile (a flow with frames is video); None when
+    neither says (a custom CBR flow, a run that did not record its profiles)."""
+    from tcpdelay.profiles import PROFILES
+
+    if profile in PROFILES:
+        return "voice" if PROFILES[profile].voice else "video"
+    return "video" if flow.has_frames else None
+
+
 def flow_metrics(flow: FlowPackets, meta: dict, opts: MetricOptions,
-                 retrans: dict[int, int] | None = None) -> dict:
-    """All applicable metrics of one flow."""
+                 retrans: dict[int, int] | None = None, profile: str | None = None) -> dict:
+    """All applicable metrics of one flow (``profile``: its media profile, when known: a video
+    profile's flow gets no voice metrics, a G.711 MOS least of all)."""
     delay = flow.delay_s
     n = len(flow)
     relative = flow.clock_offset_s != 0.0 or meta.get("clock") == "unsynchronized"
@@ -124,9 +135,10 @@ def flow_metrics(flow: FlowPackets, meta: dict, opts: MetricOptions,
         "tcp_retransmissions": (retrans or {}).get(flow.flow_id),
     }
     out["packet_interval_s"] = interval
+    out["profile"], out["media"] = profile, media_class(flow, profile)
     if flow.has_frames:
         out["video"] = _video(flow, meta, opts)
-    elif n and np.isfinite(delay).any():
+    elif n and np.isfinite(delay).any() and out["media"] != "video":
         out.update(_voice(flow, meta, opts, interval or 0.02))
     return out
 
@@ -184,19 +196,31 @@ def _last(a: np.ndarray) -> float | None:
     return float(a[-1]) if a.size else None
 
 
-def summarize_flows(flows: list[FlowPackets], meta: dict, opts: MetricOptions | None = None
-                    ) -> dict:
+def summarize_flows(flows: list[FlowPackets], meta: dict, opts: MetricOptions | None = None,
+                    profiles: dict[int, str] | None = None) -> dict:
+    """Every flow's metrics and Jain's index of their goodputs (``profiles``: flow id -> media
+    profile, where known). The index compares flows of one kind: across voice and video flows
+    (a 64 kb/s call beside 573 kb/s video) it measures their rates, not fairness, so a run of
+    both kinds has it per kind (``by_media``) and none overall."""
     opts = opts or MetricOptions()
     retrans = retransmissions_by_flow(meta)
-    per_flow = [flow_metrics(f, meta, opts, retrans) for f in flows]
-    goodputs = [f["goodput_bps"] for f in per_flow]
-    finite = [g for g in goodputs if g is not None and math.isfinite(g)]
+    per_flow = [flow_metrics(f, meta, opts, retrans, (profiles or {}).get(f.flow_id)) for f in flows]
+    kinds = {f["media"] for f in per_flow}
     return {
         "clock": meta.get("clock", "shared"),
         "delay_relative_to_min": any(f.clock_offset_s != 0.0 for f in flows),
         "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(opts).items()},
         "flows": per_flow,
         "fairness": {"flows": len(per_flow),
-                     "jain_index_goodput": fairness.jain_index(finite)
-                     if len(finite) == len(goodputs) and finite else None},
+                     "jain_index_goodput": _jain(per_flow) if len(kinds) <= 1 else None,
+                     **({"by_media": {k: {"flows": sum(f["media"] == k for f in per_flow),
+                                          "jain_index_goodput": _jain([f for f in per_flow if f["media"] == k])}
+                                      for k in sorted(kinds, key=str) if k is not None}} if len(kinds) > 1 else {})},
     }
+
+
+def _jain(per_flow: list[dict]) -> float | None:
+    """Jain's index of the flows' goodputs; None unless every one is known."""
+    goodputs = [f["goodput_bps"] for f in per_flow]
+    finite = [g for g in goodputs if g is not None and math.isfinite(g)]
+    return fairness.jain_index(finite) if len(finite) == len(goodputs) and finite else None

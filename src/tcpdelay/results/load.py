@@ -27,7 +27,7 @@ from tcpdelay.records import read_run_metadata
 from tcpdelay.results.layout import METRICS_FILE, RUN_METADATA, find_runs, has_records, seed_of
 from tcpdelay.results.markers import read_media_run_status, read_status
 from tcpdelay.results.packets import load_flows, read_run_packets
-from tcpdelay.results.runs import media_flow_names, read_metrics_checked
+from tcpdelay.results.runs import media_flow_names, media_profiles, read_metrics_checked
 from tcpdelay.results.testbed_error import Verdict, run_section, verdict
 
 #: Bin of the quality-over-time series (s).
@@ -146,7 +146,7 @@ def _load_run(run_dir: Path, opts: MetricOptions) -> RunData:
     except ParameterError as err:
         run.status, run.error = "failed", str(err)
         return run
-    summary = summarize_flows(flows, meta, opts)
+    summary = summarize_flows(flows, meta, opts, media_profiles(run_dir, meta))
     for fp, m in zip(flows, summary["flows"]):
         run.flows.append(FlowRun(fp.flow_id, names.get(fp.flow_id, f"flow{fp.flow_id}"),
                                  fp.delay_s, fp.send_time_s, fp.dropped, m))

@@ -129,7 +129,7 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
     stored_metrics = _Once(lambda: _metrics_or_warn(rd, warnings))
     if sent_dir is not None or has_records(rd):
         flows, meta = load_flows(rd, sent_dir)
-        out = summarize_flows(flows, meta, opts)
+        out = summarize_flows(flows, meta, opts, media_profiles(rd, meta))
         sources["flows"] = FROM_RECORDS
     else:
         stored = read_run_packets(rd)
@@ -138,7 +138,7 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
             m = read_metrics_checked(rd)   # the run's own numbers: a damaged file is an error that names it
             stored_metrics = _Once(lambda: m)
         if stored is not None and stored.kind == "records":
-            out = summarize_flows(stored.flows, meta, opts)
+            out = summarize_flows(stored.flows, meta, opts, media_profiles(rd, meta))
             sources["flows"] = FROM_PACKETS
         elif m is not None and m.get("flows"):
             out = {"clock": m.get("clock", meta.get("clock", "shared")),
@@ -408,4 +408,35 @@ def stream_metrics(run_dir: str | os.PathLike) -> list[dict]:
         sel = fid_s == fid
         m["retransmits"] = int(sum(retr_s[sel & (conn_s == c)].max() for c in np.unique(conn_s[sel]))) if sel.any() else None
         out.append({"flow_id": int(fid), **m})
+    return out
+
+
+def media_profiles(run_dir: str | os.PathLike, meta: dict) -> dict[int, str]:
+    """Flow id -> media profile of the run's media flows, where it is written down: the
+    scenario's ``[[flows]]`` (the run's ``scenario.toml``, else that of the ``tcpdelay run``
+    directory above it; ids in the scenario's order, ``count`` flows each, as the runner gives
+    them), else a ``tcpdelay send``/``recv`` run's source in ``run.json``. {} where neither
+    says (a flow without a profile is left out)."""
+    import tomllib
+
+    rd = Path(run_dir)
+    for sc in (rd / "scenario.toml", rd.parent / "scenario.toml"):
+        if not sc.is_file():
+            continue
+        try:
+            flows = tomllib.loads(sc.read_text()).get("flows") or []
+            out, fid = {}, 0
+            for f in flows:
+                for _ in range(int(f.get("count", 1))):
+                    if isinstance(f.get("profile"), str):
+                        out[fid] = f["profile"]
+                    fid += 1
+            return out
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+    out = {}
+    for end in ("sender", "receiver"):
+        params = (meta.get(end) or {}).get("params") if isinstance(meta.get(end), dict) else None
+        if isinstance(params, dict) and isinstance(params.get("source"), str):
+            out.setdefault(int(params.get("flow_id") or 0), params["source"])
     return out
