@@ -30,6 +30,25 @@ def _name(f: dict) -> str:
     return str(f.get("name") or f"flow{f.get('flow_id')}")
 
 
+def _print(console, table: Table) -> None:
+    """``table`` as it fits 80 columns: no side borders, numbers never wrapped or cut, a name
+    folded rather than cut ("udpvoic…"), the title above it, broken between phrases."""
+    from rich import box
+
+    from tcpdelay.cli.text_layout import print_title
+
+    table.box, table.pad_edge, table.show_edge, table.collapse_padding = box.SIMPLE_HEAD, False, False, True
+    for c in table.columns:
+        if c.justify == "right":
+            c.no_wrap = True
+        else:
+            c.overflow = "fold"
+    if table.title:
+        print_title(console, str(table.title))
+        table.title = None
+    console.print(table)
+
+
 def _packets_table(res: dict) -> Table:
     t = Table(title="Packets (dropped: by the sender, never sent; dups: received twice)", title_justify="left")
     for col in ("flow", "kind", "sent", "received", "lost", "loss rate", "dropped", "dups"):
@@ -83,10 +102,10 @@ def _late_tables(res: dict) -> list[Table]:
         part = f" (flows {k * LATE_FLOWS_PER_TABLE + 1}–{k * LATE_FLOWS_PER_TABLE + len(chunk)} of {len(flows)})" \
             if len(chunks) > 1 else ""
         t = Table(title=f"Late (and missed) packets vs playout delay{part}", title_justify="left")
-        t.add_column("playout delay", justify="right")
-        for f in chunk:
-            t.add_column(f"{_name(f)} late", justify="right")
-            t.add_column(f"{_name(f)} missed", justify="right")
+        t.add_column("playout\ndelay", justify="right")
+        for f in chunk:   # the flow's name above "late" and "missed": three flows fit 80 columns
+            t.add_column(f"{_name(f)}\nlate", justify="right")
+            t.add_column(f"{_name(f)}\nmissed", justify="right")
         delays = chunk[0]["late"].get("playout_delay_s") or (res.get("options") or {}).get("playout_delays_s") or []
         for i, pd in enumerate(delays):
             row = [fmt_s(pd)]
@@ -103,7 +122,8 @@ def _voice_table(flows: list[dict]) -> Table:
     codec = flows[0]["emodel"].get("codec_name") or flows[0]["emodel"].get("codec")
     t = Table(title=f"Voice: jitter filter (buffer {jb}); packets at quality levels 0–1 (of 0–5) and the "
                     f"worst level; E-model MOS ({codec}) at its best playout delay", title_justify="left")
-    for col in ("flow", "base delay", "pure loss", "delayed loss", "levels 0–1", "worst", "best delay", "MOS"):
+    # two-line headers: with a 10-character flow name ("udpvoice#0") the table fits 80 columns
+    for col in ("flow", "base\ndelay", "pure\nloss", "delayed\nloss", "levels\n0–1", "worst", "best\ndelay", "MOS"):
         t.add_column(col, justify="left" if col == "flow" else "right")
     for f in flows:
         jf, q, best = f["jitter_filter"], f.get("quality") or {}, f["emodel"].get("best") or {}
@@ -116,10 +136,10 @@ def _voice_table(flows: list[dict]) -> Table:
 
 def _video_table(flows: list[dict]) -> Table:
     st = fmt_s(flows[0]["video"].get("startup_delay_s"))
-    t = Table(title=f"Video: playout against the frame schedule (startup delay {st})",
-              title_justify="left")
-    for col in ("flow", "fps", "frames", "discards", "late", "incomplete", "overflow",
-                "underflows", "frozen"):
+    t = Table(title=f"Video: playout against the frame schedule (startup delay {st}); discards: late, "
+                    "partial (incomplete) and overflow frames; stalls: playout-buffer underflows, frozen "
+                    "their time", title_justify="left")
+    for col in ("flow", "fps", "frames", "discards", "late", "partial", "overflow", "stalls", "frozen"):
         t.add_column(col, justify="left" if col == "flow" else "right")
     for f in flows:
         v = f["video"]
@@ -258,19 +278,19 @@ def metrics_cmd(results, sent_dir, playout_delays, jitter_buffer_s, cross_traffi
             console.print(f"{part}: from {where}")
         flows = res["flows"]
         if flows:
-            console.print(_packets_table(res))
-            console.print(_delay_table(res))
+            _print(console, _packets_table(res))
+            _print(console, _delay_table(res))
             if any(f.get("rtpi") or f.get("goodput_bps") is not None or f.get("tcp_retransmissions") is not None
                    for f in flows):
-                console.print(_rate_table(res))
+                _print(console, _rate_table(res))
             for table in _late_tables(res):
-                console.print(table)
+                _print(console, table)
             voice = [f for f in flows if f.get("emodel") and f.get("jitter_filter")]
             if voice:
-                console.print(_voice_table(voice))
+                _print(console, _voice_table(voice))
             vid = [f for f in flows if f.get("video")]
             if vid:
-                console.print(_video_table(vid))
+                _print(console, _video_table(vid))
             fair = res.get("fairness") or {}
             j = fair.get("jain_index_goodput")
             if fair.get("by_media"):   # voice beside video: an index per kind, none across them
@@ -284,13 +304,13 @@ def metrics_cmd(results, sent_dir, playout_delays, jitter_buffer_s, cross_traffi
                 console.print("[yellow]No sent records: packets inferred from received sequence "
                               "numbers (give --sent DIR for exact loss)[/yellow]")
         for table in _transfers_tables(res.get("transfers") or []):
-            console.print(table)
+            _print(console, table)
         if res.get("streams"):
-            console.print(_streams_table(res["streams"]))
+            _print(console, _streams_table(res["streams"]))
         if res.get("cross"):
-            console.print(_cross_table(res["cross"]))
+            _print(console, _cross_table(res["cross"]))
         if res.get("queue"):
-            console.print(_queue_table(res["queue"]))
+            _print(console, _queue_table(res["queue"]))
         if not any(res.get(k) for k in ("flows", "transfers", "streams", "cross", "queue")):
             console.print("[yellow]This run kept no media flow, transfer, stream, cross traffic or "
                           "queue record to measure.[/yellow]")
