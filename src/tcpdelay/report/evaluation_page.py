@@ -219,6 +219,8 @@ def advice_section(report: Report, data: dict, step: Step = _no_step) -> None:
 #: The measured check's table: the validation's columns (:data:`TABLE_COLUMNS`) but the runs
 #: per point (one), the TCP-level mean's relative error and PFTK / rate.
 _CHECK_COLUMNS = [0, 1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 17, 18, 19]
+#: Of those, the columns left out when every point has the same value (the profile, the RTT).
+_CHECK_SHARED = (0, 2)
 
 
 def measured_check_section(report: Report, data: dict, step: Step = _no_step) -> None:
@@ -245,8 +247,11 @@ def measured_check_section(report: Report, data: dict, step: Step = _no_step) ->
     if data["failed"]:
         sec.paragraph("Failed runs: " + "; ".join(f"{f['label']}: {f['error']}" for f in data["failed"]),
                       note=True)
-    sec.table([TABLE_COLUMNS[i] for i in _CHECK_COLUMNS],
-              [[r[i] for i in _CHECK_COLUMNS] for r in table_rows(data["points"])])
+    rows = table_rows(data["points"])
+    # the profile and the RTT are every point's (the paragraph gives them): as columns they made
+    # the table wider than a 1280-pixel screen, the first one 12 rem wide for "voip"
+    cols = [i for i in _CHECK_COLUMNS if i not in _CHECK_SHARED or len({r[i] for r in rows}) > 1]
+    sec.table([TABLE_COLUMNS[i] for i in cols], [[r[i] for i in cols] for r in rows])
 
 
 #: Each part's section, by the part's name in :data:`tcpdelay.experiments.evaluate.PARTS`.
