@@ -131,3 +131,50 @@ def test_quic_stream_frames_at_high_offsets_cannot_make_the_receiver_buffer_past
     recv.real_run(tmp_path, "after-quic", transport="quic-stream")
     assert recv.hwm_bytes() - base < QUIC_WINDOW_BYTES + SLACK_BYTES
     assert _folder_bytes(recv.out) < 4 * 2**20
+
+
+# -- item 5: honest after a kill -----------------------------------------------------------------
+
+def test_a_receiver_killed_mid_run_is_said_so_by_metrics_and_marked_by_the_next_receiver(tmp_path):
+    import tempfile
+
+    from tcpdelay.records import read_run_metadata
+
+    rx = RecvProcess(tmp_path / "rx")
+    pid = rx.proc.pid
+    sent = {}
+    sender = threading.Thread(target=lambda: sent.update(res=run_sender(SenderConfig(
+        "127.0.0.1", rx.port, run=RunParams(transport="quic-stream", duration_s=20),
+        out_dir=str(tmp_path / "tx"), run_id="killed"), VOIP)), daemon=True)
+    sender.start()
+    run_dir = tmp_path / "rx" / "killed"
+    deadline = time.monotonic() + 60
+    while not list((run_dir / "received").glob("part-*.parquet")):     # a second of records written
+        assert time.monotonic() < deadline and rx.proc.poll() is None, "".join(rx.lines)
+        time.sleep(0.05)
+    keys = list(Path(tempfile.gettempdir()).glob(f"tcpdelay-quic-{pid}-*"))
+    assert keys, "the run's QUIC key folder"
+    rx.proc.kill()
+    rx.proc.wait(10)
+    sender.join(60)
+    assert sent["res"].status != "completed"
+    assert read_run_metadata(run_dir)["receiver"]["status"] == "running"
+
+    out = subprocess.run([sys.executable, "-m", "tcpdelay", "metrics", str(run_dir), "--sent", str(tmp_path / "tx"),
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    (note,) = [w for w in json.loads(out.stdout)["warnings"] if "killed" in w]
+    assert "missing tail of the run is not loss" in note
+
+    again = RecvProcess(tmp_path / "rx")
+    try:
+        deadline = time.monotonic() + 30
+        while not any("marked interrupted" in line for line in again.lines):
+            assert time.monotonic() < deadline, "".join(again.lines)
+            time.sleep(0.05)
+        rcv = read_run_metadata(run_dir)["receiver"]
+        assert rcv["status"] == "interrupted" and "killed" in rcv["interrupted"]
+        assert not any(k.exists() for k in keys)
+        again.real_run(tmp_path, "after-kill")
+    finally:
+        again.stop()

@@ -125,6 +125,9 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
     warnings: list[str] = []
     sources: dict[str, str] = {}
     meta = _run_meta(rd, warnings)
+    from tcpdelay.transport.runmeta import interrupted_note     # a killed receiver's run (issue 53)
+    if (note := interrupted_note(meta)) is not None:
+        warnings.append(note)
     rows = _flow_rows_or_warn(rd, warnings)
     stored_metrics = _Once(lambda: _metrics_or_warn(rd, warnings))
     if sent_dir is not None or has_records(rd):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -37,6 +38,31 @@ def fingerprint(cert) -> str:
     return hashlib.sha256(cert.public_bytes(Encoding.DER)).hexdigest()
 
 
+#: A run's key folder in the temporary directory: ``tcpdelay-quic-<pid>-<random>``; the pid
+#: tells a folder left by a killed receiver (:func:`remove_stale_key_dirs`) from a live one's.
+KEY_DIR_PREFIX = "tcpdelay-quic-"
+
+
+def remove_stale_key_dirs() -> list[str]:
+    """Remove the key folders of receivers that are no longer running (killed mid-run: their
+    run's private key stayed in the temporary directory). Returns the folders removed."""
+    removed = []
+    for d in Path(tempfile.gettempdir()).glob(f"{KEY_DIR_PREFIX}*-*"):
+        pid = d.name[len(KEY_DIR_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or not d.is_dir() or d.is_symlink():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue                    # that process lives: its run's key is in use
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue                    # another user's live process
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
+    return removed
+
+
 def make_certificate(common_name: str = "tcpdelay-recv", valid_s: float = 2 * 86_400) -> RunCertificate:
     """A new key and self-signed certificate, written to a new temporary directory."""
     from cryptography import x509
@@ -53,7 +79,7 @@ def make_certificate(common_name: str = "tcpdelay-recv", valid_s: float = 2 * 86
             .not_valid_after(now + datetime.timedelta(seconds=valid_s))
             .add_extension(x509.SubjectAlternativeName([x509.DNSName(common_name)]), critical=False)
             .sign(key, hashes.SHA256()))
-    d = Path(tempfile.mkdtemp(prefix="tcpdelay-quic-"))
+    d = Path(tempfile.mkdtemp(prefix=f"{KEY_DIR_PREFIX}{os.getpid()}-"))
     cert_path, key_path = d / "cert.pem", d / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.touch(mode=0o600)

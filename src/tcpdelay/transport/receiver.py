@@ -56,7 +56,7 @@ from tcpdelay.transport.config import ReceiverConfig, RunParams, run_id_problem
 from tcpdelay.transport.framing import FrameParser, FramingError, KeepAlive, decode
 from tcpdelay.transport.pending import Pending
 from tcpdelay.transport.quic_config import is_quic
-from tcpdelay.transport.runmeta import update_run_metadata
+from tcpdelay.transport.runmeta import mark_interrupted_runs, this_process, update_run_metadata
 from tcpdelay.transport.sockopts import apply_buffers
 
 MAX_PARTIAL_PACKETS = 4096
@@ -167,6 +167,7 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
             on_notice(text)
 
     try:
+        _tidy_after_a_kill(config, per_run, notice)
         if on_ready is not None:
             on_ready(addr)
         while config.runs == 0 or len(results) < config.runs:
@@ -210,6 +211,22 @@ def run_receiver(config: ReceiverConfig, *, stop: threading.Event | None = None,
         lst.close()
         udp.close()
     return results
+
+
+def _tidy_after_a_kill(cfg: ReceiverConfig, per_run: bool, notice) -> None:
+    """What a receiver killed mid-run left (runmeta, quic_tls): its runs still "running" are
+    marked interrupted, the QUIC key folders of dead receivers removed; each said once."""
+    from tcpdelay.transport.quic_tls import remove_stale_key_dirs
+
+    try:
+        if cfg.out_dir is not None:
+            for d in mark_interrupted_runs(cfg.out_dir, per_run):
+                notice(f"run in {d} was left running by a receiver that is gone (killed); marked interrupted")
+        removed = remove_stale_key_dirs()
+        if removed:
+            notice(f"removed {len(removed)} QUIC key folder(s) of receivers that are gone: {', '.join(removed[:3])}")
+    except OSError as err:
+        notice(f"could not tidy what a killed receiver left ({_what(err)})")
 
 
 def _what(err: BaseException) -> str:
@@ -498,7 +515,7 @@ class _Run:
         cfg, res, p = self.cfg, self.res, self.p
         self.common = {"clock": res.clock, "clock_source": clock.CLOCK_NAME, "run_id": res.run_id}
         self.meta = {"params": p.to_dict(), "listen": f"{cfg.listen_host}:{cfg.listen_port}",
-                     "peer": res.peer, "status": "running"}
+                     "peer": res.peer, "status": "running", "process": this_process()}
         self.got_media = False
         if p.transport != "tcp":
             self._drain_stale_udp()
