@@ -26,9 +26,18 @@ What is recorded ("received", :mod:`tcpdelay.records`), per media packet:
 - ``delivery="in-order"`` (TCP only): the receiver reorders across connections by sequence
   number and records a packet when every earlier one has been delivered (its time is then the
   read time of the packet that filled the gap): the delay of a strictly in-order application.
-  A gap that is still open with :data:`MAX_HELD_PACKETS` packets waiting behind it is skipped
-  (and noted in ``errors``), so a sender that never fills it cannot exhaust memory.
+  When more than :data:`MAX_HELD_PACKETS` packets wait behind gaps, gaps are skipped, oldest
+  first, until half of them are delivered (one sort and one line in ``errors`` per skip, not a
+  scan per packet), so a sender that never fills them can exhaust neither memory nor a core; a
+  packet that arrives after its gap was skipped is counted in ``late_packets``.
 - keep-alives are counted, not recorded. A duplicate (UDP) is counted, not recorded twice.
+
+Exposed to a network (docs/transport.md "Security"): no input ends the receiver (an exception
+in a handshake is a notice, in a run it ends that run "failed" with the reason); a run writes
+only in OUT/RUN_ID (or OUT), never in another run's or a sweep's folder; what one peer may make
+it hold or write is bounded by ReceiverConfig's ``max_*`` fields (a run past one ends
+"over-limit"); only the flow's own packets keep a run from its idle timeout; UDP records only
+the port of the flow's first datagram. There is no authentication yet.
 
 The receiver writes only the control answers, each no longer than the request it answers;
 it never sends on a media connection or over UDP (no amplification).
