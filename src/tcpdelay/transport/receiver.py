@@ -264,7 +264,8 @@ def _run_dir_problem(out: Path, run_id: str, single: bool) -> str | None:
     """Why the receiver may not write run ``run_id``'s records (None: it may). A run writes
     only in its own directory: OUT itself (one run) or OUT/RUN_ID, a real directory (not a
     symbolic link) right inside OUT, that is new or holds nothing but the same run's sender
-    records; never a directory of another run, nor a sweep's."""
+    records; never a directory of another run, nor a sweep's. OUT itself (one run: the folder
+    the operator named) only needs to hold no "received" records yet."""
     run_dir = out if single else out / run_id
     if not single:
         if run_dir.is_symlink() or run_dir.resolve().parent != out.resolve():
@@ -276,17 +277,18 @@ def _run_dir_problem(out: Path, run_id: str, single: bool) -> str | None:
     received = run_dir / "received"
     if received.exists() and (not received.is_dir() or any(received.glob("part-*.parquet"))):
         return f"the receiver's directory for run {run_id} already holds records"
+    if single:
+        return None         # the folder the operator named for this one run
     try:
         meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     except (OSError, ValueError):
         return f"run {run_id}: its directory holds a run.json that is not a run's"
     if not isinstance(meta, dict) or "receiver" in meta or meta.get("run_id", run_id) != run_id:
         return f"run {run_id}: its directory holds another run's run.json"
-    if not single:
-        others = sorted(e.name for e in run_dir.iterdir() if e.name not in _SENDER_ENTRIES)
-        if others:
-            return (f"run {run_id}: its directory exists and holds what is not this run's sender's "
-                    f"({', '.join(others[:3])}); choose another run id")
+    others = sorted(e.name for e in run_dir.iterdir() if e.name not in _SENDER_ENTRIES)
+    if others:
+        return (f"run {run_id}: its directory exists and holds what is not this run's sender's "
+                f"({', '.join(others[:3])}); choose another run id")
     return None
 
 
