@@ -48,14 +48,15 @@ def plot_delay_distribution(pred, path, title: str = "") -> Path:
 def plot_region(region: dict, path) -> Path:
     """Percentile delay vs loss rate per RTT, the bound as a line (like Figures 14-16)."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for rtt in region["rtts_s"]:
+    for k, rtt in enumerate(region["rtts_s"]):
         cells = sorted((c for c in region["cells"] if c["rtt_s"] == rtt), key=lambda c: c["loss"])
         xs = [c["loss"] * 100 for c in cells if c["value_s"] is not None]
         ys = [c["value_s"] for c in cells if c["value_s"] is not None]
         line, = ax.plot(xs, ys, marker="o", label=f"RTT {rtt * 1e3:g} ms")
         bad = [c["loss"] * 100 for c in cells if c["unstable"]]
-        if bad:
-            ax.plot(bad, [region["bound_s"] * 1.5] * len(bad), marker="x", ls="none", color=line.get_color())
+        if bad:   # a row of ✗ per RTT above the bound: at one loss rate they stood on each other
+            ax.plot(bad, [unstable_mark_s(region["bound_s"], k)] * len(bad), marker="x", ls="none",
+                    color=line.get_color())
     ax.axhline(region["bound_s"], color="k", ls="--", lw=1, label=f"bound {region['bound_s']:g} s")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -67,14 +68,22 @@ def plot_region(region: dict, path) -> Path:
     return _save(fig, path)
 
 
+def unstable_mark_s(bound_s: float, k: int) -> float:
+    """Where the region plot puts the ✗ (unstable) of its ``k``-th RTT: above the bound, a
+    row per RTT, a quarter of a decade apart on the log axis."""
+    return bound_s * 1.5 * 10 ** (0.25 * k)
+
+
 def plot_late_fraction(advice: dict, path) -> Path:
     """Late-packet fraction vs playout delay (Figure 23), the recommendation marked."""
     fig, ax = plt.subplots(figsize=(6, 4))
     curve = advice["curve"]
     ax.plot(curve["playout_delay_s"], np.maximum(curve["late_fraction"], 1e-7), lw=1.5)
     rec = advice["recommended_playout_s"]
-    ax.axvline(rec, color="grey", ls="--", lw=1)
-    ax.text(rec, 0.5, f" L+RTT+3/f = {rec * 1e3:.0f} ms", fontsize=8)
+    # named in the legend: a label at a fixed height stood on the title (y = 0.5 is above a
+    # curve whose late fraction starts below it)
+    ax.axvline(rec, color="grey", ls="--", lw=1, label=f"L+RTT+3/f = {rec * 1e3:.0f} ms")
+    ax.legend(fontsize=8, loc="upper right")
     ax.set_yscale("log")
     ax.set_xlabel("playout delay (s)")
     ax.set_ylabel("fraction of late packets")
