@@ -8,9 +8,10 @@ from aioquic.quic.events import ConnectionTerminated, HandshakeCompleted
 from tcpdelay.transport.quic_config import QuicOptions, client_configuration
 
 
-def quic_high_offset_flood(port, offsets, chunk=1000, timeout_s=10.0):
+def quic_high_offset_flood(port, offsets, chunk=1000, timeout_s=10.0, payload=None):
     """A QUIC client that completes the handshake, then writes stream 0's data at the given
-    offsets (a gap before each), ignoring the receiver's flow-control credit. Returns what
+    offsets (a gap before each; ``payload``, default ``chunk`` zeros), ignoring the receiver's
+    flow-control credit. Returns what
     became of the connection: 'terminated: ...' or 'open'."""
     addr = ("127.0.0.1", port)
     conn = QuicConnection(configuration=client_configuration(QuicOptions(), "quic-stream"))
@@ -52,7 +53,7 @@ def quic_high_offset_flood(port, offsets, chunk=1000, timeout_s=10.0):
         s._pending = type(s._pending)()
         stream.max_stream_data_remote = 2**60
         conn._remote_max_data = 2**60
-        s.write(b"\x00" * chunk)
+        s.write(payload if payload is not None else b"\x00" * chunk)
         pump(0.3)
         if state["term"]:
             break

@@ -60,6 +60,27 @@ def test_a_forged_quic_initial_neither_ends_the_receiver_nor_the_real_run(tmp_pa
     assert [r.run_id for r in results] == ["after-forged"] and results[0].status == "completed"
 
 
+def test_a_garbage_initial_from_another_port_does_not_take_the_runs_quic_connection(tmp_path):
+    """A 1200-byte long-header Initial that aioquic cannot read made the run's connection, and
+    the sender's real Initial from its own port was then ignored (not that connection)."""
+    from quic_flood import quic_high_offset_flood
+
+    rx = Receiver(out_dir=str(tmp_path / "rx"))
+    ctl, accept = hello(rx, "taken", transport="quic-stream", duration_s=5)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as forger:
+        forger.sendto(bytes([0xC3]) + struct.pack("!I", 1) + bytes([8]) + os.urandom(8) + bytes([8])
+                      + os.urandom(8) + b"\x00" + struct.pack("!H", 0x4000 | 1180) + os.urandom(1180),
+                      ("127.0.0.1", rx.port))
+        time.sleep(0.3)
+        # the real client's handshake completes, and its first packet is the run's
+        assert quic_high_offset_flood(rx.port, [0], payload=frame(pkt(0))) == "open"
+    ctl.close()
+    real_run(rx, tmp_path / "tx", transport="quic-stream", run_id="after-taken")
+    taken, after = rx.close()
+    assert taken.quic["connections_discarded"] == 1 and taken.quic["handshake_completed"]
+    assert after.status == "completed"
+
+
 def test_a_full_disk_fails_that_run_with_its_reason_and_keeps_the_earlier_runs(tmp_path, monkeypatch):
     from tcpdelay import records
 

@@ -28,7 +28,8 @@ so what aioquic buffers for one connection (out-of-order stream data) stays belo
 exception aioquic raises on a packet (a forged Initial once made ``datagrams_to_send`` raise
 IndexError) discards a connection whose handshake has not completed (the packet was not the
 sender's: its real Initial may still come) and fails the run otherwise; it never ends the
-receiver.
+receiver. Likewise an Initial from another port of the sender's address replaces a connection
+that has never answered (its first Initial was unreadable: forged or garbage).
 
 Unlike TCP's receiver, a QUIC server sends: ACKs, flow-control credit and the handshake. QUIC's
 own anti-amplification limit (RFC 9000 §8.1: at most three times what it received before the
@@ -112,6 +113,15 @@ class QuicMedia:
         from aioquic.buffer import Buffer
         from aioquic.quic.packet import QuicPacketType, encode_quic_version_negotiation, pull_quic_header
 
+        if self.conn is not None and addr != self.addr and self.stats["wire_bytes_out"] == 0 \
+                and not self.stats["handshake_completed"] and len(data) >= 1200 and data[0] & 0xF0 == 0xC0:
+            # An Initial from another port while the connection has never answered: the first
+            # Initial was not one aioquic could read (forged, or garbage), so it cannot have been
+            # the sender's; the new one may be.
+            self.stats["connections_discarded"] += 1
+            self.stats["discard_reason"] = f"an Initial from port {addr[1]} replaced one never answered"
+            self.conn = self.addr = None
+            self.parsers.clear()
         if self.conn is None:
             try:
                 header = pull_quic_header(Buffer(data=data), host_cid_length=self.config.connection_id_length)
