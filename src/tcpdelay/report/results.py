@@ -186,7 +186,9 @@ def _media_figures(ctx: ReportContext, report, shown: tuple[str, ...], cells_out
     sec = report.section("Media flow figures")
     figures = 0
     names = sorted({(f.flow_id, f.name) for c in results.cells for r in c.runs for f in r.flows})
-    for fid, name in names:
+
+    def delays(fid: int) -> list:
+        """Per cell with pooled delays of flow ``fid``: (cell label, delays, aggregate)."""
         series = []
         for cell in results.cells:
             agg = next((a for a in aggregate_cell_cached(cells_out, cell) if a["flow_id"] == fid), None)
@@ -194,21 +196,10 @@ def _media_figures(ctx: ReportContext, report, shown: tuple[str, ...], cells_out
                   if f.flow_id == fid and f.delay_s is not None]
             if agg and ds and agg["pooled"]:
                 series.append((ctx.label(cell), np.concatenate(ds), agg))
-        parts = chunks(series, CURVES_PER_FIGURE)
-        for i, chunk in enumerate(parts):
-            if "delay" in shown:
-                sec.figure(rp.delay_cdf_figure([(lbl, d) for lbl, d, _ in chunk],
-                                               title=part_title(f"Delay CDF, flow {name}", i, len(parts), "cells part")),
-                           f"Delay CDF of flow {name!r} (pooled repetitions), one curve per cell.")
-                figures += 1
-            if "late" in shown:
-                sec.figure(rp.late_fraction_figure(
-                    [(lbl, a["late"]["playout_delay_s"], a["late"]["late_fraction"]) for lbl, _, a in chunk],
-                    title=part_title(f"Late fraction, flow {name}", i, len(parts), "cells part")),
-                    f"Late fraction of flow {name!r} against the playout delay (Brosh et al. Fig 23 style).")
-                figures += 1
-        if "quality" not in shown:
-            continue
+        return series
+
+    def quality(fid: int) -> list:
+        """Per cell, its first complete run's quality over time of flow ``fid``."""
         q = []
         for cell in results.cells:
             first = next((r for r in cell.runs if r.status == "complete"), None)
@@ -217,11 +208,39 @@ def _media_figures(ctx: ReportContext, report, shown: tuple[str, ...], cells_out
             if ot is not None and len(ot["bin_start_s"]):
                 q.append((f"{ctx.label(cell)} seed {first.seed}", np.asarray(ot["bin_start_s"]),
                           np.asarray(ot["mean_level"]), np.asarray(ot["worst_level"])))
+        return q
+
+    if len(results.cells) == 1 and len(names) > 1:
+        # one cell: a curve per flow, named by the flow (a figure per flow drew one curve each,
+        # named by the cell: 26 figures for a 13-flow run)
+        groups = [("every flow", "flows part", "one curve per flow",
+                   [(name, d, a) for fid, name in names for _, d, a in delays(fid)],
+                   [(f"{name}{lbl[lbl.index(' seed '):]}", *rest) for fid, name in names
+                    for lbl, *rest in quality(fid)])]
+    else:
+        groups = [(f"flow {name}", "cells part", "one curve per cell", delays(fid), quality(fid))
+                  for fid, name in names]
+    for what, part, curves, series, q in groups:
+        parts = chunks(series, CURVES_PER_FIGURE)
+        for i, chunk in enumerate(parts):
+            if "delay" in shown:
+                sec.figure(rp.delay_cdf_figure([(lbl, d) for lbl, d, _ in chunk],
+                                               title=part_title(f"Delay CDF, {what}", i, len(parts), part)),
+                           f"Delay CDF of {what} (pooled repetitions), {curves}.")
+                figures += 1
+            if "late" in shown:
+                sec.figure(rp.late_fraction_figure(
+                    [(lbl, a["late"]["playout_delay_s"], a["late"]["late_fraction"]) for lbl, _, a in chunk],
+                    title=part_title(f"Late fraction, {what}", i, len(parts), part)),
+                    f"Late fraction of {what} against the playout delay (Brosh et al. Fig 23 style), {curves}.")
+                figures += 1
+        if "quality" not in shown:
+            continue
         parts = chunks(q, 6)
         for i, chunk in enumerate(parts):
             sec.figure(rp.quality_over_time_figure(
-                chunk, bin_s=QUALITY_BIN_S, title=part_title(f"Quality level, flow {name}", i, len(parts), "cells part")),
-                f"Quality level over time of flow {name!r} (first complete repetition of each cell; "
+                chunk, bin_s=QUALITY_BIN_S, title=part_title(f"Quality level, {what}", i, len(parts), part)),
+                f"Quality level over time of {what} (first complete repetition of each cell; "
                 f"levels of the loss periods, 0 best, 5 worst; mean and worst per {QUALITY_BIN_S:g} s).")
             figures += 1
     figures += _per_cell_bars(ctx, sec, shown, cells_out)

@@ -307,6 +307,11 @@ def bars_figure(labels: Sequence[str], panels: Sequence[tuple[str, Sequence[floa
         ax.set_xlabel(xlabel)
         ax.grid(True, axis="x", alpha=0.3)
         ax.set_xlim(left=0)
+        finite = m[np.isfinite(m)]
+        if finite.size and not finite.any():   # every bar 0: the panel said nothing, drawn empty
+            ax.set_xlim(0, 1)
+            ax.text(0.5, 0.5, "0 in every cell" if finite.size == n else "0 in every cell measured",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=9, color="0.3")
     axes[0].set_yticks(y)
     axes[0].set_yticklabels(labels, fontsize=7)
     axes[0].invert_yaxis()
