@@ -90,7 +90,7 @@ def test_metrics_warns_for_a_late_run_and_says_nothing_of_an_old_one(sweep_dir, 
     assert "testbed error: worst sender of flow 0 lateness p99 0.90 ms (max 1.50 ms) <= bound 3.00 ms" in " ".join(out.split())
 
 
-def test_the_sweep_table_marks_the_late_cell_with_a_footnote(sweep_dir):
+def test_the_sweep_table_marks_the_late_cell_with_a_footnote(sweep_dir, capsys):
     from tcpdelay.cli.experiments import _human, _warn_late
     from tcpdelay.cli.testbed_warning import describe
 
@@ -107,3 +107,7 @@ def test_the_sweep_table_marks_the_late_cell_with_a_footnote(sweep_dir):
     cells = [line.split()[0] for line in text.splitlines() if line.startswith("loss=")]
     assert cells == [f"loss=1%{LATE_MARK}", f"loss=1%{LATE_MARK}", "loss=5%"], text
     assert "When the testbed itself" in " ".join(text.split())
+    _warn_late("sweep", doc)
+    (line,) = _warnings(capsys.readouterr().err)
+    assert line.startswith("tcpdelay sweep: warning: the testbed itself was late in 1 of 3 runs: worst emulator "
+                           "bottleneck a_to_b lateness p99 4.20 ms")
