@@ -111,3 +111,36 @@ def test_the_sweep_table_marks_the_late_cell_with_a_footnote(sweep_dir, capsys):
     (line,) = _warnings(capsys.readouterr().err)
     assert line.startswith("tcpdelay sweep: warning: the testbed itself was late in 1 of 3 runs: worst emulator "
                            "bottleneck a_to_b lateness p99 4.20 ms")
+
+
+def test_validate_marks_the_late_point_and_warns_once(tmp_path, make_run, capsys):
+    """A validation-shaped sweep by hand, its voip point's run late: the point's JSON carries
+    each run's verdict with its section, the table marks the point, one warning line."""
+    from tcpdelay.cli.validate import _human, _warn_late
+    from tcpdelay.cli.validate import evaluate_validation
+
+    root = tmp_path / "v"
+    cells = [{"id": "111111111111", "index": 0, "label": "a", "overrides": {
+                 "flows[0].profile": "voip", "flows[0].tcp.preset": "newreno-2008", "path.rtt_s": 0.1,
+                 "path.forward.loss.p": 0.01}},
+             {"id": "222222222222", "index": 1, "label": "b", "overrides": {
+                 "flows[0].profile": "video", "flows[0].tcp.preset": "linux-default", "path.rtt_s": 0.1,
+                 "path.forward.loss.p": 0.01}}]
+    root.mkdir()
+    (root / "sweep.json").write_text(json.dumps({"name": "validate-5.1", "seeds": [1], "cells": cells}))
+    (root / "scenario.toml").write_text('name = "validate-5.1"\nduration_s = 4.0\n')
+    make_run(root / "cells" / "111111111111" / "seed-1", [0.05] * 200)
+    make_run(root / "cells" / "222222222222" / "seed-1", [0.06] * 200)
+    _add_section(root / "cells" / "111111111111" / "seed-1", _section(4200.0))
+    doc = evaluate_validation(root)
+    voip, video = doc["points"]
+    assert voip["testbed_error"]["worst"]["late"] and voip["testbed_error"]["runs"][0]["section"]["smallest_delay_s"]
+    assert video["testbed_error"]["worst"]["recorded"] is False and video["testbed_error"]["runs"][0]["section"] is None
+    console = Console(record=True, width=200)
+    _human(doc, "linux")(console)
+    text = console.export_text()
+    assert [line for line in text.splitlines() if LATE_MARK in line and "voip" in line]
+    assert not [line for line in text.splitlines() if LATE_MARK in line and "video" in line]
+    _warn_late(doc)
+    (line,) = _warnings(capsys.readouterr().err)
+    assert line.startswith("tcpdelay validate: warning: the testbed itself was late in 1 of 2 runs: worst emulator")

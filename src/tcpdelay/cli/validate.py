@@ -24,6 +24,11 @@ def _stack_cell(p: dict, stack: str, stat: str) -> str:
     return f"{ms_text(mod.get(stat))} ({error_text(err.get(stat))})"
 
 
+def _warn_late(doc: dict) -> None:
+    """The one warning line when the testbed was itself late in any run of any point."""
+    warn("validate", [as_verdict(r) for p in doc["points"] for r in (p.get("testbed_error") or {}).get("runs") or []])
+
+
 def _late(point: dict) -> bool:
     """Whether the testbed was itself late in a run of the point (docs/testbed.md)."""
     return bool(((point.get("testbed_error") or {}).get("worst") or {}).get("late"))
@@ -134,7 +139,7 @@ def validate_cmd(full, out_dir, jobs, duration_s, repetitions, rtts_s, losses, p
     doc = run_validation(out, full=full, jobs=jobs, duration_s=duration_s, repetitions=repetitions,
                          grid=grid or None, console=Console(stderr=True), backend=backend)
     emit(doc, as_json, _human(doc, model_stack or ("classic" if backend == "ns3" else "linux")))
-    warn("validate", [as_verdict(r) for p in doc["points"] for r in (p.get("testbed_error") or {}).get("runs") or []])
+    _warn_late(doc)
     return 1 if (doc.get("sweep") or {}).get("failed") else 0
 
 
