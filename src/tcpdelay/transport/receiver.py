@@ -330,16 +330,17 @@ def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bo
                          f"max_run_duration_s {cfg.max_run_duration_s:g}", hello_bytes)
             return None
         now = time.monotonic()
-        times = recent.setdefault(peer[0], deque())
-        while times and now - times[0] > 60.0:
-            times.popleft()
-        for ip in [ip for ip, t in recent.items() if not t]:
-            del recent[ip]              # forget addresses silent for a minute (bounded table)
+        for ip in list(recent):         # forget hellos older than a minute, and silent addresses
+            q = recent[ip]
+            while q and now - q[0] > 60.0:
+                q.popleft()
+            if not q:
+                del recent[ip]
+        times = recent.get(peer[0], deque())
         if len(times) >= cfg.max_runs_per_peer_per_minute:
             _reject(ctl, f"too many runs from {peer[0]}: at most "
                          f"{cfg.max_runs_per_peer_per_minute} a minute", hello_bytes)
             return None
-        recent.setdefault(peer[0], times).append(now)
         run_dir = None
         if cfg.out_dir is not None:
             out = Path(cfg.out_dir)
@@ -353,6 +354,7 @@ def _handshake(cfg: ReceiverConfig, lst, udp, got, stop, on_progress, single: bo
                 if notice is not None:
                     notice(f"hello from {peer[0]}:{peer[1]} refused: {problem}")
                 return None
+        recent.setdefault(peer[0], times).append(now)      # an accepted hello
         token = secrets.token_hex(control.TOKEN_BYTES)
         run_clock = clock.clock_for_peer(str(hello.get("boot_id", "")))
         cert = None
