@@ -220,3 +220,48 @@ def test_the_guest_runs_this_machines_tcpdelay_on_its_own_kernel(guest_bed):
     assert release.startswith("6.1.") and version == tcpdelay.__version__ and recovery == "0"
     # read-only: the guest cannot write this machine's files
     assert guest.exec_host(f"touch {tb.state_dir}/from-the-guest", check=False).returncode != 0
+
+
+def test_counters_in_words_with_every_drop_reason_and_the_ce_marks():
+    """Issue 54, item 6: ``testbed status`` printed the link's drops as a Python dict, without
+    the CE marks."""
+    from tcpdelay.cli.testbed import counters_text
+
+    x = {"packets_in": 1200, "packets_out": 1180, "ce_marks": 7,
+         "drops": {"aqm": 3, "loss": 17, "memory": 0, "queue": 0, "total": 20}}
+    assert counters_text(x) == "1200 packets in, 1180 out, 20 dropped (aqm 3, loss 17), 7 CE-marked"
+
+
+@needs_guest
+def test_up_and_status_name_the_guest_and_its_congestion_control():
+    """Issue 54, item 6: ``testbed up --host-kernel debian-6.1`` listed the guest host as
+    ``cc=bbr`` (its namespace's) and then ``cc=cubic`` (the guest's, which ``testbed exec``
+    shows); ``testbed status`` never mentioned the guest."""
+    import os
+    import re
+
+    env = {**os.environ, "COLUMNS": "80"}
+    up = subprocess.run([*TCPDELAY, "testbed", "up", "--delay-s", "0.01", "--rate-bps", "10e6", "--host-kernel",
+                         "debian-6.1"], capture_output=True, text=True, timeout=300, env=env)
+    assert up.returncode == 0, up.stderr
+    run_id = up.stdout.split()[1]
+    try:
+        rc, res = _exec(type("Run", (), {"run_id": run_id}), "left0", "cat", "/proc/sys/net/ipv4/tcp_congestion_control")
+        assert rc == 0, res
+        cc = res["stdout"].strip()
+        text = " ".join(up.stdout.split())
+        assert re.search(rf"left0 10\.\S+ cc={cc} initcwnd=\S+ a QEMU guest \(below\)", text), text  # the host's line
+        assert f", cc={cc}); tcpdelay testbed exec left0" in text                       # the guest's line
+        assert text.count("cc=") == 3 and "a QEMU guest (below)" in text
+        status = subprocess.run([*TCPDELAY, "testbed", "status", run_id], capture_output=True, text=True,
+                                timeout=120, env=env)
+        assert status.returncode == 0, status.stderr
+        words = " ".join(status.stdout.replace("│", " ").split())
+        assert "left0" in words and "a QEMU guest: Linux 6.1" in words and f"cc {cc})" in words
+        assert f"{run_id} a_to_b: " in status.stdout and "CE-marked" in status.stdout and "{" not in status.stdout
+        doc = json.loads(subprocess.run([*TCPDELAY, "testbed", "status", run_id, "--json"], capture_output=True,
+                                        text=True, timeout=120).stdout)
+        (run,) = doc["runs"]
+        assert run["guests"]["left0"]["alive"] is True and run["guests"]["left0"]["congestion_control"] == cc
+    finally:
+        subprocess.run([*TCPDELAY, "testbed", "down", run_id], capture_output=True, timeout=120)

@@ -104,7 +104,15 @@ def build_spec_data(config, left, right, delay_s, jitter_s, loss, rate_bps, queu
 
 
 def _run_rows(info: dict) -> list[str]:
-    hosts = ", ".join(f"{n} {h.get('address')} ({h.get('netns')})" for n, h in info.get("hosts", {}).items())
+    guests = info.get("guests") or {}
+
+    def where(n: str, h: dict) -> str:
+        g = guests.get(n)
+        if g is None:
+            return f"({h.get('netns')})"
+        return (f"(a QEMU guest: Linux {g.get('release')}, {g.get('accelerator')}, cc "
+                f"{g.get('congestion_control')}{'' if g.get('alive') else ', not running'})")
+    hosts = ", ".join(f"{n} {h.get('address')} {where(n, h)}" for n, h in info.get("hosts", {}).items())
     return [info["run_id"], "yes" if info["owner_alive"] else "no", str(info.get("topology") or "—"), hosts or "—"]
 
 
@@ -173,10 +181,13 @@ def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets
 
     def human(console):
         console.print(f"testbed [bold]{tb['run_id']}[/bold] is up ({tb['topology']}, {tb['subnet']})")
+        guests = tb.get("guests", {})
         for name, h in tb["hosts"].items():
-            console.print(f"  {name:8s} {h['address']:13s} cc={h['tcp'].get('congestion_control')} "
-                          f"initcwnd={h['tcp'].get('initcwnd_segments') or 'kernel'}  "
-                          f"ip netns exec {h['netns']} ...")
+            g = guests.get(name)   # a guest's TCP is its kernel's (the namespace's said bbr, the guest cubic)
+            tcp = (g or h)["tcp"]
+            console.print(f"  {name:8s} {h['address']:13s} cc={tcp.get('congestion_control')} "
+                          f"initcwnd={tcp.get('initcwnd_segments') or 'kernel'}  "
+                          + ("a QEMU guest (below)" if g else f"ip netns exec {h['netns']} ..."))
         a, b = spec.link.a_to_b, spec.link.b_to_a
         for label, d in (("left->right", a), ("right->left", b)):
             console.print(f"  {label}: delay {fmt_s(d.delay_s)}, rate "
@@ -191,6 +202,15 @@ def up_cmd(config, left, right, delay_s, jitter_s, loss, rate_bps, queue_packets
         console.print(f"stop it with: tcpdelay testbed down {tb['run_id']}")
 
     emit(tb, as_json, human)
+
+
+def counters_text(x: dict) -> str:
+    """One direction's emulator counters in words: packets in and out, the drops (the total, then
+    each reason that dropped any) and the CE marks (they printed as a Python dict, without them)."""
+    drops = x.get("drops") or {}
+    why = ", ".join(f"{k} {v}" for k, v in drops.items() if k != "total" and v)
+    return (f"{x.get('packets_in')} packets in, {x.get('packets_out')} out, {drops.get('total', 0)} dropped"
+            + (f" ({why})" if why else "") + f", {x.get('ce_marks', 0)} CE-marked")
 
 
 def _counters_of(info: dict) -> dict | None:
@@ -226,6 +246,8 @@ def _counters_of(info: dict) -> dict | None:
 @json_option
 def status_cmd(run_ids, as_json):
     """List testbed runs on this machine (with the emulator's counters for live ones)."""
+    from tcpdelay.testbed.guest import read_guests
+
     nsutil.require_testbed_environment()
     found = runs.find_runs()
     unknown = [r for r in run_ids if r not in found]
@@ -236,12 +258,19 @@ def status_cmd(run_ids, as_json):
         if run_ids and rid not in run_ids:
             continue
         s = info.summary()
+        s["guests"] = {n: {"release": g.get("release"), "accelerator": g.get("accelerator"),
+                           "address": g.get("address"), "qemu_pid": g.get("qemu_pid"),
+                           "congestion_control": (g.get("tcp") or {}).get("congestion_control"),
+                           "alive": bool(g.get("qemu_pid")) and nsutil.process_alive(g["qemu_pid"])}
+                       for n, g in read_guests(runs.state_dir(rid)).items()}
         s["counters"] = _counters_of({"run_id": rid, "state": info.state}) if info.alive else None
         out.append(s)
     res = {"runs": out}
 
     def human(console):
         from rich.table import Table
+
+        from tcpdelay.cli.text_layout import print_wrapped
 
         if not out:
             console.print("no testbed runs")
@@ -256,9 +285,7 @@ def status_cmd(run_ids, as_json):
             c = s.get("counters")
             if c:
                 for d in ("a_to_b", "b_to_a"):
-                    x = c.get(d, {})
-                    console.print(f"  {s['run_id']} {d}: in {x.get('packets_in')} out {x.get('packets_out')} "
-                                  f"drops {x.get('drops')}")
+                    print_wrapped(console, f"{s['run_id']} {d}: {counters_text(c.get(d) or {})}")
 
     emit(res, as_json, human)
 
