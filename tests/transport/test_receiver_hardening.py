@@ -288,3 +288,38 @@ def test_an_in_order_gap_after_gap_costs_one_line_per_skip_not_per_packet(tmp_pa
     gaps, _ = rx.close()
     assert gaps.status == "completed" and gaps.received_packets + gaps.held_at_end == 2000
     assert 1 <= len(gaps.errors) <= 2000 // 50 + 1        # one per skip of half the held packets
+
+
+@pytest.mark.testbed
+def test_a_really_full_file_system_fails_the_run_and_the_receiver_serves_on(tmp_path):
+    """The finding as found: a small tmpfs as the output folder, filled up after a first run
+    (needs root to mount it)."""
+    import subprocess
+
+    out = tmp_path / "small"
+    out.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(out)],
+                                          capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        rx = Receiver(out_dir=str(out))
+        real_run(rx, tmp_path / "tx1", run_id="before-full")
+        with open(out / "filler", "wb") as f:          # every byte left
+            try:
+                while True:
+                    f.write(bytes(65536))
+                    f.flush()
+            except OSError as err:
+                assert err.errno == errno.ENOSPC
+        sent = run_sender(SenderConfig("127.0.0.1", rx.port, run=RunParams(duration_s=0.4),
+                                       out_dir=str(tmp_path / "tx2"), run_id="while-full"), VOIP)
+        assert sent.status != "completed"
+        os.unlink(out / "filler")
+        real_run(rx, tmp_path / "tx3", run_id="after-full")
+        before, full, after = rx.close()
+        assert full.status == "failed" and "ENOSPC" in full.failure, full
+        assert before.status == after.status == "completed"
+        assert read_records(out / "before-full", "received").num_rows == before.received_packets > 0
+        assert read_run_metadata(out / "before-full")["receiver"]["status"] == "completed"
+    finally:
+        subprocess.run(["umount", str(out)], check=False)
