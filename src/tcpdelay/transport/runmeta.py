@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
 from pathlib import Path
 
 from tcpdelay.records import read_run_metadata, write_run_metadata
@@ -59,7 +60,7 @@ def _start_ticks(pid: int) -> int | None:
 def this_process() -> dict:
     """The receiver's process as its run.json section names it."""
     pid = os.getpid()
-    return {"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": _boot_id()}
+    return {"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": _boot_id(), "host": socket.gethostname()}
 
 
 def process_alive(proc) -> bool:
@@ -74,7 +75,8 @@ def process_alive(proc) -> bool:
 def mark_interrupted_runs(out_dir: str | os.PathLike, per_run: bool) -> list[str]:
     """Mark ``interrupted`` every run in ``out_dir`` (itself, or its sub-folders with
     ``per_run``) whose receiver section still says ``running`` but whose receiver process is
-    gone. Returns the run folders marked. Unreadable run.json files are left alone."""
+    gone. Returns the run folders marked. Unreadable run.json files, and runs of a receiver on
+    another host (a shared folder), are left alone."""
     out = Path(out_dir)
     if not out.is_dir():
         return []
@@ -90,6 +92,8 @@ def mark_interrupted_runs(out_dir: str | os.PathLike, per_run: bool) -> list[str
             continue
         if not isinstance(rcv, dict) or rcv.get("status") != "running" or process_alive(rcv.get("process")):
             continue
+        if (rcv.get("process") or {}).get("host", socket.gethostname()) != socket.gethostname():
+            continue                # another machine's receiver (a shared folder): not ours to judge
         with open(d / ".run.json.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             meta = read_run_metadata(d)
