@@ -395,7 +395,9 @@ impl Engine {
                 match ev.u64 {
                     TOKEN_CMD => self.read_commands()?,
                     TOKEN_SIGNAL => {
-                        if let Some(sig) = sys::read_signal(self.sigfd) {
+                        // SIGINT is the caller's to handle (it ends its flows with "finish");
+                        // SIGTERM (e.g. PR_SET_PDEATHSIG: the caller is gone) and SIGHUP end it
+                        if let Some(sig) = sys::read_signal(self.sigfd).filter(|&s| s != libc::SIGINT) {
                             self.flush_all();
                             self.write_events();
                             return Ok(128 + sig);
