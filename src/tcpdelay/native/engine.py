@@ -49,6 +49,39 @@ def find_binary() -> str:
                                   f"or set {BINARY_ENV}")
 
 
+class Events(queue.Queue):
+    """A flow's events, and a descriptor that is readable while there are some (so the flow's
+    thread can sleep in ``select`` on its control socket and its events at once)."""
+
+    def __init__(self):
+        super().__init__()
+        self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def fileno(self) -> int:
+        return self._r
+
+    def put(self, item, block=True, timeout=None) -> None:
+        super().put(item, block, timeout)
+        try:
+            os.write(self._w, b"x")
+        except OSError:
+            pass
+
+    def get_nowait(self):
+        try:
+            os.read(self._r, 4096)
+        except OSError:
+            pass
+        return super().get_nowait()
+
+    def close(self) -> None:
+        for fd in (self._r, self._w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _how(code: int | None) -> str:
     if code is None:
         return "still running"
@@ -93,14 +126,21 @@ class NativeEngine:
     def describe(self) -> str:
         return f"the native endpoint {BINARY} (pid {self.proc.pid})"
 
-    def events(self, key: str) -> queue.Queue:
+    def events(self, key: str) -> Events:
         with self._qlock:
             q = self._queues.get(key)
             if q is None:
-                q = self._queues[key] = queue.Queue()
+                q = self._queues[key] = Events()
                 if self.died:
                     q.put({"event": "died", "error": self.died})
             return q
+
+    def forget(self, key: str) -> None:
+        """The flow ``key`` is over: its event queue goes."""
+        with self._qlock:
+            q = self._queues.pop(key, None)
+        if q is not None:
+            q.close()
 
     def command(self, msg: dict, fds: list[int] | tuple = ()) -> None:
         if self.died:

@@ -32,7 +32,9 @@ from tcpdelay.transport.runmeta import update_run_metadata
 
 from pathlib import Path
 
-_POLL_S = 0.2
+#: How long the control loop of a run sleeps at most (s) before it looks at ``stop`` and its
+#: deadlines (control messages, connections and the endpoint's events wake it at once).
+_POLL_S = 0.5
 
 
 def run_native_receiver(config: ReceiverConfig, engine: NativeEngine, *,
@@ -129,6 +131,7 @@ class _NativeRun:
         run.media, run.media_socks, run.cut_streams = {}, set(), []
         run.open_media, run.ending_since = 0, None
         events = engine.events(self.key)
+        sel.register(events, selectors.EVENT_READ, ("events", None))
         tcp = p.transport == "tcp"
         max_msg = min(cfg.max_message_bytes, p.max_packet_bytes)
         self.raw.parent.mkdir(parents=True, exist_ok=True)
@@ -153,9 +156,12 @@ class _NativeRun:
                     res.status = "idle-timeout"
                     res.errors.append("the run outlasted its duration by far")
                     break
-                for key, _ in sel.select(0.05):
+                wait = pending.next_deadline_s()
+                for key, _ in sel.select(_POLL_S if wait is None else min(_POLL_S, wait)):
                     kind, state = key.data
-                    if kind == "pending":
+                    if kind == "events":
+                        self._events(events, block=False)
+                    elif kind == "pending":
                         got = pending.read(key.fileobj)
                         if got is not None:
                             self._identified(*got)
@@ -186,6 +192,8 @@ class _NativeRun:
                 sock.close()
             if run.ctl in sel.get_map():
                 sel.unregister(run.ctl)
+            sel.unregister(events)
+            engine.forget(self.key)
             if native_err is not None:          # the endpoint died: the run failed, named
                 res.status = "sender-disconnected" if res.status == "completed" else res.status
                 res.failure = str(native_err)
@@ -228,7 +236,7 @@ class _NativeRun:
     def _events(self, events, block: bool) -> None:
         while True:
             try:
-                ev = events.get(block=block, timeout=0.05 if block else None)
+                ev = events.get_nowait()
             except Exception:  # noqa: BLE001 - queue.Empty
                 return
             if ev.get("event") == "died":

@@ -12,6 +12,7 @@ Parquet part on the way out, whatever ended the run.
 from __future__ import annotations
 
 import select
+import socket
 import threading
 import time
 
@@ -29,10 +30,9 @@ from tcpdelay.transport.sender import (SenderError, SenderResult, _Conn, _connec
 from tcpdelay.transport.sockopts import apply_buffers, read_back
 from tcpdelay.transport.tcp_state_sampler import TcpStateSampler
 
-import socket
-
-#: What the native sender's result adds (:class:`SenderResult` fields it fills are set there).
-_NATIVE_KEYS = ("send_lateness_us",)
+#: How long the waiting thread sleeps at most (s) before it looks at ``stop`` (the endpoint's
+#: events and the control connection wake it at once).
+_POLL_S = 0.5
 
 
 def run_native_sender(config: SenderConfig, source, engine: NativeEngine, *,
@@ -106,7 +106,10 @@ def run_native_sender(config: SenderConfig, source, engine: NativeEngine, *,
                         "max_queue_bytes": int(cfg.max_queue_bytes),
                         "drain_timeout_ns": int(cfg.drain_timeout_s * 1e9)},
                        [c.sock.fileno() for c in conns])
-        native = _wait(engine, key, events, ctl, result, stop, sampler, conns, rp.flow_id)
+        try:
+            native = _wait(engine, key, events, ctl, result, stop, sampler, conns, rp.flow_id)
+        finally:
+            engine.forget(key)
         _apply(result, native)
         if result.status in ("completed", "drain-timeout"):
             run = _SendRun(_LoopSettings(cfg, rp, interval_s, stop), source, conns, ctl, None, result, None)
@@ -163,24 +166,24 @@ def _wait(engine: NativeEngine, key: str, events, ctl, result: SenderResult, sto
     ctl.setblocking(False)
     while True:
         now = clock.now_ns()
-        wait_s = 0.1
+        wait_s = _POLL_S
         if sampler is not None:
             sampler.sample(sampled, now)
             wait_s = min(wait_s, max(0.0, (sampler.due_ns() - clock.now_ns()) / 1e9))
-        try:
-            ev = events.get(timeout=wait_s)
-        except Exception:  # noqa: BLE001 - queue.Empty
-            ev = None
-        if ev is not None:
+        ready = select.select([events] if asked_finish else [events, ctl], [], [], wait_s)[0]
+        while True:
+            try:
+                ev = events.get_nowait()
+            except Exception:  # noqa: BLE001 - queue.Empty
+                break
             if ev.get("event") == "died":
                 raise NativeEndpointError(ev["error"])
             if ev.get("event") == "result":
                 return ev
-            continue
         if not asked_finish and stop is not None and stop.is_set():
             engine.command({"cmd": "finish", "key": key})
             asked_finish = True
-        if not asked_finish and select.select([ctl], [], [], 0)[0]:
+        if not asked_finish and ctl in ready:
             data = control.read_ready(ctl)
             msgs = []
             if data:
