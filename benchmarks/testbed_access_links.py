@@ -103,6 +103,7 @@ class EndpointCpu:
     def __init__(self):
         self.last: dict[int, float] = {}
         self.comm: dict[int, str] = {}
+        self.series: list[tuple[float, float, bool]] = []   # (time, CPU so far, a native endpoint alive)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._hz = os.sysconf("SC_CLK_TCK")
@@ -131,6 +132,8 @@ class EndpointCpu:
             if ok and f[0] in self.COMMS:
                 self.last[pid] = (int(f[12]) + int(f[13])) / self._hz   # utime + stime
                 self.comm[pid] = f[0]
+        alive = any(f[0] == "tcpdelay-endpoi" for f in stat.values())
+        self.series.append((time.monotonic(), self.cpu_s, alive))
 
     def _run(self) -> None:
         while not self._stop.wait(0.1):
@@ -139,6 +142,18 @@ class EndpointCpu:
     @property
     def cpu_s(self) -> float:
         return sum(self.last.values())
+
+    def steady_cores(self) -> float:
+        """Cores the endpoints used over the middle half of the time a native endpoint (else any
+        endpoint) was alive: the media flowing, set-up and records' conversion left out."""
+        alive = [x for x in self.series if x[2]] or self.series
+        if len(alive) < 4:
+            return float("nan")
+        t0, t1 = alive[0][0], alive[-1][0]
+        mid = [x for x in alive if t0 + 0.25 * (t1 - t0) <= x[0] <= t0 + 0.75 * (t1 - t0)]
+        if len(mid) < 2:
+            return float("nan")
+        return (mid[-1][1] - mid[0][1]) / (mid[-1][0] - mid[0][0])
 
     @property
     def native_cpu_s(self) -> float:
@@ -202,6 +217,7 @@ def measure(n: int, duration_s: float) -> dict:
             "sent": int(sum(len(f.send_time_s) for f in flows)),
             "endpoint_cpu_s": ep_cpu.cpu_s,
             "native_endpoint_cpu_s": ep_cpu.native_cpu_s,
+            "endpoint_cores_steady": ep_cpu.steady_cores(),
             "endpoint_us_per_packet": 1e6 * ep_cpu.cpu_s / max(1, sum(len(f.send_time_s) for f in flows)),
             "lost_parts": run.get("lost") or []}
 
@@ -230,7 +246,7 @@ def main() -> int:
     os.environ[ENDPOINTS_ENV] = args.endpoints
     print(f"{'flows':>5} {'endpoints':>9} {'links':>9} {'build s':>8} {'RSS MB':>7} {'delay - configured, ms: mean':>29} "
           f"{'p99':>6} {'max':>7} {'p99 after 2 s':>13} {'emulator lateness us: p99':>25} {'max':>7}"
-          f" {'real-time CPU, cores: mean':>26} {'max':>5} {'endpoint CPU s':>14} {'of it native':>12} {'us/packet':>9}")
+          f" {'real-time CPU, cores: mean':>26} {'max':>5} {'endpoint CPU s':>14} {'of it native':>12} {'us/packet':>9} {'cores, mid-run':>14}")
     for n in args.flows:
         r = measure(n, args.duration_s)
         print(f"{r['flows']:>5} {r['endpoints']:>9} {r['links']:>9} {r['build_s']:>8.2f} {r['rss_mb_total']:>7.1f} "
@@ -238,6 +254,7 @@ def main() -> int:
               f" {r['delay_err_p99_after_2s_ms']:>13.3f} {r['lateness_p99_us']:>25.0f} {r['lateness_max_us']:>7.0f}"
               f" {r['realtime_cpu_cores_mean']:>26.2f} {r['realtime_cpu_cores_max']:>5.2f}"
               f" {r['endpoint_cpu_s']:>14.2f} {r['native_endpoint_cpu_s']:>12.2f} {r['endpoint_us_per_packet']:>9.1f}"
+              f" {r['endpoint_cores_steady']:>14.3f}"
               + (f"  lost: {r['lost_parts']}" if r["lost_parts"] else ""))
         sys.stdout.flush()
     return 0

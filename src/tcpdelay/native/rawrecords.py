@@ -102,4 +102,6 @@ def convert_leftovers(run_dir: str | os.PathLike) -> int:
             n += convert_sent(raw, raw.parent, writer_id)
         elif kind == "received":
             n += convert_received(raw, raw.parent, writer_id)
+        else:                       # a schedule
+            raw.unlink(missing_ok=True)
     return n

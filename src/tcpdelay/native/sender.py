@@ -108,6 +108,10 @@ def run_native_sender(config: SenderConfig, source, engine: NativeEngine, *,
                        [c.sock.fileno() for c in conns])
         try:
             native = _wait(engine, key, events, ctl, result, stop, sampler, conns, rp.flow_id)
+        except BaseException:
+            # the endpoint may not have read the schedule yet: end the flow there first
+            _abandon(engine, key, events)
+            raise
         finally:
             engine.forget(key)
         _apply(result, native)
@@ -170,7 +174,12 @@ def _wait(engine: NativeEngine, key: str, events, ctl, result: SenderResult, sto
         if sampler is not None:
             sampler.sample(sampled, now)
             wait_s = min(wait_s, max(0.0, (sampler.due_ns() - clock.now_ns()) / 1e9))
-        ready = select.select([events] if asked_finish else [events, ctl], [], [], wait_s)[0]
+        # poll, not select: a group's descriptors may be numbered past select's 1024
+        poller = select.poll()
+        poller.register(events, select.POLLIN)
+        if not asked_finish:
+            poller.register(ctl, select.POLLIN)
+        ready = [fd for fd, _ in poller.poll(wait_s * 1000)]
         while True:
             try:
                 ev = events.get_nowait()
@@ -183,7 +192,7 @@ def _wait(engine: NativeEngine, key: str, events, ctl, result: SenderResult, sto
         if not asked_finish and stop is not None and stop.is_set():
             engine.command({"cmd": "finish", "key": key})
             asked_finish = True
-        if not asked_finish and ctl in ready:
+        if not asked_finish and ctl.fileno() in ready:
             data = control.read_ready(ctl)
             msgs = []
             if data:
@@ -203,6 +212,20 @@ def _wait(engine: NativeEngine, key: str, events, ctl, result: SenderResult, sto
                 else:
                     res["status"] = "receiver-disconnected"
                 return res
+
+
+def _abandon(engine: NativeEngine, key: str, events) -> None:
+    """This thread failed while the endpoint serves its flow: finish it there and wait (5 s at
+    most) for its result, so its schedule and records are not removed under it."""
+    try:
+        engine.command({"cmd": "finish", "key": key})
+        deadline = time.monotonic() + 5.0
+        while (left := deadline - time.monotonic()) > 0:
+            ev = events.get(timeout=left)
+            if ev.get("event") in ("result", "died"):
+                return
+    except Exception:  # noqa: BLE001 - the endpoint is gone or slow: nothing more to do
+        return
 
 
 def _drain_result(events) -> dict:
