@@ -23,6 +23,8 @@ from tcpdelay.errors import EnvironmentNotSupported, TcpdelayError
 
 BINARY = "tcpdelay-endpoint"
 BINARY_ENV = "TCPDELAY_ENDPOINT"
+#: Extra arguments for every endpoint started (e.g. "--spin-us 0": no busy-waiting).
+OPTIONS_ENV = "TCPDELAY_ENDPOINT_OPTIONS"
 
 
 class NativeEndpointError(TcpdelayError):
@@ -101,7 +103,8 @@ class NativeEngine:
     def __init__(self, binary: str | None = None, rt_priority: int = 0):
         self.binary = binary or find_binary()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        args = [self.binary] + (["--rt-priority", str(rt_priority)] if rt_priority else [])
+        args = [self.binary] + (["--rt-priority", str(rt_priority)] if rt_priority else []) \
+            + os.environ.get(OPTIONS_ENV, "").split()
         try:
             self.proc = subprocess.Popen(args, stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          close_fds=True)
