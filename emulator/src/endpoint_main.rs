@@ -40,12 +40,14 @@ fn main() {
         bad("its parent is gone");
     }
     sys::set_timer_slack_ns(1);
+    let mut realtime = false;
     if rt_priority > 0 {
         let p = libc::sched_param { sched_priority: rt_priority };
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &p) }; // refused: normal priority
+        realtime = unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &p) } == 0; // refused: normal priority
     }
     let window_ns = 100_000_000u64;
-    let opts = Options { spin_ns: spin_us * 1000, window_ns, budget_ns: (window_ns as f64 * budget_pct / 100.0) as u64 };
+    let opts = Options { spin_ns: spin_us * 1000, window_ns, budget_ns: (window_ns as f64 * budget_pct / 100.0) as u64,
+                         realtime };
     let mut engine = Engine::new(opts).unwrap_or_else(|BadInput(m)| bad(&m));
     match engine.run() {
         Ok(code) => std::process::exit(code),

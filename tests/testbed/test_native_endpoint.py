@@ -255,6 +255,11 @@ def test_a_native_run_writes_the_records_of_a_python_run(tmp_path, monkeypatch):
     assert list(count(py, "sent")) == list(count(nat, "sent"))
     assert list(count(py, "received")) == list(count(py, "sent")) == list(count(nat, "received"))
     media = json.loads((nat / "run.json").read_text())["run"]["media"]
+    py_media = json.loads((py / "run.json").read_text())["run"]["media"]
+    # every flow end answers as a Python one does (the same keys, and real time alike)
+    assert [m["sender"]["realtime"] for m in media] == [m["sender"]["realtime"] for m in py_media]
+    assert [sorted(set(m["sender"]) - {"endpoint", "send_lateness_us"}) for m in media] == \
+        [sorted(m["sender"]) for m in py_media]
     for m in media:
         native = m["flow_id"] != 4
         assert m["sender"]["status"] == "completed"

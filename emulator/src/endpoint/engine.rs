@@ -40,6 +40,8 @@ pub struct Options {
     pub spin_ns: u64,
     pub window_ns: u64,
     pub budget_ns: u64,
+    /// Whether it runs SCHED_RR (said in its ready line).
+    pub realtime: bool,
 }
 
 /// CLOCK_REALTIME − CLOCK_MONOTONIC, measured as the reading of the real-time clock between
@@ -359,7 +361,7 @@ impl Engine {
     pub fn run(&mut self) -> Result<i32, BadInput> {
         let mut waiter = Waiter::new(self.opts.spin_ns, self.opts.window_ns, self.opts.budget_ns);
         let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
-        self.event(json!({"event": "ready", "pid": std::process::id()}));
+        self.event(json!({"event": "ready", "pid": std::process::id(), "realtime": self.opts.realtime}));
         self.write_events();
         loop {
             let now = sys::mono_ns();

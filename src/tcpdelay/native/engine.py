@@ -115,6 +115,7 @@ class NativeEngine:
         self._queues: dict[str, queue.Queue] = {}
         self._qlock = threading.Lock()
         self.died: str | None = None
+        self.realtime = False           # SCHED_RR granted (its ready line says)
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, name="native-endpoint-events", daemon=True)
         self._reader.start()
@@ -166,6 +167,7 @@ class NativeEngine:
             except ValueError:
                 continue
             if ev.get("event") == "ready":
+                self.realtime = bool(ev.get("realtime"))
                 self._ready.set()
                 continue
             key = ev.get("key")

@@ -121,9 +121,12 @@ def serve_group(members: list[Member], realtime: bool) -> dict[str, tuple[bool, 
     def run(m: Member) -> None:
         try:
             with nsutil.entered(m.netns):
-                if m.native:
-                    fn = _native_sender if m.key.startswith("tx:") else _native_receiver
-                    out[m.key] = (True, fn(m, engine, stop))
+                if m.native:      # real time: the endpoint, which sends and reads
+                    if m.key.startswith("tx:"):
+                        out[m.key] = (True, {**_native_sender(m, engine, stop), "realtime": engine.realtime})
+                    else:
+                        out[m.key] = (True, [{**r, "realtime": engine.realtime}
+                                             for r in _native_receiver(m, engine, stop)])
                     return
                 fn = _sender if m.key.startswith("tx:") else _receiver
                 out[m.key] = (True, fn(m, realtime, stop))
