@@ -14,7 +14,7 @@ fn bad(msg: &str) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (mut spin_us, mut budget_pct, mut rt_priority) = (20u64, 2.0f64, 0i32);
+    let (mut spin_us, mut budget_pct, mut rt_priority) = (20u64, 0.5f64, 0i32);
     let mut i = 0;
     while i < args.len() {
         let val = args.get(i + 1).map(String::as_str);
