@@ -420,3 +420,33 @@ def _endpoint_under(root: int, side: str) -> int | None:
         except OSError:
             continue
     return None
+
+
+@needs_binary
+def test_a_stopped_native_sender_ends_early_and_keeps_what_it_sent(tmp_path):
+    """The group's stop (SIGINT) sets ``stop`` and interrupts the endpoint's waiters: the flow
+    ends long before its 20 s, "interrupted", its records so far kept and converted."""
+    engine = NativeEngine()
+    rcfg = ReceiverConfig(listen_host="127.0.0.1", listen_port=41950, out_dir=str(tmp_path / "rx"), runs=1,
+                          idle_timeout_s=30.0)
+    rx_stop = threading.Event()
+    got = {}
+    t = threading.Thread(target=lambda: got.update(rx=run_receiver(rcfg, stop=rx_stop)))
+    t.start()
+    try:
+        time.sleep(0.3)
+        stop = threading.Event()
+        scfg = SenderConfig(to_host="127.0.0.1", to_port=41950, out_dir=str(tmp_path / "tx"), run_id="stopped",
+                            run=RunParams(transport="udp", duration_s=20.0, flow_id=2), keepalive=False)
+        threading.Timer(1.5, lambda: (stop.set(), engine.interrupt())).start()
+        t0 = time.monotonic()
+        tx = run_native_sender(scfg, CbrSource(200, 0.01), engine, stop=stop, start_at=time.monotonic() + 0.2)
+        took_s = time.monotonic() - t0
+    finally:
+        rx_stop.set()
+        t.join(30)
+        engine.close()
+    assert tx["status"] == "interrupted" and took_s < 10.0, (tx["status"], took_s)
+    sent = read_records(tmp_path / "tx", "sent")
+    assert 0 < sent.num_rows == tx["packets"] < 2000
+    assert not list(tmp_path.rglob(".native-*"))

@@ -116,6 +116,7 @@ class NativeEngine:
         self._qlock = threading.Lock()
         self.died: str | None = None
         self.realtime = False           # SCHED_RR granted (its ready line says)
+        self._interrupted = False
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, name="native-endpoint-events", daemon=True)
         self._reader.start()
@@ -137,7 +138,18 @@ class NativeEngine:
                 q = self._queues[key] = Events()
                 if self.died:
                     q.put({"event": "died", "error": self.died})
+                elif self._interrupted:
+                    q.put({"event": "interrupt"})
             return q
+
+    def interrupt(self) -> None:
+        """Wake every flow's thread with an "interrupt" event (its run's stop is set: it
+        looks at it now instead of at its next poll). Safe in a signal handler of the thread
+        that waits on the group's members."""
+        self._interrupted = True
+        with self._qlock:
+            for q in self._queues.values():
+                q.put({"event": "interrupt"})
 
     def forget(self, key: str) -> None:
         """The flow ``key`` is over: its event queue goes."""

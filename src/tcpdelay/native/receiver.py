@@ -32,9 +32,11 @@ from tcpdelay.transport.runmeta import update_run_metadata
 
 from pathlib import Path
 
-#: How long the control loop of a run sleeps at most (s) before it looks at ``stop`` and its
-#: deadlines (control messages, connections and the endpoint's events wake it at once).
-_POLL_S = 0.5
+#: How long a run's control loop sleeps at most (s) when no deadline is nearer (control
+#: messages, connections, the endpoint's events and the group's interrupt wake it at once).
+_POLL_S = 2.0
+#: The same while waiting for a run's hello (no events yet: ``stop`` is looked at this often).
+_ACCEPT_POLL_S = 0.5
 
 
 def run_native_receiver(config: ReceiverConfig, engine: NativeEngine, *,
@@ -62,7 +64,7 @@ def run_native_receiver(config: ReceiverConfig, engine: NativeEngine, *,
                 break
             wait = pending.next_deadline_s()
             served = None
-            for key, _ in sel.select(_POLL_S if wait is None else min(_POLL_S, wait)):
+            for key, _ in sel.select(_ACCEPT_POLL_S if wait is None else min(_ACCEPT_POLL_S, wait)):
                 kind, _ = key.data
                 if kind == "listen":
                     pending.accept_all(lst)
@@ -156,8 +158,12 @@ class _NativeRun:
                     res.status = "idle-timeout"
                     res.errors.append("the run outlasted its duration by far")
                     break
-                wait = pending.next_deadline_s()
-                for key, _ in sel.select(_POLL_S if wait is None else min(_POLL_S, wait)):
+                wait = min(_POLL_S, (hard_end - now) / 1e9)
+                if (due := pending.next_deadline_s()) is not None:
+                    wait = min(wait, due)
+                if run.ending_since is not None:     # the linger after "end" runs out
+                    wait = min(wait, (run.ending_since + int(cfg.udp_linger_s * 1e9) - now) / 1e9)
+                for key, _ in sel.select(max(0.0, wait) + 0.001):
                     kind, state = key.data
                     if kind == "events":
                         self._events(events, block=False)

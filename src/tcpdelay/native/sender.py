@@ -31,8 +31,8 @@ from tcpdelay.transport.sockopts import apply_buffers, read_back
 from tcpdelay.transport.tcp_state_sampler import TcpStateSampler
 
 #: How long the waiting thread sleeps at most (s) before it looks at ``stop`` (the endpoint's
-#: events and the control connection wake it at once).
-_POLL_S = 0.5
+#: events, the control connection and the group's interrupt, an event too, wake it at once).
+_POLL_S = 2.0
 
 
 def run_native_sender(config: SenderConfig, source, engine: NativeEngine, *,

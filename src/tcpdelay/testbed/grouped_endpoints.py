@@ -133,7 +133,12 @@ def serve_group(members: list[Member], realtime: bool) -> dict[str, tuple[bool, 
         except BaseException as err:  # noqa: BLE001 - the member's error goes back by its key
             out[m.key] = (False, f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
 
-    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    def interrupt(signum, frame) -> None:
+        stop.set()
+        if engine is not None:      # native members sleep on their events: wake them
+            engine.interrupt()
+
+    signal.signal(signal.SIGINT, interrupt)
     threads = [threading.Thread(target=run, args=(m,), name=m.key, daemon=True) for m in members]
     for t in threads:
         t.start()
