@@ -47,6 +47,26 @@ needs_testbed = pytest.mark.skipif(unavailable_reason() is not None, reason=str(
 # --------------------------------------------------------------------------- cross pairings
 
 
+def _free_port() -> int:
+    """A port free for both TCP and UDP on loopback now (the machine is shared: fixed ports
+    collide with other test runs)."""
+    import socket
+
+    while True:
+        t = socket.socket()
+        t.bind(("127.0.0.1", 0))
+        port = t.getsockname()[1]
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            u.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            t.close()
+            u.close()
+
+
 def _pair(tmp: Path, port: int, transport: str, connections: int, split: int, tx_native: bool, rx_native: bool,
           source=CbrSource(200, 0.01), duration_s: float = 1.5) -> tuple[dict, dict]:
     """One run over loopback, each end native or Python; (sender result, receiver result)."""
@@ -89,8 +109,7 @@ PAIRINGS = [("udp", 1, 1), ("tcp", 1, 1), ("tcp", 3, 2), ("udp", 1, 3)]
 @pytest.mark.parametrize("tx_native,rx_native", [(True, False), (False, True), (True, True)],
                          ids=["native-to-python", "python-to-native", "native-to-native"])
 def test_native_and_python_ends_talk_to_each_other(tmp_path, transport, connections, split, tx_native, rx_native):
-    port = 41000 + 40 * PAIRINGS.index((transport, connections, split)) + 4 * tx_native + 2 * rx_native
-    tx, rx = _pair(tmp_path, port, transport, connections, split, tx_native, rx_native)
+    tx, rx = _pair(tmp_path, _free_port(), transport, connections, split, tx_native, rx_native)
     assert tx["status"] == "completed" and rx["status"] == "completed", (tx, rx)
     assert tx["packets"] == 150 and tx["rtp_packets"] == 150 * split
     assert rx["received_packets"] == 150 and rx["rtp_packets"] == 150 * split
@@ -122,7 +141,7 @@ def test_a_native_sender_writes_the_rows_a_python_sender_writes_for_the_same_sou
     src = _frame_source()
     rows = {}
     for name, native in (("py", False), ("native", True)):
-        tx, rx = _pair(tmp_path / name, 41900 + native, "tcp", 1, 1, native, native, source=src, duration_s=1.0)
+        tx, rx = _pair(tmp_path / name, _free_port(), "tcp", 1, 1, native, native, source=src, duration_s=1.0)
         assert tx["status"] == rx["status"] == "completed", (tx, rx)
         s = read_records(tmp_path / name / "tx", "sent")
         rows[name] = [tuple(r[c] for c in ("seq", "size_bytes", "frame_id", "frame_type", "frame_last", "dropped",
@@ -427,7 +446,8 @@ def test_a_stopped_native_sender_ends_early_and_keeps_what_it_sent(tmp_path):
     """The group's stop (SIGINT) sets ``stop`` and interrupts the endpoint's waiters: the flow
     ends long before its 20 s, "interrupted", its records so far kept and converted."""
     engine = NativeEngine()
-    rcfg = ReceiverConfig(listen_host="127.0.0.1", listen_port=41950, out_dir=str(tmp_path / "rx"), runs=1,
+    port = _free_port()
+    rcfg = ReceiverConfig(listen_host="127.0.0.1", listen_port=port, out_dir=str(tmp_path / "rx"), runs=1,
                           idle_timeout_s=30.0)
     rx_stop = threading.Event()
     got = {}
@@ -436,7 +456,7 @@ def test_a_stopped_native_sender_ends_early_and_keeps_what_it_sent(tmp_path):
     try:
         time.sleep(0.3)
         stop = threading.Event()
-        scfg = SenderConfig(to_host="127.0.0.1", to_port=41950, out_dir=str(tmp_path / "tx"), run_id="stopped",
+        scfg = SenderConfig(to_host="127.0.0.1", to_port=port, out_dir=str(tmp_path / "tx"), run_id="stopped",
                             run=RunParams(transport="udp", duration_s=20.0, flow_id=2), keepalive=False)
         threading.Timer(1.5, lambda: (stop.set(), engine.interrupt())).start()
         t0 = time.monotonic()
