@@ -9,7 +9,8 @@
 //! (`SO_TIMESTAMPING`, RX_SOFTWARE|SOFTWARE; CLOCK_REALTIME) is moved onto CLOCK_MONOTONIC with
 //! an offset measured every second (`Clocks`).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::net::IpAddr;
 use std::os::fd::RawFd;
@@ -219,6 +220,10 @@ pub struct Engine {
     scratch: Vec<u8>,
     msgs: Vec<Msg>,
     next_flush: u64,
+    /// Senders by when they are next due (entries whose time is not `due_of`'s are stale): a
+    /// wake-up serves only the senders due, not every flow.
+    dues: BinaryHeap<Reverse<(u64, u32)>>,
+    due_of: HashMap<u32, u64>,
 }
 
 fn errno() -> i32 {
@@ -339,6 +344,7 @@ impl Engine {
             udp_bufs: (0..UDP_BATCH).map(|_| vec![0u8; UDP_BUF]).collect(),
             cmsg_bufs: vec![[0u8; CMSG_BYTES]; UDP_BATCH],
             tcp_buf: vec![0u8; TCP_BUF], scratch: Vec::new(), msgs: Vec::new(), next_flush: 0,
+            dues: BinaryHeap::new(), due_of: HashMap::new(),
         })
     }
 
@@ -592,6 +598,7 @@ impl Engine {
                 .map_err(|e| BadInput(format!("send {key}: socket {i}: {e}")))?;
         }
         self.flows.insert(slot, Flow::Send(s));
+        self.schedule(slot, 0); // served at once: it works out when it is next due
         Ok(())
     }
 
@@ -658,6 +665,7 @@ impl Engine {
     /// own descriptors of them and closes or shuts them down itself).
     fn finish_flow(&mut self, slot: u32, status: Option<&'static str>) {
         let Some(flow) = self.flows.remove(&slot) else { return };
+        self.due_of.remove(&slot);
         let now = sys::mono_ns();
         let ev = match flow {
             Flow::Send(mut s) => {
@@ -699,22 +707,47 @@ impl Engine {
 
     /// Sends what is due; returns the earliest instant something is due next.
     fn service_senders(&mut self, now: u64) -> u64 {
-        let mut next = u64::MAX;
         let mut ended = Vec::new();
-        for (&slot, f) in self.flows.iter_mut() {
-            if let Flow::Send(s) = f {
-                let due = s.service(now, &self.ep, slot, &mut self.scratch);
-                if s.status.is_some() {
-                    ended.push(slot);
-                } else {
-                    next = next.min(due);
+        while let Some(&Reverse((due, slot))) = self.dues.peek() {
+            if due > now {
+                break;
+            }
+            self.dues.pop();
+            if self.due_of.get(&slot) != Some(&due) {
+                continue; // stale
+            }
+            match self.flows.get_mut(&slot) {
+                Some(Flow::Send(s)) => {
+                    let next = s.service(now, &self.ep, slot, &mut self.scratch);
+                    if s.status.is_some() {
+                        self.due_of.remove(&slot);
+                        ended.push(slot);
+                    } else {
+                        let next = next.max(now + 1);
+                        self.due_of.insert(slot, next);
+                        self.dues.push(Reverse((next, slot)));
+                    }
+                }
+                _ => {
+                    self.due_of.remove(&slot);
                 }
             }
         }
         for slot in ended {
             self.finish_flow(slot, None);
         }
-        next
+        while let Some(&Reverse((due, slot))) = self.dues.peek() {
+            if self.due_of.get(&slot) == Some(&due) {
+                return due;
+            }
+            self.dues.pop();
+        }
+        u64::MAX
+    }
+
+    fn schedule(&mut self, slot: u32, due: u64) {
+        self.due_of.insert(slot, due);
+        self.dues.push(Reverse((due, slot)));
     }
 
     fn ready(&mut self, slot: u32, conn: u16, events: u32) {
