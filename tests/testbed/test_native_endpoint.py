@@ -470,3 +470,46 @@ def test_a_stopped_native_sender_ends_early_and_keeps_what_it_sent(tmp_path):
     sent = read_records(tmp_path / "tx", "sent")
     assert 0 < sent.num_rows == tx["packets"] < 2000
     assert not list(tmp_path.rglob(".native-*"))
+
+
+@needs_binary
+def test_a_corrupted_tcp_stream_fails_a_native_receivers_run_and_the_sender_is_told(tmp_path):
+    """What came before the bad bytes is recorded; the run is "corrupted", the reason names the
+    connection and what was wrong, and the sender gets an abort saying so (receiver.py's rules)."""
+    from tcpdelay.transport import control, framing
+    from tcpdelay.transport.sender import _connect_control, _offer_run, _open_tcp
+
+    engine = NativeEngine()
+    port = _free_port()
+    rcfg = ReceiverConfig(listen_host="127.0.0.1", listen_port=port, out_dir=str(tmp_path / "rx"), runs=1,
+                          idle_timeout_s=20.0)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(rx=run_native_receiver(rcfg, engine)))
+    t.start()
+    try:
+        time.sleep(0.3)
+        cfg = SenderConfig(to_host="127.0.0.1", to_port=port, run_id="bad",
+                           run=RunParams(transport="tcp", duration_s=5.0, flow_id=4))
+        deadline = time.monotonic() + 10
+        ctl = _connect_control(cfg, deadline)
+        reply = _offer_run(ctl, cfg, cfg.run, "bad", deadline)
+        media = _open_tcp(cfg, ctl.getpeername()[:2], 0, reply["token"], deadline)
+        media.setblocking(True)
+        good = framing.encode_media(flow_id=4, rtp_seq=0, rtp_timestamp=0, marker=True, seq=0,
+                                    send_time_ns=time.monotonic_ns(), size_bytes=100)
+        bad = bytearray(framing.encode_media(flow_id=4, rtp_seq=1, rtp_timestamp=0, marker=True, seq=1,
+                                             send_time_ns=time.monotonic_ns(), size_bytes=100))
+        bad[20] ^= 0xFF                                   # the send time altered: the check fails
+        media.sendall(framing.frame(good) + framing.frame(bytes(bad)))
+        abort, _ = control.recv(ctl, 10.0)
+        t.join(30)
+        media.close()
+        ctl.close()
+    finally:
+        engine.close()
+    rx = got["rx"][0]
+    assert rx["status"] == "corrupted" and rx["received_packets"] == 1, rx
+    assert rx["failure"].startswith("connection 0: header check ") and "corrupted or not tcpdelay media" in rx["failure"]
+    assert abort["type"] == "abort" and abort["status"] == "corrupted" and abort["reason"] == rx["failure"]
+    received = read_records(tmp_path / "rx", "received")
+    assert received.column("seq").to_pylist() == [0]
