@@ -513,3 +513,35 @@ def test_a_corrupted_tcp_stream_fails_a_native_receivers_run_and_the_sender_is_t
     assert abort["type"] == "abort" and abort["status"] == "corrupted" and abort["reason"] == rx["failure"]
     received = read_records(tmp_path / "rx", "received")
     assert received.column("seq").to_pylist() == [0]
+
+
+@needs_binary
+def test_a_silent_sender_ends_a_native_receivers_run_after_the_idle_timeout(tmp_path):
+    """Media and control both silent for idle_timeout_s: "idle-timeout", as receiver.py says it
+    (the endpoint reports the media's silence, the control loop its own)."""
+    from tcpdelay.transport.sender import _connect_control, _offer_run, _open_tcp
+
+    engine = NativeEngine()
+    port = _free_port()
+    rcfg = ReceiverConfig(listen_host="127.0.0.1", listen_port=port, out_dir=str(tmp_path / "rx"), runs=1,
+                          idle_timeout_s=1.0)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(rx=run_native_receiver(rcfg, engine)))
+    t.start()
+    try:
+        time.sleep(0.3)
+        cfg = SenderConfig(to_host="127.0.0.1", to_port=port, run_id="quiet",
+                           run=RunParams(transport="tcp", duration_s=60.0, flow_id=6))
+        deadline = time.monotonic() + 10
+        ctl = _connect_control(cfg, deadline)
+        reply = _offer_run(ctl, cfg, cfg.run, "quiet", deadline)
+        media = _open_tcp(cfg, ctl.getpeername()[:2], 0, reply["token"], deadline)
+        t.join(30)                      # nothing more is sent
+        media.close()
+        ctl.close()
+    finally:
+        engine.close()
+    assert not t.is_alive()
+    rx = got["rx"][0]
+    assert rx["status"] == "idle-timeout" and rx["errors"] == ["nothing from the sender for 1 s"], rx
+    assert rx["received_packets"] == 0 and rx["media_connections"] == 1

@@ -195,6 +195,10 @@ struct Receiver {
     got_media: bool,
     failed: bool,
     kernel_stamps: u64,
+    /// Media silence after which an "idle" event is sent (again every such period; 0: never).
+    idle_ns: u64,
+    last_rx_ns: u64,
+    idle_said_ns: u64,
 }
 
 enum Flow {
@@ -377,6 +381,7 @@ impl Engine {
             let mut next = self.service_senders(now);
             if now >= self.next_flush {
                 self.flush_all();
+                self.say_idle(now);
                 self.next_flush = now + FLUSH_NS;
             }
             next = next.min(self.next_flush);
@@ -414,6 +419,23 @@ impl Engine {
                     t => self.ready((t >> 16) as u32, (t & 0xFFFF) as u16, ev.events),
                 }
             }
+        }
+    }
+
+    /// An "idle" event for every receiving flow whose media has been silent for its idle
+    /// period (the Python side ends the run if its control connection was silent too).
+    fn say_idle(&mut self, now: u64) {
+        let mut idle = Vec::new();
+        for f in self.flows.values_mut() {
+            if let Flow::Recv(r) = f {
+                if r.idle_ns > 0 && now.saturating_sub(r.last_rx_ns) > r.idle_ns && now.saturating_sub(r.idle_said_ns) > r.idle_ns {
+                    r.idle_said_ns = now;
+                    idle.push(json!({"event": "idle", "key": r.key, "silent_s": (now - r.last_rx_ns) as f64 / 1e9}));
+                }
+            }
+        }
+        for ev in idle {
+            self.event(ev);
         }
     }
 
@@ -618,6 +640,7 @@ impl Engine {
             done: HashSet::new(), max_done: -1, rec, lags_ns: Vec::new(), received: 0, received_bytes: 0, rtp_packets: 0,
             keepalives: 0, duplicates: 0, incomplete: 0, foreign: 0, bytes_in: 0, first_ns: None, last_ns: 0,
             got_media: false, failed: false, kernel_stamps: 0,
+            idle_ns: v.get("idle_timeout_ns").and_then(Value::as_u64).unwrap_or(0), last_rx_ns: sys::mono_ns(), idle_said_ns: 0,
         };
         let slot = self.new_slot(&key)?;
         if let Some(fd) = r.udp {
@@ -812,6 +835,7 @@ impl Engine {
                     continue;
                 }
                 r.bytes_in += len as u64;
+                r.last_rx_ns = t_read;
                 if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
                     r.foreign += 1;
                     continue;
@@ -888,6 +912,7 @@ impl Engine {
         }
         let Some(c) = r.conns.get_mut(&index) else { return };
         r.bytes_in += data.len() as u64;
+        r.last_rx_ns = t_read;
         if let Some(s) = stamp {
             r.kernel_stamps += 1;
             r.lags_ns.push(t_read.saturating_sub(s));

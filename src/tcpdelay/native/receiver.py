@@ -138,9 +138,11 @@ class _NativeRun:
         max_msg = min(cfg.max_message_bytes, p.max_packet_bytes)
         self.raw.parent.mkdir(parents=True, exist_ok=True)
         engine.command({"cmd": "recv", "key": self.key, "flow_id": p.flow_id, "transport": p.transport,
-                        "records": str(self.raw), "peer": run.peer_ip, "max_message_bytes": max_msg},
+                        "records": str(self.raw), "peer": run.peer_ip, "max_message_bytes": max_msg,
+                        "idle_timeout_ns": int(cfg.idle_timeout_s * 1e9)},
                        [] if tcp else [run.udp.fileno()])
         t_start = clock.now_ns()
+        run.last_rx = t_start           # the control connection's last message (run._read_ctl)
         hard_end = t_start + int((p.duration_s + 2 * cfg.idle_timeout_s + 60) * 1e9)
         native: dict | None = None
         try:
@@ -237,7 +239,8 @@ class _NativeRun:
                 raise NativeEndpointError(ev["error"])
             if ev.get("event") == "result":
                 return ev
-            self._event(ev)
+            if ev.get("event") != "idle":       # (the run has ended: idleness no longer matters)
+                self._event(ev)
 
     def _events(self, events, block: bool) -> None:
         while True:
@@ -265,6 +268,10 @@ class _NativeRun:
                 run._judge_cuts()
         elif kind == "error":
             run.res.errors.append(ev.get("error", ""))
+        elif kind == "idle":            # no media for idle_timeout_s: no control either?
+            if clock.now_ns() - run.last_rx > int(run.cfg.idle_timeout_s * 1e9) and run.res.status == "completed":
+                run.res.status = "idle-timeout"
+                run.res.errors.append(f"nothing from the sender for {run.cfg.idle_timeout_s:g} s")
         elif kind == "corrupted":
             run._fail("corrupted", ev.get("reason", ""))
 
