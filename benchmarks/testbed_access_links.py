@@ -93,6 +93,83 @@ class RealtimeCpu:
         self._thread.join()
 
 
+class EndpointCpu:
+    """Samples, every 0.1 s, the CPU time (user + system, all threads) of the media endpoints:
+    this process's forked children that are Python (the grouped or per-flow endpoints: the
+    testbed forks them) and every ``tcpdelay-endpoint`` below it (the native endpoint), the
+    emulator not included. ``cpu_s``: the sum of each one's last reading, so a process's last
+    0.1 s before it exits may be missed (an undercount of at most that per process)."""
+
+    COMMS = ("python", "python3", "tcpdelay-endpoi")
+
+    def __init__(self):
+        self.last: dict[int, float] = {}
+        self.comm: dict[int, str] = {}
+        self.series: list[tuple[float, float, bool]] = []   # (time, CPU so far, a native endpoint alive)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._hz = os.sysconf("SC_CLK_TCK")
+
+    def _sample(self) -> None:
+        parent: dict[int, int] = {}
+        stat: dict[int, list[str]] = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                head, rest = open(f"/proc/{pid}/stat").read().rsplit(")", 1)
+            except OSError:
+                continue
+            fields = rest.split()
+            parent[int(pid)] = int(fields[1])
+            stat[int(pid)] = [head.split("(", 1)[1], *fields]
+        me = os.getpid()
+        for pid, f in stat.items():
+            p, ok = pid, False
+            while p in parent and p > 1:
+                p = parent[p]
+                if p == me:
+                    ok = True
+                    break
+            if ok and f[0] in self.COMMS:
+                self.last[pid] = (int(f[12]) + int(f[13])) / self._hz   # utime + stime
+                self.comm[pid] = f[0]
+        alive = any(f[0] == "tcpdelay-endpoi" for f in stat.values())
+        self.series.append((time.monotonic(), self.cpu_s, alive))
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self._sample()
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self.last.values())
+
+    def steady_cores(self) -> float:
+        """Cores the endpoints used over the middle half of the time a native endpoint (else any
+        endpoint) was alive: the media flowing, set-up and records' conversion left out."""
+        alive = [x for x in self.series if x[2]] or self.series
+        if len(alive) < 4:
+            return float("nan")
+        t0, t1 = alive[0][0], alive[-1][0]
+        mid = [x for x in alive if t0 + 0.25 * (t1 - t0) <= x[0] <= t0 + 0.75 * (t1 - t0)]
+        if len(mid) < 2:
+            return float("nan")
+        return (mid[-1][1] - mid[0][1]) / (mid[-1][0] - mid[0][0])
+
+    @property
+    def native_cpu_s(self) -> float:
+        return sum(v for p, v in self.last.items() if self.comm[p] == "tcpdelay-endpoi")
+
+    def __enter__(self) -> "EndpointCpu":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def measure(n: int, duration_s: float) -> dict:
     from tcpdelay.experiments.plan import plan_run
     from tcpdelay.experiments.scenario import parse_scenario
@@ -109,7 +186,8 @@ def measure(n: int, duration_s: float) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         rd = Path(tmp)
-        with RealtimeCpu(min_procs=2 * n) as rt_cpu:
+        with RealtimeCpu(min_procs=2 if os.environ.get("TCPDELAY_MEDIA_ENDPOINTS") == "native" else 2 * n) as rt_cpu, \
+                EndpointCpu() as ep_cpu:
             run_scenario(sc, 1, rd)
         env = json.loads((rd / "environment.json").read_text())
         flows, _meta = load_flows(rd)
@@ -138,6 +216,11 @@ def measure(n: int, duration_s: float) -> dict:
             "realtime_cpu_cores_mean": float(np.mean(rt_cpu.cores)) if rt_cpu.cores else float("nan"),
             "realtime_cpu_cores_max": max(rt_cpu.cores, default=float("nan")),
             "received": int(sum(np.isfinite(f.recv_time_s).sum() for f in flows)),
+            "sent": int(sum(len(f.send_time_s) for f in flows)),
+            "endpoint_cpu_s": ep_cpu.cpu_s,
+            "native_endpoint_cpu_s": ep_cpu.native_cpu_s,
+            "endpoint_cores_steady": ep_cpu.steady_cores(),
+            "endpoint_us_per_packet": 1e6 * ep_cpu.cpu_s / max(1, sum(len(f.send_time_s) for f in flows)),
             "lost_parts": run.get("lost") or []}
 
 
@@ -155,23 +238,25 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flows", type=int, nargs="+", default=[20, 40, 80])
     ap.add_argument("--duration-s", type=float, default=10.0)
-    ap.add_argument("--endpoints", choices=("auto", "grouped", "per-flow"), default="auto",
+    ap.add_argument("--endpoints", choices=("auto", "grouped", "per-flow", "native"), default="auto",
                     help="media flow ends: a process each (per-flow), one process for the senders and one "
-                         "for the receivers (grouped), or the run's own choice (auto; "
-                         "tcpdelay.testbed.grouped_endpoints)")
+                         "for the receivers (grouped), grouped with the packets in tcpdelay-endpoint (native), "
+                         "or the run's own choice (auto; tcpdelay.testbed.grouped_endpoints)")
     args = ap.parse_args()
     from tcpdelay.testbed.grouped_endpoints import ENDPOINTS_ENV
 
     os.environ[ENDPOINTS_ENV] = args.endpoints
     print(f"{'flows':>5} {'endpoints':>9} {'links':>9} {'build s':>8} {'RSS MB':>7} {'delay - configured, ms: mean':>29} "
           f"{'p99':>6} {'max':>7} {'p99 after 2 s':>13} {'emulator lateness us: p99':>25} {'max':>7}"
-          f" {'real-time CPU, cores: mean':>26} {'max':>5}")
+          f" {'real-time CPU, cores: mean':>26} {'max':>5} {'endpoint CPU s':>14} {'of it native':>12} {'us/packet':>9} {'cores, mid-run':>14}")
     for n in args.flows:
         r = measure(n, args.duration_s)
         print(f"{r['flows']:>5} {r['endpoints']:>9} {r['links']:>9} {r['build_s']:>8.2f} {r['rss_mb_total']:>7.1f} "
               f"{r['delay_err_mean_ms']:>29.3f} {r['delay_err_p99_ms']:>6.3f} {r['delay_err_max_ms']:>7.3f}"
               f" {r['delay_err_p99_after_2s_ms']:>13.3f} {r['lateness_p99_us']:>25.0f} {r['lateness_max_us']:>7.0f}"
               f" {r['realtime_cpu_cores_mean']:>26.2f} {r['realtime_cpu_cores_max']:>5.2f}"
+              f" {r['endpoint_cpu_s']:>14.2f} {r['native_endpoint_cpu_s']:>12.2f} {r['endpoint_us_per_packet']:>9.1f}"
+              f" {r['endpoint_cores_steady']:>14.3f}"
               + (f"  lost: {r['lost_parts']}" if r["lost_parts"] else ""))
         sys.stdout.flush()
     return 0

@@ -14,6 +14,7 @@ pub mod config;
 pub mod schema;
 pub mod counters;
 pub mod delay;
+pub mod endpoint;
 pub mod event_loop;
 pub mod events;
 pub mod gso;

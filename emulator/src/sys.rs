@@ -77,6 +77,15 @@ impl Epoll {
         Ok(())
     }
 
+    /// `epoll_ctl(op, fd)` with these events (the endpoint: EPOLLOUT on and off, EPOLL_CTL_DEL).
+    pub fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        if unsafe { libc::epoll_ctl(self.fd, op, fd, &mut ev) } != 0 {
+            return Err(last_err());
+        }
+        Ok(())
+    }
+
     /// Waits for readiness; `timeout_ns = None` waits forever. Returns the tokens ready.
     pub fn wait(&mut self, events: &mut [libc::epoll_event], timeout_ns: Option<u64>) -> io::Result<usize> {
         let n = if self.pwait2 {

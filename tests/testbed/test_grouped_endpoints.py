@@ -196,5 +196,5 @@ def test_the_endpoints_choice(monkeypatch):
     monkeypatch.setenv(ENDPOINTS_ENV, "per-flow")
     assert endpoints_mode(500) == "per-flow"
     monkeypatch.setenv(ENDPOINTS_ENV, "some")
-    with pytest.raises(ParameterError, match=f"^{ENDPOINTS_ENV}: 'some' is not one of auto, grouped, per-flow$"):
+    with pytest.raises(ParameterError, match=f"^{ENDPOINTS_ENV}: 'some' is not one of auto, grouped, per-flow, native$"):
         endpoints_mode(3)

@@ -20,6 +20,10 @@ group's death names the group), ``pid`` (SIGINT to it stops every member: the gr
 thread sets their ``stop`` event, and each writes its last records).
 
 Flows over QUIC keep a process each (aioquic runs an asyncio loop per flow; not grouped here).
+
+A member marked ``native`` keeps only its control exchange in its thread: its media sockets go to
+the group's one ``tcpdelay-endpoint`` process (:mod:`tcpdelay.native`), started by the group's
+main thread (the endpoint dies with the thread that started it) and closed when the group ends.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class Member:
     config: Any
     source: Any = None
     start_at: Instant = None
+    native: bool = False
 
 
 def media_sender(config, source, start_at: Instant, realtime: bool, stop: threading.Event | None = None) -> dict:
@@ -83,32 +88,67 @@ def _receiver(m: Member, realtime: bool, stop: threading.Event) -> list[dict]:
     return media_receiver(m.config, realtime, stop)
 
 
+def _native_sender(m: Member, engine, stop: threading.Event) -> dict:
+    from tcpdelay.native.sender import run_native_sender
+
+    return run_native_sender(m.config, m.source, engine, stop=stop, start_at=m.start_at)
+
+
+def _native_receiver(m: Member, engine, stop: threading.Event) -> list[dict]:
+    from tcpdelay.native.receiver import run_native_receiver
+
+    return run_native_receiver(m.config, engine, stop=stop)
+
+
 def serve_group(members: list[Member], realtime: bool) -> dict[str, tuple[bool, Any]]:
     """Run every member in a thread of its own, inside its namespace; return, by key,
     ``(True, value)`` or ``(False, "Type: message")``. SIGINT (the run's stop) sets every
-    member's ``stop``; the group returns once every member has."""
+    member's ``stop``; the group returns once every member has. Native members share one
+    ``tcpdelay-endpoint``, real-time (SCHED_RR) when ``realtime``."""
     import sys
     import traceback
 
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     stop = threading.Event()
     out: dict[str, tuple[bool, Any]] = {}
+    engine = None
+    if any(m.native for m in members):
+        from tcpdelay.native.engine import NativeEngine
+        from tcpdelay.testbed.testbed import REALTIME_PRIORITY
+
+        engine = NativeEngine(rt_priority=REALTIME_PRIORITY if realtime else 0)
 
     def run(m: Member) -> None:
         try:
             with nsutil.entered(m.netns):
+                if m.native:      # real time: the endpoint, which sends and reads
+                    if m.key.startswith("tx:"):
+                        out[m.key] = (True, {**_native_sender(m, engine, stop), "realtime": engine.realtime})
+                    else:
+                        out[m.key] = (True, [{**r, "realtime": engine.realtime}
+                                             for r in _native_receiver(m, engine, stop)])
+                    return
                 fn = _sender if m.key.startswith("tx:") else _receiver
                 out[m.key] = (True, fn(m, realtime, stop))
         except BaseException as err:  # noqa: BLE001 - the member's error goes back by its key
             out[m.key] = (False, f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
 
-    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    def interrupt(signum, frame) -> None:
+        stop.set()
+        if engine is not None:      # native members sleep on their events: wake them
+            engine.interrupt()
+
+    signal.signal(signal.SIGINT, interrupt)
     threads = [threading.Thread(target=run, args=(m,), name=m.key, daemon=True) for m in members]
     for t in threads:
         t.start()
-    for t in threads:
-        while t.is_alive():
-            t.join(0.2)      # (a join with a timeout lets the SIGINT handler run)
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)      # (a join with a timeout lets the SIGINT handler run)
+    finally:
+        if engine is not None:
+            engine.close()
     return out
 
 
@@ -185,7 +225,9 @@ def start_group(host, members: list[Member], realtime: bool, label: str) -> dict
     """Fork the processes (through ``host``: they die with the testbed) serving ``members``, at
     most :data:`MAX_GROUP_MEMBERS` each, as evenly as that allows; their handles by key.
     ``label`` names the group in errors ("media senders")."""
-    n = -(-len(members) // MAX_GROUP_MEMBERS)
+    # native members' threads only do their control exchange: one group (one endpoint) for all
+    limit = len(members) if members and all(m.native for m in members) else MAX_GROUP_MEMBERS
+    n = -(-len(members) // limit)
     out: dict[str, MemberHandle] = {}
     for i in range(n):
         chunk = members[i::n]
@@ -197,16 +239,17 @@ def start_group(host, members: list[Member], realtime: bool, label: str) -> dict
 
 
 #: The environment variable that chooses how a testbed run starts its TCP and UDP media flow
-#: ends: ``grouped`` (:func:`start_group`), ``per-flow`` (a process each), or ``auto`` (the
-#: default: grouped from :data:`GROUPED_FROM_FLOWS` such flows on).
+#: ends: ``grouped`` (:func:`start_group`), ``per-flow`` (a process each), ``native`` (grouped,
+#: with the media of every flow :func:`tcpdelay.native.supports` in ``tcpdelay-endpoint``), or
+#: ``auto`` (the default: grouped from :data:`GROUPED_FROM_FLOWS` such flows on).
 ENDPOINTS_ENV = "TCPDELAY_MEDIA_ENDPOINTS"
-ENDPOINTS_CHOICES = ("auto", "grouped", "per-flow")
+ENDPOINTS_CHOICES = ("auto", "grouped", "per-flow", "native")
 #: ``auto`` groups a run's media flow ends from this many TCP/UDP media flows on.
 GROUPED_FROM_FLOWS = 21
 
 
 def endpoints_mode(flows: int) -> str:
-    """``grouped`` or ``per-flow`` for a run of ``flows`` TCP/UDP media flows, by
+    """``grouped``, ``per-flow`` or ``native`` for a run of ``flows`` TCP/UDP media flows, by
     :data:`ENDPOINTS_ENV`; a value outside :data:`ENDPOINTS_CHOICES` is a ParameterError."""
     from tcpdelay.errors import ParameterError
 

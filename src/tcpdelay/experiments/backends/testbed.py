@@ -47,6 +47,7 @@ from tcpdelay.results import testbed_error
 from tcpdelay.testbed import machine_load
 from tcpdelay.start_gate import Instant, StartAt, StartGate, process_ended
 from tcpdelay.traffic.source import PreparedSource
+from tcpdelay.native.rawrecords import convert_leftovers
 
 #: Seconds a media sender waits for its queues to drain after its last packet.
 DRAIN_S = 5.0
@@ -121,7 +122,10 @@ class TestbedBackend(Backend):
         find_binary()
         from tcpdelay.testbed.grouped_endpoints import endpoints_mode
 
-        endpoints_mode(0)     # a bad TCPDELAY_MEDIA_ENDPOINTS: one line before any run
+        if endpoints_mode(0) == "native":  # a bad TCPDELAY_MEDIA_ENDPOINTS: one line before any run
+            from tcpdelay.native.engine import find_binary as endpoint_binary
+
+            endpoint_binary()             # not built: one line before any run
 
     #: Start-up time per program a run starts (a media flow's sender and receiver, a cross flow's
     #: two ends): 80 flows took 11.2 s from the emulator's start to their last sender's start on
@@ -244,6 +248,7 @@ class TestbedBackend(Backend):
             finally:
                 mover.stop.set()
                 mover.join()
+                convert_leftovers(rd)   # raw records of a native endpoint whose group was killed
                 consolidate(rd)
             clock = guest_ends.to_this_clock(plan, rd, guests, clocks)   # (None without guests)
         _queue_records(Path(spec.queue_file), rd)
@@ -366,8 +371,9 @@ def environment(tb, plan: RunPlan, guests: dict | None = None) -> dict:
         "testbed": tb.describe(),
         "link": json.loads(tb.spec.link.model_dump_json()),
         "hosts_requested": plan.hosts,
-        # a process per media flow end, or grouped (tcpdelay.testbed.grouped_endpoints)
-        "media_endpoints": "grouped" if _grouped_media(plan) else "per-flow",
+        # a process per media flow end, or grouped (tcpdelay.testbed.grouped_endpoints), or
+        # native (tcpdelay.native; the flows it does not serve yet, and why, beside it)
+        **_media_endpoints(plan),
         # reference-kernel hosts: kernel, release, accelerator (kvm or tcg), clock at boot
         **({"guests": {name: g.describe() for name, g in guests.items()}} if guests else {}),
     }
@@ -381,20 +387,46 @@ def _grouped_media(plan: RunPlan) -> set[int]:
     on_guest = guest_ends.guest_host_names(plan)
     ids = {m.flow_id for m in plan.media if m.flow.transport in ("tcp", "udp")
            and m.sender not in on_guest and m.receiver not in on_guest}
-    return ids if ids and endpoints_mode(len(ids)) == "grouped" else set()
+    return ids if ids and endpoints_mode(len(ids)) in ("grouped", "native") else set()
+
+
+def _native_media(plan: RunPlan) -> dict[int, str | None]:
+    """With ``TCPDELAY_MEDIA_ENDPOINTS=native``: every grouped media flow and None if the native
+    endpoint serves it, else why not (it then runs grouped on the Python endpoints)."""
+    from tcpdelay.native import supports
+    from tcpdelay.testbed.grouped_endpoints import endpoints_mode
+
+    grouped = _grouped_media(plan)
+    if not grouped or endpoints_mode(len(grouped)) != "native":
+        return {}
+    return {m.flow_id: supports(m.flow.transport, m.flow.heuristics.connections, m.flow.heuristics.scheduler,
+                                m.flow.heuristics.proactive_drop_s)
+            for m in plan.media if m.flow_id in grouped}
+
+
+def _media_endpoints(plan: RunPlan) -> dict:
+    native = _native_media(plan)
+    if not native:
+        return {"media_endpoints": "grouped" if _grouped_media(plan) else "per-flow"}
+    from tcpdelay.native.engine import find_binary as endpoint_binary
+
+    python = {str(f): why for f, why in native.items() if why is not None}
+    return {"media_endpoints": "native", "native_endpoint": endpoint_binary(),
+            **({"media_endpoints_python": python} if python else {})}
 
 
 def _start_receivers(tb, plan: RunPlan, rd, handles: dict) -> None:
     from tcpdelay.testbed.grouped_endpoints import Member, start_group
     from tcpdelay.transport import ReceiverConfig, TcpOptions
 
-    grouped, members = _grouped_media(plan), []
+    grouped, native, members = _grouped_media(plan), _native_media(plan), []
     for m in plan.media:
         if f"rx:{m.flow_id}" in handles:      # on a guest: started already
             continue
         cfg = _receiver_config(tb, plan, m, rd)
         if m.flow_id in grouped:
-            members.append(Member(f"rx:{m.flow_id}", tb.hosts[m.receiver].netns, cfg))
+            members.append(Member(f"rx:{m.flow_id}", tb.hosts[m.receiver].netns, cfg,
+                                  native=m.flow_id in native and native[m.flow_id] is None))
         else:
             handles[f"rx:{m.flow_id}"] = tb.hosts[m.receiver].spawn(_media_receiver, cfg, tb.spec.realtime)
     if members:
@@ -548,7 +580,7 @@ def _start_all(tb, plan: RunPlan, rd, at: Callable[..., Any], handles: dict, sou
     from tcpdelay.traffic import response_server, transfers, udp_background
     from tcpdelay.testbed.grouped_endpoints import Member, start_group
 
-    grouped, members = _grouped_media(plan), []
+    grouped, native, members = _grouped_media(plan), _native_media(plan), []
     starters = {c.kind: cross_starter(c.kind) for c in plan.cross}   # an unknown kind: before any start
     # Servers and sinks first (clients retry connecting until they are up).
     servers = sorted({c.server for c in plan.cross if c.transport != "udp" and c.kind != "transfers"})
@@ -586,7 +618,8 @@ def _start_all(tb, plan: RunPlan, rd, at: Callable[..., Any], handles: dict, sou
             continue
         cfg = _sender_config(tb, plan, m, rd)
         if m.flow_id in grouped:
-            members.append(Member(f"tx:{m.flow_id}", tb.hosts[m.sender].netns, cfg, sources[m.flow_id], at(m.start_s)))
+            members.append(Member(f"tx:{m.flow_id}", tb.hosts[m.sender].netns, cfg, sources[m.flow_id], at(m.start_s),
+                                  native=m.flow_id in native and native[m.flow_id] is None))
             continue
         handles[f"tx:{m.flow_id}"] = tb.hosts[m.sender].spawn(_media_sender, cfg, sources[m.flow_id], at(m.start_s),
                                                                tb.spec.realtime)
