@@ -98,6 +98,22 @@ def media_class(flow: FlowPackets, profile: str | None) -> str | None:
     return "video" if flow.has_frames else None
 
 
+def without_voice_metrics(m: dict, profile: str | None) -> dict:
+    """A flow's stored metrics (a committed ``metrics.json``, measured before the profile was
+    read) as :func:`flow_metrics` gives them now: ``profile`` and ``media`` set, and a video
+    flow without the voice metrics (jitter filter, quality levels, E-model) it was given."""
+    from tcpdelay.profiles import PROFILES
+
+    media = m.get("media") or ("video" if m.get("video") else None)
+    if profile in PROFILES:
+        media = "voice" if PROFILES[profile].voice else "video"
+    out = {**m, "profile": m.get("profile") or profile, "media": media}
+    if media == "video":
+        for key in ("jitter_filter", "quality", "emodel"):
+            out.pop(key, None)
+    return out
+
+
 def flow_metrics(flow: FlowPackets, meta: dict, opts: MetricOptions,
                  retrans: dict[int, int] | None = None, profile: str | None = None) -> dict:
     """All applicable metrics of one flow (``profile``: its media profile, when known: a video

@@ -22,7 +22,7 @@ import numpy as np
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.metrics import delay as dl
-from tcpdelay.metrics.summary import MetricOptions, summarize_flows
+from tcpdelay.metrics.summary import MetricOptions, summarize_flows, without_voice_metrics
 from tcpdelay.records import read_run_metadata
 from tcpdelay.results.layout import METRICS_FILE, RUN_METADATA, find_runs, has_records, seed_of
 from tcpdelay.results.markers import read_media_run_status, read_status
@@ -167,7 +167,9 @@ def _load_from_metrics(run: RunData, names: dict[int, str], stored, metrics: dic
         flows = metrics.get("flows") or []
         if not isinstance(flows, list) or not all(isinstance(m, dict) and "flow_id" in m for m in flows):
             raise ParameterError(f"{str(run.run_dir / METRICS_FILE)!r}: 'flows' is not a list of flows")
-        per_flow = {int(m["flow_id"]): m for m in flows}  # media flows only
+        profiles = media_profiles(run.run_dir, {})   # a video flow's G.711 MOS of old metrics.json goes
+        per_flow = {int(m["flow_id"]): without_voice_metrics(m, profiles.get(int(m["flow_id"])))
+                    for m in flows}  # media flows only
         run.jain_index = (metrics.get("fairness") or {}).get("jain_index_goodput") \
             if isinstance(metrics.get("fairness"), dict) else None
     else:  # only the delays survive: the delay statistics and loss from them

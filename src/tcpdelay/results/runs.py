@@ -15,7 +15,7 @@ import numpy as np
 
 from tcpdelay.errors import ParameterError
 from tcpdelay.metrics import delay as dl
-from tcpdelay.metrics.summary import MetricOptions, summarize_flows
+from tcpdelay.metrics.summary import MetricOptions, summarize_flows, without_voice_metrics
 from tcpdelay.records import read_run_metadata
 from tcpdelay.results.layout import (CELLS_DIR, FLOWS_FILE, METRICS_FILE, PACKETS_FILE, RUN_METADATA, has_records,
                                      is_run_dir, seed_dirs)
@@ -146,7 +146,9 @@ def summarize_run(run_dir: str | os.PathLike, sent_dir: str | os.PathLike | None
         elif m is not None and m.get("flows"):
             out = {"clock": m.get("clock", meta.get("clock", "shared")),
                    "delay_relative_to_min": bool(m.get("delay_relative_to_min", False)),
-                   "options": m.get("options") or {}, "flows": [dict(f) for f in m["flows"]],
+                   "options": m.get("options") or {},
+                   "flows": [without_voice_metrics(dict(f), media_profiles(rd, meta).get(int(f["flow_id"])))
+                             for f in m["flows"]],
                    "fairness": m.get("fairness") or {"flows": len(m["flows"]), "jain_index_goodput": None}}
             sources["flows"] = FROM_METRICS + ("; its packets' delays are in packets.parquet (kind delays)"
                                                if stored is not None else "")
