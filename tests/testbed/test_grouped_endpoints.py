@@ -22,9 +22,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tcpdelay.errors import ParameterError
+from tcpdelay.errors import EnvironmentNotSupported, ParameterError
 from tcpdelay.experiments.scenario import parse_scenario
 from tcpdelay.records import read_records
+from tcpdelay.native import engine
 from tcpdelay.testbed.grouped_endpoints import ENDPOINTS_ENV, GROUPED_FROM_FLOWS, endpoints_mode
 from tcpdelay.testbed.netns import unavailable_reason
 
@@ -190,7 +191,13 @@ def test_a_killed_group_fails_the_run_naming_it_and_leaves_nothing(tmp_path, sid
 def test_the_endpoints_choice(monkeypatch):
     monkeypatch.delenv(ENDPOINTS_ENV, raising=False)
     assert endpoints_mode(GROUPED_FROM_FLOWS - 1) == "per-flow"
-    assert endpoints_mode(GROUPED_FROM_FLOWS) == "grouped"
+    assert endpoints_mode(GROUPED_FROM_FLOWS) == "native"      # make test builds tcpdelay-endpoint
+    monkeypatch.setattr(engine, "BINARY", "tcpdelay-endpoint-not-built")
+    assert endpoints_mode(GROUPED_FROM_FLOWS) == "grouped"      # no endpoint: grouped on Python
+    monkeypatch.setenv(engine.BINARY_ENV, "/nonexistent/tcpdelay-endpoint")
+    with pytest.raises(EnvironmentNotSupported, match="is not an executable file"):
+        endpoints_mode(GROUPED_FROM_FLOWS)                     # named and missing: said, not hidden
+    monkeypatch.delenv(engine.BINARY_ENV)
     monkeypatch.setenv(ENDPOINTS_ENV, "grouped")
     assert endpoints_mode(1) == "grouped"
     monkeypatch.setenv(ENDPOINTS_ENV, "per-flow")
