@@ -230,13 +230,14 @@ def test_tables_from_another_folder_say_where_they_looked(tmp_path):
     assert res.returncode == 2
     (line,) = res.stderr.splitlines()
     assert f"no results directory {tmp_path / 'results'}; the committed results are in {ROOT / 'results'}" in line
-    assert len(line) < 300
+    assert len(line.replace(str(tmp_path), "").replace(str(ROOT), "")) < 250
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "mpeg4-4.1-wired-ns3").symlink_to(ROOT / "results" / "mpeg4-4.1-wired-ns3")
     (line,) = tcpdelay("mpeg4-transport", "--tables", cwd=tmp_path).stderr.splitlines()
     every = len({w.result for w in REPRODUCTIONS["mpeg4-transport"].sweeps if w.page})
     assert f"{tmp_path / 'results'} lacks {every - 1} of the {every} sweeps the page shows: " in line
-    assert len(line) < 300
+    # one line of words, not a list of 23 sweeps (the paths' lengths are the machine's: not counted)
+    assert len(line.replace(str(tmp_path), "").replace(str(ROOT), "")) < 250
 
 
 def test_the_list_fits_80_columns_and_colours_no_digit(tmp_path):
