@@ -246,9 +246,9 @@ def _counters_of(info: dict) -> dict | None:
 @json_option
 def status_cmd(run_ids, as_json):
     """List testbed runs on this machine (with the emulator's counters for live ones)."""
+    nsutil.require_testbed_environment()      # first: one line without root, before any import
     from tcpdelay.testbed.guest import read_guests
 
-    nsutil.require_testbed_environment()
     found = runs.find_runs()
     unknown = [r for r in run_ids if r not in found]
     if unknown:

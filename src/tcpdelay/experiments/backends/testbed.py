@@ -441,10 +441,18 @@ def _receiver_config(tb, plan: RunPlan, m, rd):
     fd.mkdir(parents=True, exist_ok=True)
     # (a sender offers its run as soon as it is started, up to the run's lead before its first
     # packet: the silence before that first packet counts as idle, hence the 60 s)
+    # The bounds a receiver listening on a network keeps (docs/transport.md "Security") are the
+    # plan's here: its peer is the run's own sender, its duration the plan's, and a full disk
+    # fails the run with its reason (failed.json) rather than being refused below a 1-GiB floor
+    # that a small output disk never reaches.
+    from tcpdelay.transport.config import MAX_DURATION_S
+
     return ReceiverConfig(listen_host=tb.hosts[m.receiver].address, listen_port=m.port, out_dir=str(fd),
                           runs=1, idle_timeout_s=max(10.0, 2 * plan.duration_s) + 60.0,
                           tcp=TcpOptions(rcvbuf_bytes=m.flow.tcp.rcvbuf_bytes),
-                          handshake_timeout_s=10.0, udp_linger_s=1.0)
+                          handshake_timeout_s=10.0, udp_linger_s=1.0,
+                          max_run_duration_s=min(MAX_DURATION_S, max(3600.0, plan.duration_s + 60.0)),
+                          min_free_disk_bytes=0)
 
 
 # Cross-traffic starters, one per kind: (testbed, the flow's plan, its start instant, its
